@@ -1,0 +1,81 @@
+package io.ferrum.memory.api;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Optional;
+
+import org.osgi.annotation.versioning.ProviderType;
+
+/**
+ * A {@link DeviceMemoryManager} that can also map blocks for direct CPU access, alias memory
+ * across devices, prefetch, take usage hints and report access patterns.
+ *
+ * <p><b>Thread safety:</b> every method may be called from any thread.
+ */
+@ProviderType
+public interface AdvancedMemoryManager extends DeviceMemoryManager {
+
+    /**
+     * Maps a block for direct access. The view covers exactly the block (not its neighbours) and is
+     * read-only for {@link MemoryAccess#READ_ONLY}. While mapped, the block is not moved by
+     * defragmentation. After {@link #unmapMemory} or {@link #deallocate} every access through the view
+     * throws {@link IllegalStateException}: it never reads memory that belongs to someone else.
+     * Mapping a block that is already mapped returns a new view of the same block; one unmap
+     * closes all of them.
+     *
+     * @param handle a live handle of this manager
+     * @param access how the view will be used
+     * @return a view of exactly the block
+     * @throws InvalidHandleException on an invalid handle
+     */
+    MemorySegment mapMemory(MemoryHandle handle, MemoryAccess access);
+
+    /**
+     * Closes every view of the block.
+     *
+     * @param handle a live, mapped handle of this manager
+     * @throws InvalidHandleException        on an invalid handle
+     * @throws InvalidMemoryRequestException if the block is not mapped
+     */
+    void unmapMemory(MemoryHandle handle);
+
+    /**
+     * Allocates memory visible on two devices: two handles aliasing the same bytes.
+     *
+     * @param sourceDevice the first device
+     * @param targetDevice the second device
+     * @param size         bytes, more than zero
+     * @return the two handles
+     * @throws InvalidMemoryRequestException if this backend cannot map that pair of devices (the
+     *                                       message names which backend can)
+     */
+    MemoryMapping createMapping(Device sourceDevice, Device targetDevice, long size);
+
+    /**
+     * Asks the device to bring the block close to {@code target} ahead of use. A hint: it never
+     * changes contents, and backends where it means nothing accept it as a no-op.
+     *
+     * @param handle a live handle of this manager
+     * @param target where the block will be used
+     */
+    void prefetch(MemoryHandle handle, Device target);
+
+    /**
+     * @param handle any handle
+     * @return the block's access statistics, or empty if the handle is not live or statistics are off
+     */
+    Optional<MemoryAccessStats> accessStats(MemoryHandle handle);
+
+    /**
+     * Records how a block will be used and passes the hint to the device.
+     *
+     * @param handle a live handle of this manager
+     * @param hint   the intended use
+     */
+    void setUsageHint(MemoryHandle handle, MemoryUsageHint hint);
+
+    /**
+     * @param handle any handle
+     * @return the last hint set on the block, or empty
+     */
+    Optional<MemoryUsageHint> usageHint(MemoryHandle handle);
+}

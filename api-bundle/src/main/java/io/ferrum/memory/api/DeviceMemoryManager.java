@@ -1,0 +1,207 @@
+package io.ferrum.memory.api;
+
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Consumer;
+
+import org.osgi.annotation.versioning.ProviderType;
+
+/**
+ * Raw memory operations on one device: allocate, free, copy, inspect, configure pools,
+ * defragment, and be told of pressure changes.
+ *
+ * <p>A backend registers one manager per device as an OSGi service with the service properties
+ * {@value #DEVICE_PROPERTY} (the device, as {@link Device#toString()}), {@value
+ * #DEVICE_KIND_PROPERTY} and {@value #BACKEND_PROPERTY}. Methods that take a {@link Device}
+ * accept only {@link #device()}, so that code written against the seed's multi-device signatures
+ * stays explicit about where memory goes.
+ *
+ * <p><b>Thread safety:</b> every method may be called from any thread at any time.
+ *
+ * <p><b>Errors:</b> a failed call changes nothing and throws a subtype of {@link
+ * MemoryException}: {@link InvalidMemoryRequestException} for bad sizes, alignments, offsets or
+ * devices; {@link InvalidHandleException} for zero, freed, stale or foreign handles; {@link
+ * OutOfDeviceMemoryException} when the pool or device is full; {@link DeviceUnavailableException}
+ * once the manager is closed or its device is gone.
+ */
+@ProviderType
+public interface DeviceMemoryManager extends AutoCloseable {
+
+    /** Service property: the device this manager serves, as {@code kind:index}. */
+    String DEVICE_PROPERTY = "memory.device";
+    /** Service property: the device's kind ({@code cpu}, {@code cuda}, ...). */
+    String DEVICE_KIND_PROPERTY = "memory.device.kind";
+    /** Service property: the backend's name ({@code ffm}, {@code jcuda}, ...). */
+    String BACKEND_PROPERTY = "memory.backend";
+
+    /** @return the device this manager serves */
+    Device device();
+
+    /**
+     * Allocates {@code size} bytes of {@link MemoryType#GENERAL} memory at the pool's alignment.
+     *
+     * @param size   bytes, more than zero
+     * @param device must be {@link #device()}
+     * @return the handle of the new block
+     */
+    default MemoryHandle allocate(long size, Device device) {
+        return allocate(size, MemoryType.GENERAL, device);
+    }
+
+    /**
+     * Allocates {@code size} bytes from the pool of {@code type}, at that pool's alignment.
+     *
+     * @param size   bytes, more than zero
+     * @param type   the pool, not null
+     * @param device must be {@link #device()}
+     * @return the handle of the new block
+     * @throws InvalidMemoryRequestException  on a size of zero or less, more than the device or the
+     *                                        pool's maximum, or a wrong device
+     * @throws OutOfDeviceMemoryException     when the pool cannot hold it (full, may not grow)
+     */
+    MemoryHandle allocate(long size, MemoryType type, Device device);
+
+    /**
+     * Allocates {@code size} bytes of {@link MemoryType#GENERAL} memory whose address is a multiple
+     * of {@code alignment} (and of the pool's alignment).
+     *
+     * @param size      bytes, more than zero
+     * @param alignment bytes, a power of two, at most the pool's chunk size
+     * @param device    must be {@link #device()}
+     * @return the handle of the new block
+     */
+    default MemoryHandle allocateAligned(long size, long alignment, Device device) {
+        return allocateAligned(size, alignment, MemoryType.GENERAL, device);
+    }
+
+    /**
+     * The general form of every allocation: {@code size} bytes from the pool of {@code type}, aligned
+     * to the larger of {@code alignment} and the pool's alignment.
+     *
+     * @param size      bytes, more than zero
+     * @param alignment bytes, a power of two
+     * @param type      the pool, not null
+     * @param device    must be {@link #device()}
+     * @return the handle of the new block
+     * @throws InvalidMemoryRequestException on a bad size, alignment or device
+     * @throws OutOfDeviceMemoryException    when the pool cannot hold it
+     */
+    MemoryHandle allocateAligned(long size, long alignment, MemoryType type, Device device);
+
+    /**
+     * Frees a block. Its handle is never valid again, and views mapped from it are closed.
+     *
+     * @param handle a live handle of this manager
+     * @throws InvalidHandleException on a zero, freed, stale or foreign handle (a double free included)
+     */
+    void deallocate(MemoryHandle handle);
+
+    /**
+     * Copies {@code size} bytes synchronously. Within one block, overlapping ranges behave like
+     * {@code memmove} (the destination receives the source bytes as they were before the copy).
+     *
+     * @param src       a live handle of this manager
+     * @param dst       a live handle of this manager, possibly {@code src}
+     * @param size      bytes, zero or more
+     * @param srcOffset offset into {@code src}, zero or more, with {@code srcOffset + size} within it
+     * @param dstOffset offset into {@code dst}, zero or more, with {@code dstOffset + size} within it
+     * @throws InvalidHandleException        on an invalid handle
+     * @throws InvalidMemoryRequestException on a negative value or a range outside a block
+     */
+    void copy(MemoryHandle src, MemoryHandle dst, long size, long srcOffset, long dstOffset);
+
+    /**
+     * Copies asynchronously on a stream. The arguments are checked before this method returns (bad
+     * ones throw here, not through the stage); the stage completes when the bytes have arrived, or
+     * exceptionally if the device fails. Blocks in flight are not moved by defragmentation.
+     *
+     * @param transfer what to copy
+     * @param stream   the stream to order it on, or {@code null} for the default stream
+     * @return a stage that completes when the copy is done
+     */
+    CompletionStage<Void> copyAsync(MemoryTransfer transfer, StreamHandle stream);
+
+    /**
+     * @param device must be {@link #device()}
+     * @return a consistent snapshot of the device's memory
+     */
+    MemoryInfo memoryInfo(Device device);
+
+    /** @return {@code memoryInfo(device())} */
+    default MemoryInfo memoryInfo() {
+        return memoryInfo(device());
+    }
+
+    /**
+     * @param handle any handle, even an invalid one
+     * @return the block's information, or empty if the handle is not a live block of this manager
+     */
+    Optional<MemoryHandleInfo> handleInfo(MemoryHandle handle);
+
+    /** @return every live block of this manager, in no particular order; a snapshot */
+    List<MemoryHandleInfo> handles();
+
+    /**
+     * @param handle any handle
+     * @return true if it names a live block of this manager
+     */
+    default boolean owns(MemoryHandle handle) {
+        return handleInfo(handle).isPresent();
+    }
+
+    /**
+     * Configures the {@link MemoryType#GENERAL} pool.
+     *
+     * @param device must be {@link #device()}
+     * @param config the new configuration
+     */
+    default void configurePool(Device device, MemoryPoolConfig config) {
+        configurePool(device, MemoryType.GENERAL, config);
+    }
+
+    /**
+     * Configures one pool. Applies to future growth; memory already reserved stays.
+     *
+     * @param device must be {@link #device()}
+     * @param type   the pool
+     * @param config the new configuration
+     * @throws InvalidMemoryRequestException if the configuration cannot apply to this device (a
+     *                                       maximum below what the pool already holds in live blocks,
+     *                                       say)
+     */
+    void configurePool(Device device, MemoryType type, MemoryPoolConfig config);
+
+    /**
+     * @param type a pool
+     * @return its current configuration
+     */
+    MemoryPoolConfig poolConfig(MemoryType type);
+
+    /**
+     * Compacts live blocks (those neither mapped nor in an in-flight copy) so free space coalesces,
+     * and gives empty chunks back to the device. Handles stay valid and contents are preserved.
+     *
+     * @param device must be {@link #device()}
+     * @return a stage with what was achieved
+     */
+    CompletionStage<DefragmentationStats> defragment(Device device);
+
+    /**
+     * Sets the one callback told of pressure-level changes of this device (edge-triggered: only
+     * when the level changes). It runs outside the manager's locks; if it throws, the failure is
+     * logged and allocation goes on. Replaces any earlier callback; {@code null} removes it.
+     *
+     * @param callback receives the new level
+     */
+    void setPressureCallback(Consumer<MemoryPressure> callback);
+
+    /**
+     * Releases every byte the manager holds and makes every later call throw {@link
+     * DeviceUnavailableException}. Live blocks at that moment are reported in the log. Idempotent.
+     * Managers registered as services are closed by their backend; callers close only managers they
+     * created through a {@link MemoryManagerFactory}.
+     */
+    @Override
+    void close();
+}

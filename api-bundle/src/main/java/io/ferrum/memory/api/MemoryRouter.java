@@ -1,0 +1,62 @@
+package io.ferrum.memory.api;
+
+import java.util.Optional;
+import java.util.concurrent.CompletionStage;
+
+import org.osgi.annotation.versioning.ProviderType;
+
+/**
+ * Allocation across devices: the active {@link AllocationStrategy} chooses the device, and every
+ * handle is routed back to the manager that issued it. Copies work between handles of any two
+ * devices.
+ *
+ * <p><b>Thread safety:</b> every method may be called from any thread.
+ */
+@ProviderType
+public interface MemoryRouter {
+
+    /**
+     * @param size         bytes, more than zero
+     * @param requirements what the caller asks of the allocation
+     * @return the handle of the new block
+     * @throws OutOfDeviceMemoryException when no device could hold it (the message lists what was tried)
+     * @throws DeviceUnavailableException when no device or no strategy is available (the message says which)
+     */
+    MemoryHandle allocate(long size, AllocationRequirements requirements);
+
+    /**
+     * @param handle a live handle of any device
+     * @throws InvalidHandleException     on an unknown or freed handle
+     * @throws DeviceUnavailableException if its device has gone away
+     */
+    void deallocate(MemoryHandle handle);
+
+    /**
+     * Copies synchronously between handles of any two devices, with the same checks as {@link
+     * DeviceMemoryManager#copy}.
+     *
+     * @param transfer what to copy
+     */
+    void copy(MemoryTransfer transfer);
+
+    /**
+     * Copies asynchronously between handles of any two devices.
+     *
+     * @param transfer what to copy (checked before this method returns)
+     * @param stream   a stream of the destination's device, or {@code null} for the default stream
+     * @return a stage that completes when the bytes have arrived
+     */
+    CompletionStage<Void> copyAsync(MemoryTransfer transfer, StreamHandle stream);
+
+    /**
+     * @param handle any handle
+     * @return the block's information, or empty if no device knows it
+     */
+    Optional<MemoryHandleInfo> handleInfo(MemoryHandle handle);
+
+    /**
+     * @param handle any handle
+     * @return the device holding the block, or empty if no device knows it
+     */
+    Optional<Device> owner(MemoryHandle handle);
+}
