@@ -16,7 +16,8 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
 
     /**
      * Maps a block for direct access. The view covers exactly the block (not its neighbours) and is
-     * read-only for {@link MemoryAccess#READ_ONLY}. While mapped, the block is not moved by
+     * read-only for {@link MemoryAccess#READ_ONLY} (writes through it throw
+     * {@link IllegalArgumentException}). While mapped, the block is not moved by
      * defragmentation. After {@link #unmapMemory} or {@link #deallocate} every access through the view
      * throws {@link IllegalStateException}: it never reads memory that belongs to someone else.
      * Mapping a block that is already mapped returns a new view of the same block; one unmap

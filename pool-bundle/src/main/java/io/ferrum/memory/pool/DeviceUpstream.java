@@ -1,0 +1,93 @@
+package io.ferrum.memory.pool;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Optional;
+
+import org.osgi.annotation.versioning.ConsumerType;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryUsageHint;
+import io.ferrum.memory.api.OutOfDeviceMemoryException;
+
+/**
+ * What a device must provide so that the pool engine can manage its memory: raw primitives only.
+ * Everything else (handles, sub-allocation, alignment, growth, limits, statistics, compaction,
+ * mapping, pressure) is the engine's.
+ *
+ * <p>The engine calls these methods without holding its allocation locks, except for the copies of
+ * a defragmentation run, and never on a chunk it has released. Offsets and lengths it passes are
+ * always within the chunk. Implementations must be thread-safe.
+ */
+@ConsumerType
+public interface DeviceUpstream extends AutoCloseable {
+
+    /** @return the device this upstream reserves memory on */
+    Device device();
+
+    /** @return a short backend name for service properties and messages, for example {@code ffm} */
+    String backendName();
+
+    /** @return bytes of memory the device has in all (the capacity before any limit is configured) */
+    long physicalCapacity();
+
+    /** @return the alignment every chunk's {@link DeviceChunk#address()} honours, a power of two */
+    long chunkAlignment();
+
+    /**
+     * Reserves a chunk. Its contents need not be zeroed.
+     *
+     * @param bytes more than zero, a multiple of {@link #chunkAlignment()}
+     * @return the chunk
+     * @throws OutOfDeviceMemoryException if the device cannot provide it
+     */
+    DeviceChunk reserve(long bytes);
+
+    /**
+     * Gives a chunk back. Called once per chunk; the engine holds no view of it any more.
+     *
+     * @param chunk a chunk from {@link #reserve}
+     */
+    void release(DeviceChunk chunk);
+
+    /**
+     * Copies bytes between two chunk ranges (possibly the same chunk); overlapping ranges must
+     * behave like {@code memmove}.
+     */
+    void copy(DeviceChunk src, long srcOffset, DeviceChunk dst, long dstOffset, long bytes);
+
+    /** Copies bytes from a chunk range into host memory. */
+    void copyToHost(DeviceChunk src, long srcOffset, MemorySegment dst, long bytes);
+
+    /** Copies bytes from host memory into a chunk range. */
+    void copyFromHost(MemorySegment src, DeviceChunk dst, long dstOffset, long bytes);
+
+    /** Sets every byte of a chunk range to {@code value}. */
+    void fill(DeviceChunk chunk, long offset, long bytes, byte value);
+
+    /**
+     * @param chunk a chunk from {@link #reserve}
+     * @return the chunk as host memory, when the CPU can address it directly (host RAM, unified
+     *         memory); empty when mapping must stage through a host copy. The segment's own scope is
+     *         not used: the engine makes bounded views of it for each mapping.
+     */
+    default Optional<MemorySegment> hostSegment(DeviceChunk chunk) {
+        return Optional.empty();
+    }
+
+    /**
+     * A hint to move a range close to {@code target} ahead of use. Default: no-op.
+     */
+    default void prefetch(DeviceChunk chunk, long offset, long bytes, Device target) {
+    }
+
+    /**
+     * Passes a usage hint for a range to the device. Default: no-op.
+     */
+    default void advise(DeviceChunk chunk, long offset, long bytes, MemoryUsageHint hint) {
+    }
+
+    /** Releases what the upstream itself holds; called after every chunk was released. */
+    @Override
+    default void close() {
+    }
+}

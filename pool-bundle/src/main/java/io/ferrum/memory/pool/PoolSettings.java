@@ -1,0 +1,56 @@
+package io.ferrum.memory.pool;
+
+import java.util.function.LongSupplier;
+
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+
+/**
+ * Engine settings that the API's {@link io.ferrum.memory.api.MemoryManagerConfig} does not cover.
+ *
+ * @param capacityBytes the device capacity this manager may use (its {@code totalBytes}); 0 means the
+ *                      upstream's {@link DeviceUpstream#physicalCapacity()}
+ * @param zeroing       when memory is cleared between owners
+ * @param log           where leaks and callback failures are reported, not null
+ * @param nanoClock     monotonic nanoseconds (System::nanoTime); replaceable so tests of time-based
+ *                      statistics are deterministic; not null
+ */
+public record PoolSettings(long capacityBytes, ZeroingPolicy zeroing, PoolLog log, LongSupplier nanoClock) {
+
+    /**
+     * @throws InvalidMemoryRequestException on a negative capacity or a null field
+     */
+    public PoolSettings {
+        if (capacityBytes < 0) {
+            throw new InvalidMemoryRequestException("Invalid capacity " + capacityBytes
+                    + " bytes: use 0 for the device's physical capacity or a positive limit");
+        }
+        if (zeroing == null || log == null || nanoClock == null) {
+            throw new InvalidMemoryRequestException("Invalid pool settings: zeroing, log and nanoClock are required");
+        }
+    }
+
+    /** @return the device's physical capacity, no zeroing, no log, the system clock */
+    public static PoolSettings defaults() {
+        return new PoolSettings(0, ZeroingPolicy.NONE, PoolLog.NONE, System::nanoTime);
+    }
+
+    /** @param bytes capacity, 0 for physical @return a copy with that capacity */
+    public PoolSettings withCapacity(long bytes) {
+        return new PoolSettings(bytes, zeroing, log, nanoClock);
+    }
+
+    /** @param policy zeroing policy @return a copy with that policy */
+    public PoolSettings withZeroing(ZeroingPolicy policy) {
+        return new PoolSettings(capacityBytes, policy, log, nanoClock);
+    }
+
+    /** @param target log @return a copy logging there */
+    public PoolSettings withLog(PoolLog target) {
+        return new PoolSettings(capacityBytes, zeroing, target, nanoClock);
+    }
+
+    /** @param clock monotonic nanoseconds @return a copy using that clock */
+    public PoolSettings withNanoClock(LongSupplier clock) {
+        return new PoolSettings(capacityBytes, zeroing, log, clock);
+    }
+}

@@ -1,0 +1,69 @@
+package io.ferrum.memory.pool.internal;
+
+import io.ferrum.memory.api.MemoryUsageHint;
+
+/**
+ * One block of a chunk: free or live. Blocks of a chunk form a doubly linked list in address order
+ * (prevPhys/nextPhys) that covers the chunk exactly; free blocks are also on one of the pool's
+ * segregated free lists (prevFree/nextFree). All fields are guarded by the owning pool's lock,
+ * except {@link #handleId}, which is volatile so that handle lookups need no lock.
+ *
+ * <p>A live block keeps its identity when defragmentation moves it (only chunk and offset change),
+ * so the handle that names it stays valid.
+ */
+public final class Block {
+    PoolChunk chunk;
+    long offset;
+    long size;
+    boolean free;
+    Block prevPhys;
+    Block nextPhys;
+    Block prevFree;
+    Block nextFree;
+
+    // Live-block state.
+    volatile long handleId;
+    Pool pool;
+    long requested;
+    long alignment;
+    long allocatedAtNanos;
+    /** Copies in flight that read or write this block; a pinned block is neither moved nor reused. */
+    int pins;
+    /** Freed by its owner while pinned: the memory returns to the pool when the last pin goes. */
+    boolean freePending;
+    MappingState mapping;
+    AccessTracker access;
+    MemoryUsageHint hint;
+    Throwable allocationSite;
+
+    Block(PoolChunk chunk, long offset, long size) {
+        this.chunk = chunk;
+        this.offset = offset;
+        this.size = size;
+    }
+
+    /** @return true while defragmentation may move the block */
+    boolean isMovable() {
+        return !free && pins == 0 && mapping == null && !freePending;
+    }
+
+    /** @return the block's chunk (read under the pool lock or while pinned) */
+    public PoolChunk chunk() {
+        return chunk;
+    }
+
+    /** @return the block's offset in its chunk (read under the pool lock or while pinned) */
+    public long offset() {
+        return offset;
+    }
+
+    /** @return the bytes the caller asked for */
+    public long requested() {
+        return requested;
+    }
+
+    /** @return the pool the block belongs to */
+    public Pool pool() {
+        return pool;
+    }
+}

@@ -1,0 +1,538 @@
+package io.ferrum.memory.pool.internal;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.pool.DeviceChunk;
+import io.ferrum.memory.pool.DeviceUpstream;
+
+/**
+ * The pool of one memory type on one device: the chunks it reserved and a TLSF (two-level
+ * segregated fit) index of their free blocks.
+ *
+ * <p>TLSF keeps free blocks in 64 x 16 lists by size class: the first level is the power of two,
+ * the second splits it in 16. Two bitmaps find the first non-empty list that is large enough in
+ * O(1); freeing coalesces with both physical neighbours in O(1). Block sizes are multiples of the
+ * pool's alignment (at least {@value #MIN_BLOCK} bytes) so that splitting never leaves slivers.
+ *
+ * <p>Everything here is guarded by {@link #lock}. Invariants, true whenever the lock is free:
+ * <ul>
+ *   <li>the blocks of a chunk tile it exactly, in address order, and no two adjacent blocks are both
+ *       free (outside a defragmentation run);</li>
+ *   <li>{@code used} = sum of sizes of non-free blocks = sum of {@code chunk.usedBytes};</li>
+ *   <li>{@code reserved} = sum of chunk sizes; {@code reserved + pending <= limit}.</li>
+ * </ul>
+ */
+public final class Pool {
+    /** Smallest block, and the unit every block size and offset is a multiple of. */
+    public static final long MIN_BLOCK = 16;
+    private static final int SL_BITS = 4;
+    private static final int SL_COUNT = 1 << SL_BITS;
+    private static final int FL_COUNT = 64;
+
+    final MemoryType type;
+    final ReentrantLock lock = new ReentrantLock();
+    /** Signalled when {@link #inflight} drops to zero, for close. */
+    final Condition idle = lock.newCondition();
+    final List<PoolChunk> chunks = new ArrayList<>();
+    private final AtomicLong deviceUsed;
+
+    MemoryPoolConfig config;
+    long reserved;
+    /** Bytes being reserved from the upstream right now, outside the lock. */
+    long pending;
+    long used;
+    long live;
+    /** Copies in flight on blocks of this pool. */
+    int inflight;
+    boolean closed;
+
+    private final Block[] heads = new Block[FL_COUNT * SL_COUNT];
+    private long flBitmap;
+    private final int[] slBitmap = new int[FL_COUNT];
+
+    Pool(MemoryType type, MemoryPoolConfig config, AtomicLong deviceUsed) {
+        this.type = type;
+        this.config = config;
+        this.deviceUsed = deviceUsed;
+    }
+
+    /** @return the block size for a request: rounded up to the pool alignment and MIN_BLOCK */
+    long blockSize(long requested) {
+        long unit = Math.max(config.alignment(), MIN_BLOCK);
+        return alignUp(Math.max(requested, MIN_BLOCK), unit);
+    }
+
+    static long alignUp(long value, long alignment) {
+        return (value + alignment - 1) & -alignment;
+    }
+
+    // ---------------------------------------------------------------- TLSF index
+
+    private static int firstLevel(long size) {
+        return 63 - Long.numberOfLeadingZeros(size);
+    }
+
+    private static int secondLevel(long size, int fl) {
+        return (int) ((size >>> (fl - SL_BITS)) & (SL_COUNT - 1));
+    }
+
+    void insertFree(Block b) {
+        int fl = firstLevel(b.size);
+        int sl = secondLevel(b.size, fl);
+        int idx = fl * SL_COUNT + sl;
+        Block head = heads[idx];
+        b.prevFree = null;
+        b.nextFree = head;
+        if (head != null) {
+            head.prevFree = b;
+        }
+        heads[idx] = b;
+        flBitmap |= 1L << fl;
+        slBitmap[fl] |= 1 << sl;
+    }
+
+    void removeFree(Block b) {
+        int fl = firstLevel(b.size);
+        int sl = secondLevel(b.size, fl);
+        int idx = fl * SL_COUNT + sl;
+        if (b.prevFree != null) {
+            b.prevFree.nextFree = b.nextFree;
+        } else {
+            heads[idx] = b.nextFree;
+            if (heads[idx] == null) {
+                slBitmap[fl] &= ~(1 << sl);
+                if (slBitmap[fl] == 0) {
+                    flBitmap &= ~(1L << fl);
+                }
+            }
+        }
+        if (b.nextFree != null) {
+            b.nextFree.prevFree = b.prevFree;
+        }
+        b.prevFree = null;
+        b.nextFree = null;
+    }
+
+    /** @return a free block of at least {@code needed} bytes, or null */
+    Block findFree(long needed) {
+        int fl = firstLevel(needed);
+        int sl = secondLevel(needed, fl);
+        // The request's own class may hold a block that fits: take its head if it does (good fit).
+        Block head = heads[fl * SL_COUNT + sl];
+        if (head != null && head.size >= needed) {
+            return head;
+        }
+        // Otherwise round up to the next class: every block there fits.
+        long rounded = needed + (1L << (fl - SL_BITS)) - 1;
+        if (rounded < 0) {
+            return null;
+        }
+        fl = firstLevel(rounded);
+        sl = secondLevel(rounded, fl);
+        int slMap = slBitmap[fl] & (-1 << sl);
+        if (slMap == 0) {
+            long flMap = fl + 1 < FL_COUNT ? flBitmap & (-1L << (fl + 1)) : 0;
+            if (flMap == 0) {
+                return null;
+            }
+            fl = Long.numberOfTrailingZeros(flMap);
+            slMap = slBitmap[fl];
+        }
+        sl = Integer.numberOfTrailingZeros(slMap);
+        return heads[fl * SL_COUNT + sl];
+    }
+
+    /** @return the largest free block's size, 0 if none */
+    long largestFree() {
+        if (flBitmap == 0) {
+            return 0;
+        }
+        int fl = 63 - Long.numberOfLeadingZeros(flBitmap);
+        int sl = 31 - Integer.numberOfLeadingZeros(slBitmap[fl]);
+        long max = 0;
+        for (Block b = heads[fl * SL_COUNT + sl]; b != null; b = b.nextFree) {
+            max = Math.max(max, b.size);
+        }
+        return max;
+    }
+
+    // ---------------------------------------------------------------- carve and release
+
+    /**
+     * Carves a live block of {@code size} bytes whose device address is a multiple of
+     * {@code alignment}, from the free blocks of this pool.
+     *
+     * @return the new live block, or null when no free block fits
+     */
+    Block carve(long size, long alignment) {
+        long unit = Math.max(config.alignment(), MIN_BLOCK);
+        long needed = alignment <= unit ? size : size + alignment - MIN_BLOCK;
+        Block b = findFree(needed);
+        if (b == null) {
+            return null;
+        }
+        removeFree(b);
+        long address = b.chunk.device.address() + b.offset;
+        long pad = alignUp(address, alignment) - address;
+        if (pad > 0) {
+            // Front padding stays free; the block proper starts after it.
+            Block rest = new Block(b.chunk, b.offset + pad, b.size - pad);
+            linkAfter(b, rest);
+            b.size = pad;
+            b.free = true;
+            insertFree(b);
+            b = rest;
+        }
+        if (b.size - size >= MIN_BLOCK) {
+            Block tail = new Block(b.chunk, b.offset + size, b.size - size);
+            tail.free = true;
+            linkAfter(b, tail);
+            b.size = size;
+            insertFree(tail);
+        }
+        b.free = false;
+        b.pool = this;
+        b.chunk.usedBytes += b.size;
+        used += b.size;
+        live++;
+        deviceUsed.addAndGet(b.size);
+        return b;
+    }
+
+    /** Returns a live block's memory to the free lists, coalescing with free neighbours. */
+    void release(Block b) {
+        b.chunk.usedBytes -= b.size;
+        used -= b.size;
+        live--;
+        deviceUsed.addAndGet(-b.size);
+        b.free = true;
+        b.handleId = 0;
+        b.mapping = null;
+        b.access = null;
+        b.allocationSite = null;
+        b.freePending = false;
+        coalesceAndList(b);
+    }
+
+    private void coalesceAndList(Block b) {
+        Block prev = b.prevPhys;
+        if (prev != null && prev.free) {
+            removeFree(prev);
+            prev.size += b.size;
+            unlink(b);
+            b = prev;
+        }
+        Block next = b.nextPhys;
+        if (next != null && next.free) {
+            removeFree(next);
+            b.size += next.size;
+            unlink(next);
+        }
+        insertFree(b);
+    }
+
+    private static void linkAfter(Block b, Block added) {
+        added.prevPhys = b;
+        added.nextPhys = b.nextPhys;
+        if (b.nextPhys != null) {
+            b.nextPhys.prevPhys = added;
+        }
+        b.nextPhys = added;
+    }
+
+    private static void unlink(Block b) {
+        if (b.prevPhys != null) {
+            b.prevPhys.nextPhys = b.nextPhys;
+        } else {
+            b.chunk.first = b.nextPhys;
+        }
+        if (b.nextPhys != null) {
+            b.nextPhys.prevPhys = b.prevPhys;
+        }
+        b.prevPhys = null;
+        b.nextPhys = null;
+    }
+
+    // ---------------------------------------------------------------- chunks
+
+    /** Adds a freshly reserved chunk as one free block. */
+    void addChunk(DeviceChunk device) {
+        PoolChunk chunk = new PoolChunk(device);
+        Block whole = new Block(chunk, 0, chunk.size);
+        whole.free = true;
+        chunk.first = whole;
+        chunks.add(chunk);
+        reserved += chunk.size;
+        insertFree(whole);
+    }
+
+    /** @return the most bytes this pool may hold from the device under its configuration */
+    long limit() {
+        if (!config.enableAutoExpansion()) {
+            return config.initialSize();
+        }
+        return config.maxSize().orElse(Long.MAX_VALUE);
+    }
+
+    /**
+     * Plans a growth for a block needing {@code needed} bytes (alignment slack included) and books
+     * it as pending.
+     *
+     * @return the chunk size to reserve, or 0 when the pool's limit leaves no room for it
+     */
+    long planGrowth(long needed, long chunkAlignment) {
+        long min = alignUp(needed, chunkAlignment);
+        long room = limit() - reserved - pending;
+        if (min > room || min < 0) {
+            return 0;
+        }
+        long wanted = reserved + pending == 0 && config.initialSize() >= needed
+                ? config.initialSize()
+                : Math.max(needed, config.growthIncrement());
+        wanted = alignUp(wanted, chunkAlignment);
+        long size = Math.max(min, Math.min(wanted, room & -chunkAlignment));
+        pending += size;
+        return size;
+    }
+
+    private static boolean isEmpty(PoolChunk c) {
+        return c.first.free && c.first.nextPhys == null;
+    }
+
+    /**
+     * Removes empty chunks beyond {@code keepBytes} of reservation and returns them for release
+     * (outside the lock).
+     */
+    List<DeviceChunk> takeEmptyChunks(long keepBytes) {
+        List<DeviceChunk> out = new ArrayList<>();
+        for (int i = chunks.size() - 1; i >= 0; i--) {
+            PoolChunk c = chunks.get(i);
+            if (isEmpty(c) && reserved - c.size >= keepBytes) {
+                removeFree(c.first);
+                chunks.remove(i);
+                reserved -= c.size;
+                out.add(c.device);
+            }
+        }
+        return out;
+    }
+
+    /** Removes every chunk (for close) and returns them for release. */
+    List<DeviceChunk> takeAllChunks() {
+        List<DeviceChunk> out = new ArrayList<>(chunks.size());
+        for (PoolChunk c : chunks) {
+            out.add(c.device);
+        }
+        chunks.clear();
+        java.util.Arrays.fill(heads, null);
+        flBitmap = 0;
+        java.util.Arrays.fill(slBitmap, 0);
+        deviceUsed.addAndGet(-used);
+        reserved = 0;
+        used = 0;
+        live = 0;
+        return out;
+    }
+
+    /** @return every live block (handle not yet freed), in chunk and address order */
+    List<Block> liveBlocks() {
+        List<Block> out = new ArrayList<>();
+        for (PoolChunk c : chunks) {
+            for (Block b = c.first; b != null; b = b.nextPhys) {
+                if (!b.free && b.handleId != 0) {
+                    out.add(b);
+                }
+            }
+        }
+        return out;
+    }
+
+    /** @return free bytes inside the reserved chunks */
+    long freeInReserved() {
+        return reserved - used;
+    }
+
+    // ---------------------------------------------------------------- compaction
+
+    /**
+     * Moves movable live blocks so free space coalesces: first each chunk slides its blocks towards
+     * its start, then the emptiest chunks are evacuated into free space of fuller ones. Handles stay
+     * valid (blocks keep their identity) and contents move with them. Runs under the lock; the
+     * copies go to the upstream, which must give memmove semantics for overlapping ranges.
+     *
+     * @return blocks moved
+     */
+    long compact(DeviceUpstream upstream) {
+        long moved = 0;
+        for (PoolChunk c : chunks) {
+            moved += slideDown(c, upstream);
+        }
+        moved += evacuateEmptiest(upstream);
+        return moved;
+    }
+
+    private long slideDown(PoolChunk c, DeviceUpstream upstream) {
+        long moved = 0;
+        Block x = c.first;
+        while (x != null) {
+            Block n = x.nextPhys;
+            if (x.free && n != null && n.isMovable()
+                    && (c.device.address() + x.offset) % n.alignment == 0) {
+                // P - x(free) - n(live) - N  becomes  P - n - x(free) - N, then x merges with N.
+                removeFree(x);
+                long target = x.offset;
+                upstream.copy(c.device, n.offset, c.device, target, n.requested);
+                Block p = x.prevPhys;
+                Block after = n.nextPhys;
+                n.prevPhys = p;
+                if (p != null) {
+                    p.nextPhys = n;
+                } else {
+                    c.first = n;
+                }
+                n.nextPhys = x;
+                x.prevPhys = n;
+                x.nextPhys = after;
+                if (after != null) {
+                    after.prevPhys = x;
+                }
+                n.offset = target;
+                x.offset = target + n.size;
+                if (after != null && after.free) {
+                    removeFree(after);
+                    x.size += after.size;
+                    x.nextPhys = after.nextPhys;
+                    if (after.nextPhys != null) {
+                        after.nextPhys.prevPhys = x;
+                    }
+                }
+                insertFree(x);
+                moved++;
+                // x is still the free block, now after n: keep sliding what follows it.
+            } else {
+                x = n;
+            }
+        }
+        return moved;
+    }
+
+    private long evacuateEmptiest(DeviceUpstream upstream) {
+        long moved = 0;
+        List<PoolChunk> byUse = new ArrayList<>(chunks);
+        byUse.sort(Comparator.comparingLong(c -> c.usedBytes));
+        for (PoolChunk c : byUse) {
+            if (c.usedBytes == 0 || !allMovable(c)) {
+                continue;
+            }
+            // Only worth it when the rest of the pool has room for everything in c.
+            if (freeInReserved() - (c.size - c.usedBytes) < c.usedBytes) {
+                continue;
+            }
+            unlistFree(c);
+            boolean emptied = true;
+            for (Block b = c.first; b != null; b = b.nextPhys) {
+                if (b.free) {
+                    continue;
+                }
+                Block dest = carve(b.size, b.alignment);
+                if (dest == null) {
+                    emptied = false;
+                    break;
+                }
+                upstream.copy(c.device, b.offset, dest.chunk.device, dest.offset, b.requested);
+                swapPlaces(b, dest);
+                // dest now sits where b was, in c: it is free space (c's free blocks stay unlisted).
+                dest.free = true;
+                c.usedBytes -= dest.size;
+                used -= dest.size;
+                live--;
+                deviceUsed.addAndGet(-dest.size);
+                b = dest;
+                moved++;
+            }
+            relistFree(c);
+            if (!emptied) {
+                break;
+            }
+        }
+        return moved;
+    }
+
+    private static boolean allMovable(PoolChunk c) {
+        for (Block b = c.first; b != null; b = b.nextPhys) {
+            if (!b.free && !b.isMovable()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private void unlistFree(PoolChunk c) {
+        for (Block b = c.first; b != null; b = b.nextPhys) {
+            if (b.free) {
+                removeFree(b);
+            }
+        }
+    }
+
+    /** Merges adjacent free blocks of c and puts them back on the free lists. */
+    private void relistFree(PoolChunk c) {
+        Block b = c.first;
+        while (b != null) {
+            if (b.free) {
+                while (b.nextPhys != null && b.nextPhys.free) {
+                    Block n = b.nextPhys;
+                    b.size += n.size;
+                    unlink(n);
+                }
+                insertFree(b);
+            }
+            b = b.nextPhys;
+        }
+    }
+
+    /** Exchanges the places (chunk, offset, neighbours) of two blocks of equal size. */
+    private static void swapPlaces(Block a, Block b) {
+        PoolChunk ac = a.chunk;
+        long ao = a.offset;
+        Block ap = a.prevPhys;
+        Block an = a.nextPhys;
+        PoolChunk bc = b.chunk;
+        long bo = b.offset;
+        Block bp = b.prevPhys;
+        Block bn = b.nextPhys;
+
+        place(b, ac, ao, ap, an);
+        place(a, bc, bo, bp, bn);
+        // Swapping the usedBytes accounting of the two chunks: a (live) moved to bc, b to ac.
+        ac.usedBytes += b.size - a.size;
+        bc.usedBytes += a.size - b.size;
+    }
+
+    private static void place(Block x, PoolChunk chunk, long offset, Block prev, Block next) {
+        x.chunk = chunk;
+        x.offset = offset;
+        x.prevPhys = prev;
+        x.nextPhys = next;
+        if (prev != null) {
+            prev.nextPhys = x;
+        } else {
+            chunk.first = x;
+        }
+        if (next != null) {
+            next.prevPhys = x;
+        }
+    }
+
+    /** @return the pool's memory type */
+    public MemoryType type() {
+        return type;
+    }
+}

@@ -1,0 +1,1039 @@
+package io.ferrum.memory.pool.internal;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalDouble;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
+
+import io.ferrum.memory.api.DefragmentationStats;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.InvalidHandleException;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryAccessStats;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryHandleInfo;
+import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryMapping;
+import io.ferrum.memory.api.MemoryObserver;
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryPressure;
+import io.ferrum.memory.api.MemoryTransfer;
+import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.api.MemoryUsageHint;
+import io.ferrum.memory.api.OutOfDeviceMemoryException;
+import io.ferrum.memory.api.StreamHandle;
+import io.ferrum.memory.pool.DeviceChunk;
+import io.ferrum.memory.pool.DeviceUpstream;
+import io.ferrum.memory.pool.HostStreamManager;
+import io.ferrum.memory.pool.PoolSettings;
+import io.ferrum.memory.pool.PooledMemoryManager;
+import io.ferrum.memory.pool.ZeroingPolicy;
+
+/**
+ * The pool engine: one {@link Pool} per memory type over one {@link DeviceUpstream}.
+ *
+ * <p>Concurrency rules (see docs/ARCHITECTURE.md): each pool has one lock, held only for
+ * bookkeeping (carving, releasing, pinning), never across an upstream call except during
+ * defragmentation of that pool. Copies pin their blocks under the lock and run outside it; a pinned
+ * or mapped block is never moved or reused. Growth books its size as pending under the lock, asks
+ * the upstream outside it, then adds the chunk: limits hold under any concurrency. Handle lookups
+ * take no lock.
+ */
+public final class PoolEngine implements PooledMemoryManager {
+    private static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
+
+    private final DeviceUpstream upstream;
+    private final Device device;
+    private final MemoryManagerConfig config;
+    private final PoolSettings settings;
+    private final long capacity;
+    private final long chunkAlignment;
+    private final EnumMap<MemoryType, Pool> pools = new EnumMap<>(MemoryType.class);
+    private final Pool[] poolList;
+    private final HandleTable handles = new HandleTable();
+    private final AtomicLong deviceReserved = new AtomicLong();
+    private final AtomicLong deviceUsed = new AtomicLong();
+    private final HostStreamManager streams;
+    private final boolean ownsStreams;
+    private final Semaphore transfers;
+    private final Instant epoch;
+    private final long epochNanos;
+    private final LongAdder copiedBytes = new LongAdder();
+    private final LongAdder copyNanos = new LongAdder();
+    private final CopyOnWriteArrayList<MemoryObserver> observers = new CopyOnWriteArrayList<>();
+    private final Object pressureLock = new Object();
+    private volatile MemoryPressure lastPressure = MemoryPressure.LOW;
+    private volatile Consumer<MemoryPressure> pressureCallback;
+    private volatile boolean closed;
+
+    public PoolEngine(DeviceUpstream upstream, MemoryManagerConfig config, PoolSettings settings,
+                      HostStreamManager streams) {
+        if (upstream == null || config == null || settings == null) {
+            throw new InvalidMemoryRequestException("A pooled manager needs an upstream, a configuration and settings");
+        }
+        this.upstream = upstream;
+        this.device = upstream.device();
+        this.config = config;
+        this.settings = settings;
+        long physical = upstream.physicalCapacity();
+        this.capacity = settings.capacityBytes() > 0 ? Math.min(settings.capacityBytes(), physical) : physical;
+        this.chunkAlignment = Math.max(upstream.chunkAlignment(), Pool.MIN_BLOCK);
+        if (Long.bitCount(chunkAlignment) != 1) {
+            throw new InvalidMemoryRequestException("Upstream " + upstream.backendName() + " of " + device
+                    + " reports chunk alignment " + chunkAlignment + ", which is not a power of two");
+        }
+        this.ownsStreams = streams == null;
+        this.streams = streams != null ? streams : new HostStreamManager(device);
+        this.transfers = new Semaphore(config.maxConcurrentTransfers());
+        this.epoch = Instant.now();
+        this.epochNanos = settings.nanoClock().getAsLong();
+        for (MemoryType type : MemoryType.values()) {
+            pools.put(type, new Pool(type, config.poolConfig(type), deviceUsed));
+        }
+        this.poolList = pools.values().toArray(new Pool[0]);
+        try {
+            for (Map.Entry<MemoryType, MemoryPoolConfig> e : config.poolConfigs().entrySet()) {
+                if (e.getValue().preAllocate() && e.getValue().initialSize() > 0) {
+                    reserveUpTo(pools.get(e.getKey()), e.getValue().initialSize());
+                }
+            }
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+    }
+
+    // ================================================================ checks
+
+    private void checkOpen() {
+        if (closed) {
+            throw unavailable();
+        }
+    }
+
+    private DeviceUnavailableException unavailable() {
+        return new DeviceUnavailableException(device, "The memory manager of " + device
+                + " is closed (its backend was stopped or the manager was closed); its handles are no longer valid."
+                + " Use a running manager for this device");
+    }
+
+    private void checkDevice(Device d) {
+        if (d == null) {
+            throw new InvalidMemoryRequestException("Device is null; this manager serves " + device);
+        }
+        if (!device.equals(d)) {
+            throw new InvalidMemoryRequestException("Device " + d + " is not served by this manager, which serves "
+                    + device + "; use the manager registered with memory.device=" + d + " or the MemoryRouter");
+        }
+    }
+
+    private static void checkType(MemoryType type) {
+        if (type == null) {
+            throw new InvalidMemoryRequestException("Memory type is null; use MemoryType.GENERAL for general memory");
+        }
+    }
+
+    private void checkSize(long size, Pool pool, MemoryPoolConfig cfg) {
+        if (size <= 0) {
+            throw new InvalidMemoryRequestException("Invalid allocation size " + size + " bytes on " + device
+                    + ": the size must be more than zero");
+        }
+        if (size > capacity) {
+            throw new InvalidMemoryRequestException("Allocation of " + Bytes.exact(size) + " on " + device
+                    + " exceeds the device capacity of " + Bytes.exact(capacity));
+        }
+        if (cfg.maxSize().isPresent() && size > cfg.maxSize().getAsLong()) {
+            throw new InvalidMemoryRequestException("Allocation of " + Bytes.exact(size) + " on " + device + " exceeds the "
+                    + pool.type + " pool's maxSize of " + Bytes.exact(cfg.maxSize().getAsLong())
+                    + "; raise maxSize with configurePool");
+        }
+        if (!cfg.enableAutoExpansion() && size > cfg.initialSize()) {
+            throw new InvalidMemoryRequestException("Allocation of " + Bytes.exact(size) + " on " + device + " exceeds the "
+                    + pool.type + " pool's initialSize of " + Bytes.exact(cfg.initialSize())
+                    + " and the pool may not grow (enableAutoExpansion=false)");
+        }
+    }
+
+    private long checkAlignment(long alignment, MemoryPoolConfig cfg) {
+        if (alignment <= 0 || Long.bitCount(alignment) != 1) {
+            throw new InvalidMemoryRequestException("Invalid alignment " + alignment + " on " + device
+                    + ": the alignment must be a power of two (1, 2, 4, ..., 4096, ...)");
+        }
+        long largestChunk = Math.max(Math.max(cfg.initialSize(), cfg.growthIncrement()), chunkAlignment);
+        if (alignment > largestChunk) {
+            throw new InvalidMemoryRequestException("Alignment " + Bytes.exact(alignment) + " on " + device
+                    + " is larger than the pool's largest chunk (" + Bytes.exact(largestChunk) + ")");
+        }
+        return Math.max(alignment, Math.max(cfg.alignment(), Pool.MIN_BLOCK));
+    }
+
+    /** @return the live block named by {@code handle}, or an exception that says why there is none */
+    private Block resolve(MemoryHandle handle) {
+        checkOpen();
+        if (handle == null) {
+            throw new InvalidHandleException(null, "Handle is null on " + device);
+        }
+        if (!handle.isValid()) {
+            throw new InvalidHandleException(handle, "The zero handle names no allocation (on " + device + ")");
+        }
+        Block b = handles.lookup(handle.id());
+        if (b == null) {
+            throw invalidHandle(handle);
+        }
+        return b;
+    }
+
+    private InvalidHandleException invalidHandle(MemoryHandle handle) {
+        if (!handles.isOwn(handle.id())) {
+            return new InvalidHandleException(handle, "Handle " + handle + " was not issued by the manager of " + device
+                    + " (it belongs to another device or manager, or is stale from before a restart)");
+        }
+        return new InvalidHandleException(handle, "Handle " + handle + " is not live on " + device
+                + ": it was already freed (a double free?) or its manager restarted");
+    }
+
+    // ================================================================ allocation
+
+    @Override
+    public Device device() {
+        return device;
+    }
+
+    @Override
+    public MemoryHandle allocate(long size, MemoryType type, Device d) {
+        checkOpen();
+        checkDevice(d);
+        checkType(type);
+        Pool pool = pools.get(type);
+        MemoryPoolConfig cfg = pool.config;
+        checkSize(size, pool, cfg);
+        return allocateIn(pool, size, Math.max(cfg.alignment(), Pool.MIN_BLOCK));
+    }
+
+    @Override
+    public MemoryHandle allocateAligned(long size, long alignment, MemoryType type, Device d) {
+        checkOpen();
+        checkDevice(d);
+        checkType(type);
+        Pool pool = pools.get(type);
+        MemoryPoolConfig cfg = pool.config;
+        checkSize(size, pool, cfg);
+        return allocateIn(pool, size, checkAlignment(alignment, cfg));
+    }
+
+    private MemoryHandle allocateIn(Pool pool, long size, long alignment) {
+        boolean gcTried = false;
+        while (true) {
+            Block b;
+            pool.lock.lock();
+            try {
+                if (pool.closed) {
+                    throw unavailable();
+                }
+                long blockSize = pool.blockSize(size);
+                b = pool.carve(blockSize, alignment);
+                if (b != null) {
+                    b.requested = size;
+                    b.alignment = alignment;
+                    b.allocatedAtNanos = settings.nanoClock().getAsLong();
+                    if (pool.config.enableStats() && config.enableTracking()) {
+                        b.access = new AccessTracker(b.allocatedAtNanos);
+                    }
+                    if (config.enableDebug()) {
+                        b.allocationSite = new Throwable("allocated here");
+                    }
+                    handles.register(b);
+                }
+            } finally {
+                pool.lock.unlock();
+            }
+            if (b != null) {
+                if (settings.zeroing() == ZeroingPolicy.ON_ALLOCATE) {
+                    upstream.fill(b.chunk.device, b.offset, size, (byte) 0);
+                }
+                checkPressure();
+                return new MemoryHandle(b.handleId);
+            }
+            long needed = pool.blockSize(size) + (alignment > Math.max(pool.config.alignment(), Pool.MIN_BLOCK)
+                    ? alignment - Pool.MIN_BLOCK : 0);
+            String failure = grow(pool, needed);
+            if (failure == null) {
+                continue;
+            }
+            if (config.enableAutoGc() && !gcTried) {
+                gcTried = true;
+                autoGc(pool);
+                continue;
+            }
+            long free = Math.max(0, capacity - deviceUsed.get());
+            throw new OutOfDeviceMemoryException(device, size, free, "Out of memory on " + device + ": cannot allocate "
+                    + Bytes.exact(size) + " in the " + pool.type + " pool: " + failure + ". Free " + Bytes.human(free)
+                    + " of " + Bytes.human(capacity) + "; free blocks, raise the limit, or defragment");
+        }
+    }
+
+    /**
+     * Reserves a new chunk for the pool so that a block of {@code needed} bytes fits.
+     *
+     * @return null on success, else why not
+     */
+    private String grow(Pool pool, long needed) {
+        long planned;
+        pool.lock.lock();
+        try {
+            if (pool.closed) {
+                throw unavailable();
+            }
+            planned = pool.planGrowth(needed, chunkAlignment);
+            if (planned == 0) {
+                return pool.config.enableAutoExpansion()
+                        ? "the pool holds " + Bytes.human(pool.reserved) + " and may hold at most "
+                          + Bytes.human(pool.limit()) + " (maxSize)"
+                        : "the pool holds " + Bytes.human(pool.reserved) + " and may not grow (enableAutoExpansion=false)";
+            }
+        } finally {
+            pool.lock.unlock();
+        }
+        DeviceChunk chunk = null;
+        String failure = null;
+        long size = 0;
+        try {
+            size = bookDevice(planned, needed);
+            if (size == 0) {
+                failure = "the device's pools already hold " + Bytes.human(deviceReserved.get()) + " of its "
+                        + Bytes.human(capacity) + " capacity";
+            } else {
+                try {
+                    chunk = upstream.reserve(size);
+                } catch (OutOfDeviceMemoryException e) {
+                    deviceReserved.addAndGet(-size);
+                    failure = "the device refused a chunk of " + Bytes.human(size) + " (" + e.getMessage() + ")";
+                } catch (RuntimeException e) {
+                    deviceReserved.addAndGet(-size);
+                    throw e;
+                }
+            }
+        } finally {
+            pool.lock.lock();
+            try {
+                pool.pending -= planned;
+                if (chunk != null) {
+                    if (pool.closed) {
+                        deviceReserved.addAndGet(-chunk.size());
+                        upstream.release(chunk);
+                        chunk = null;
+                    } else {
+                        pool.addChunk(chunk);
+                    }
+                }
+            } finally {
+                pool.lock.unlock();
+            }
+        }
+        return failure;
+    }
+
+    /** Books {@code size} bytes of device capacity, shrinking towards {@code needed} if that is all there is. */
+    private long bookDevice(long size, long needed) {
+        long min = Pool.alignUp(needed, chunkAlignment);
+        while (true) {
+            long cur = deviceReserved.get();
+            long room = (capacity - cur) & -chunkAlignment;
+            long take = Math.min(size, room);
+            if (take < min) {
+                return 0;
+            }
+            if (deviceReserved.compareAndSet(cur, cur + take)) {
+                return take;
+            }
+        }
+    }
+
+    private void reserveUpTo(Pool pool, long bytes) {
+        while (true) {
+            long missing;
+            pool.lock.lock();
+            try {
+                missing = bytes - pool.reserved - pool.pending;
+            } finally {
+                pool.lock.unlock();
+            }
+            if (missing <= 0) {
+                return;
+            }
+            String failure = grow(pool, Math.min(missing, Math.max(pool.config.initialSize(), chunkAlignment)));
+            if (failure != null) {
+                throw new OutOfDeviceMemoryException(device, bytes, Math.max(0, capacity - deviceUsed.get()),
+                        "Cannot pre-allocate " + Bytes.exact(bytes) + " for the " + pool.type + " pool on " + device
+                        + ": " + failure);
+            }
+        }
+    }
+
+    /** Auto-GC: give back empty chunks of every pool, compact the starved one. */
+    private void autoGc(Pool starved) {
+        trim();
+        defragmentPool(starved);
+    }
+
+    @Override
+    public void deallocate(MemoryHandle handle) {
+        Block b = resolve(handle);
+        Pool pool = b.pool;
+        MappingState mapping;
+        boolean released = false;
+        long zeroOffset = -1;
+        DeviceChunk zeroChunk = null;
+        long zeroLength = 0;
+        pool.lock.lock();
+        try {
+            if (pool.closed) {
+                throw unavailable();
+            }
+            if (b.handleId != handle.id()) {
+                throw invalidHandle(handle);
+            }
+            handles.unregister(b);
+            mapping = b.mapping;
+            if (mapping != null) {
+                // Close every view before the memory can go to anyone else.
+                closeViews(b, mapping, false);
+            }
+            if (b.pins > 0) {
+                b.freePending = true;
+            } else {
+                if (settings.zeroing() == ZeroingPolicy.ON_FREE) {
+                    zeroChunk = b.chunk.device;
+                    zeroOffset = b.offset;
+                    zeroLength = b.requested;
+                    b.pins++;
+                    pool.inflight++;
+                    b.freePending = true;
+                } else {
+                    pool.release(b);
+                    released = true;
+                }
+            }
+        } finally {
+            pool.lock.unlock();
+        }
+        if (zeroChunk != null) {
+            try {
+                upstream.fill(zeroChunk, zeroOffset, zeroLength, (byte) 0);
+            } finally {
+                unpin(b);
+            }
+        }
+        if (released || zeroChunk != null) {
+            checkPressure();
+        }
+    }
+
+    private void closeViews(Block b, MappingState mapping, boolean writeBack) {
+        b.mapping = null;
+        if (mapping.staging != null && writeBack && mapping.writable) {
+            upstream.copyFromHost(mapping.staging, b.chunk.device, b.offset, b.requested);
+        }
+        mapping.arena.close();
+    }
+
+    private void pin(Block b, long id) {
+        Pool pool = b.pool;
+        pool.lock.lock();
+        try {
+            if (pool.closed) {
+                throw unavailable();
+            }
+            if (b.handleId != id) {
+                throw invalidHandle(new MemoryHandle(id));
+            }
+            b.pins++;
+            pool.inflight++;
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    private void unpin(Block b) {
+        Pool pool = b.pool;
+        boolean released = false;
+        pool.lock.lock();
+        try {
+            b.pins--;
+            pool.inflight--;
+            if (b.pins == 0 && b.freePending && !pool.closed) {
+                pool.release(b);
+                released = true;
+            }
+            if (pool.inflight == 0) {
+                pool.idle.signalAll();
+            }
+        } finally {
+            pool.lock.unlock();
+        }
+        if (released) {
+            checkPressure();
+        }
+    }
+
+    // ================================================================ copies
+
+    private void checkRange(MemoryHandle h, Block b, long offset, long size, String what) {
+        long length = b.requested;
+        if (offset < 0 || size < 0) {
+            throw new InvalidMemoryRequestException("Invalid copy on " + device + ": " + what + " offset " + offset
+                    + " and size " + size + " must be zero or more");
+        }
+        if (size > length || offset > length - size) {
+            throw new InvalidMemoryRequestException("Copy of " + size + " bytes at " + what + " offset " + offset
+                    + " falls outside " + what + " block " + h + " of " + length + " bytes on " + device);
+        }
+    }
+
+    @Override
+    public void copy(MemoryHandle src, MemoryHandle dst, long size, long srcOffset, long dstOffset) {
+        Block s = resolve(src);
+        Block d = resolve(dst);
+        checkRange(src, s, srcOffset, size, "source");
+        checkRange(dst, d, dstOffset, size, "destination");
+        if (size == 0) {
+            return;
+        }
+        pin(s, src.id());
+        try {
+            if (d != s) {
+                pin(d, dst.id());
+            }
+            try {
+                doCopy(s, srcOffset, d, dstOffset, size);
+            } finally {
+                if (d != s) {
+                    unpin(d);
+                }
+            }
+        } finally {
+            unpin(s);
+        }
+    }
+
+    private void doCopy(Block s, long srcOffset, Block d, long dstOffset, long size) {
+        long t0 = settings.nanoClock().getAsLong();
+        upstream.copy(s.chunk.device, s.offset + srcOffset, d.chunk.device, d.offset + dstOffset, size);
+        long t1 = settings.nanoClock().getAsLong();
+        if (t1 > t0) {
+            copiedBytes.add(size);
+            copyNanos.add(t1 - t0);
+        }
+        AccessTracker sa = s.access;
+        if (sa != null) {
+            sa.record(false, srcOffset, size, t1);
+        }
+        AccessTracker da = d.access;
+        if (da != null) {
+            da.record(true, dstOffset, size, t1);
+        }
+    }
+
+    @Override
+    public CompletionStage<Void> copyAsync(MemoryTransfer transfer, StreamHandle stream) {
+        if (transfer == null) {
+            throw new InvalidMemoryRequestException("Transfer is null on " + device);
+        }
+        Block s = resolve(transfer.src());
+        Block d = resolve(transfer.dst());
+        checkRange(transfer.src(), s, transfer.srcOffset(), transfer.size(), "source");
+        checkRange(transfer.dst(), d, transfer.dstOffset(), transfer.size(), "destination");
+        if (stream != null && !stream.isDefault() && !streams.streams().contains(stream)) {
+            throw new InvalidMemoryRequestException("Unknown stream " + stream.id() + " on " + device
+                    + ": create it with the StreamManager of " + device);
+        }
+        if (transfer.size() == 0) {
+            return CompletableFuture.completedFuture(null);
+        }
+        // Pinned now, so the blocks can neither move nor be reused until the copy has run.
+        pin(s, transfer.src().id());
+        if (d != s) {
+            try {
+                pin(d, transfer.dst().id());
+            } catch (RuntimeException e) {
+                unpin(s);
+                throw e;
+            }
+        }
+        return streams.submit(stream, () -> {
+            transfers.acquireUninterruptibly();
+            try {
+                doCopy(s, transfer.srcOffset(), d, transfer.dstOffset(), transfer.size());
+            } finally {
+                transfers.release();
+                if (d != s) {
+                    unpin(d);
+                }
+                unpin(s);
+            }
+        });
+    }
+
+    // ================================================================ information
+
+    @Override
+    public MemoryInfo memoryInfo(Device d) {
+        checkOpen();
+        checkDevice(d);
+        long reserved = 0;
+        long used = 0;
+        long live = 0;
+        long freeInReserved = 0;
+        long largest = 0;
+        for (Pool pool : poolList) {
+            pool.lock.lock();
+            try {
+                reserved += pool.reserved;
+                used += pool.used;
+                live += pool.live;
+                freeInReserved += pool.freeInReserved();
+                largest = Math.max(largest, pool.largestFree());
+            } finally {
+                pool.lock.unlock();
+            }
+        }
+        double fragmentation = freeInReserved == 0 ? 0.0 : 1.0 - (double) largest / (double) freeInReserved;
+        long nanos = copyNanos.sum();
+        OptionalDouble bandwidth = nanos == 0 ? OptionalDouble.empty()
+                : OptionalDouble.of((double) copiedBytes.sum() / (double) nanos);
+        return new MemoryInfo(capacity, used, Math.max(0, capacity - used), reserved, live,
+                Math.max(0.0, Math.min(1.0, fragmentation)), bandwidth);
+    }
+
+    private MemoryHandleInfo info(Block b, long id) {
+        MemoryHandleInfo i = new MemoryHandleInfo(new MemoryHandle(id), b.requested, device, b.alignment,
+                epoch.plusNanos(b.allocatedAtNanos - epochNanos), b.mapping != null, b.pool.type);
+        return b.handleId == id ? i : null;
+    }
+
+    @Override
+    public Optional<MemoryHandleInfo> handleInfo(MemoryHandle handle) {
+        if (closed || handle == null || !handle.isValid()) {
+            return Optional.empty();
+        }
+        Block b = handles.lookup(handle.id());
+        return b == null ? Optional.empty() : Optional.ofNullable(info(b, handle.id()));
+    }
+
+    @Override
+    public boolean owns(MemoryHandle handle) {
+        return !closed && handle != null && handles.lookup(handle.id()) != null;
+    }
+
+    @Override
+    public List<MemoryHandleInfo> handles() {
+        checkOpen();
+        List<MemoryHandleInfo> out = new ArrayList<>();
+        for (Pool pool : poolList) {
+            pool.lock.lock();
+            try {
+                for (Block b : pool.liveBlocks()) {
+                    out.add(info(b, b.handleId));
+                }
+            } finally {
+                pool.lock.unlock();
+            }
+        }
+        return out;
+    }
+
+    @Override
+    public long handlePrefix() {
+        return handles.managerId() << 44;
+    }
+
+    @Override
+    public String backendName() {
+        return upstream.backendName();
+    }
+
+    // ================================================================ pools
+
+    @Override
+    public void configurePool(Device d, MemoryType type, MemoryPoolConfig cfg) {
+        checkOpen();
+        checkDevice(d);
+        checkType(type);
+        if (cfg == null) {
+            throw new InvalidMemoryRequestException("Pool configuration is null for the " + type + " pool on " + device);
+        }
+        Pool pool = pools.get(type);
+        pool.lock.lock();
+        try {
+            if (cfg.maxSize().isPresent() && cfg.maxSize().getAsLong() < pool.used) {
+                throw new InvalidMemoryRequestException("Cannot set maxSize of the " + type + " pool on " + device + " to "
+                        + Bytes.exact(cfg.maxSize().getAsLong()) + ": its live blocks already use " + Bytes.exact(pool.used));
+            }
+            if (cfg.initialSize() > capacity) {
+                throw new InvalidMemoryRequestException("Cannot set initialSize of the " + type + " pool on " + device
+                        + " to " + Bytes.exact(cfg.initialSize()) + ": the device has " + Bytes.exact(capacity));
+            }
+            pool.config = cfg;
+        } finally {
+            pool.lock.unlock();
+        }
+        if (cfg.preAllocate() && cfg.initialSize() > 0) {
+            reserveUpTo(pool, cfg.initialSize());
+        }
+    }
+
+    @Override
+    public MemoryPoolConfig poolConfig(MemoryType type) {
+        checkOpen();
+        checkType(type);
+        return pools.get(type).config;
+    }
+
+    @Override
+    public long trim() {
+        checkOpen();
+        long released = 0;
+        for (Pool pool : poolList) {
+            List<DeviceChunk> empty;
+            pool.lock.lock();
+            try {
+                MemoryPoolConfig cfg = pool.config;
+                empty = pool.takeEmptyChunks(cfg.preAllocate() ? cfg.initialSize() : 0);
+            } finally {
+                pool.lock.unlock();
+            }
+            for (DeviceChunk c : empty) {
+                upstream.release(c);
+                deviceReserved.addAndGet(-c.size());
+                released += c.size();
+            }
+        }
+        return released;
+    }
+
+    @Override
+    public CompletionStage<DefragmentationStats> defragment(Device d) {
+        checkOpen();
+        checkDevice(d);
+        try {
+            long t0 = System.nanoTime();
+            double before = memoryInfo(device).fragmentationRatio();
+            long reservedBefore = deviceReserved.get();
+            long moved = 0;
+            for (Pool pool : poolList) {
+                moved += defragmentPool(pool);
+            }
+            trim();
+            double after = memoryInfo(device).fragmentationRatio();
+            long freed = Math.max(0, reservedBefore - deviceReserved.get());
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            return CompletableFuture.completedFuture(new DefragmentationStats(freed, moved, ms, before, after));
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    private long defragmentPool(Pool pool) {
+        pool.lock.lock();
+        try {
+            if (pool.closed) {
+                throw unavailable();
+            }
+            return pool.compact(upstream);
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    // ================================================================ pressure
+
+    @Override
+    public void setPressureCallback(Consumer<MemoryPressure> callback) {
+        this.pressureCallback = callback;
+    }
+
+    @Override
+    public void addObserver(MemoryObserver observer) {
+        if (observer != null) {
+            observers.addIfAbsent(observer);
+        }
+    }
+
+    @Override
+    public void removeObserver(MemoryObserver observer) {
+        observers.remove(observer);
+    }
+
+    private MemoryPressure currentPressure() {
+        return capacity == 0 ? MemoryPressure.LOW
+                : MemoryPressure.forUtilization((double) deviceUsed.get() / (double) capacity * 100.0);
+    }
+
+    /**
+     * Edge-triggered pressure notification. The cheap check runs on every change; only a change of
+     * level takes the notification lock, which orders notifications and is never an allocation lock.
+     */
+    private void checkPressure() {
+        if (currentPressure() == lastPressure) {
+            return;
+        }
+        synchronized (pressureLock) {
+            MemoryPressure now = currentPressure();
+            MemoryPressure before = lastPressure;
+            if (now == before) {
+                return;
+            }
+            lastPressure = now;
+            Consumer<MemoryPressure> cb = pressureCallback;
+            if (cb != null) {
+                try {
+                    cb.accept(now);
+                } catch (RuntimeException e) {
+                    settings.log().warn("Pressure callback of " + device + " failed on " + before + " -> " + now
+                            + "; allocation goes on", e);
+                }
+            }
+            if (!observers.isEmpty()) {
+                MemoryInfo info = closed ? null : memoryInfo(device);
+                for (MemoryObserver o : observers) {
+                    try {
+                        o.pressureChanged(device, before, now, info);
+                    } catch (RuntimeException e) {
+                        settings.log().warn("Pressure observer " + o + " of " + device + " failed", e);
+                    }
+                }
+            }
+        }
+    }
+
+    // ================================================================ mapping, hints, statistics
+
+    @Override
+    public MemorySegment mapMemory(MemoryHandle handle, MemoryAccess access) {
+        if (access == null) {
+            throw new InvalidMemoryRequestException("Access mode is null; use READ_ONLY, WRITE_ONLY or READ_WRITE");
+        }
+        Block b = resolve(handle);
+        Pool pool = b.pool;
+        pool.lock.lock();
+        try {
+            if (pool.closed) {
+                throw unavailable();
+            }
+            if (b.handleId != handle.id()) {
+                throw invalidHandle(handle);
+            }
+            MappingState m = b.mapping;
+            if (m == null) {
+                Arena arena = Arena.ofShared();
+                MemorySegment staging = null;
+                Optional<MemorySegment> host = upstream.hostSegment(b.chunk.device);
+                if (host.isEmpty()) {
+                    staging = arena.allocate(b.requested, 64);
+                    upstream.copyToHost(b.chunk.device, b.offset, staging, b.requested);
+                }
+                m = new MappingState(arena, staging);
+                b.mapping = m;
+            }
+            MemorySegment base = m.staging != null ? m.staging
+                    : upstream.hostSegment(b.chunk.device).orElseThrow().asSlice(b.offset, b.requested);
+            MemorySegment view = base.reinterpret(m.arena, null);
+            if (access != MemoryAccess.READ_ONLY) {
+                m.writable = true;
+            }
+            AccessTracker t = b.access;
+            if (t != null) {
+                long now = settings.nanoClock().getAsLong();
+                if (access != MemoryAccess.WRITE_ONLY) {
+                    t.record(false, 0, b.requested, now);
+                }
+                if (access != MemoryAccess.READ_ONLY) {
+                    t.record(true, 0, b.requested, now);
+                }
+            }
+            return access == MemoryAccess.READ_ONLY ? view.asReadOnly() : view;
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    @Override
+    public void unmapMemory(MemoryHandle handle) {
+        Block b = resolve(handle);
+        Pool pool = b.pool;
+        pool.lock.lock();
+        try {
+            if (b.handleId != handle.id()) {
+                throw invalidHandle(handle);
+            }
+            if (b.mapping == null) {
+                throw new InvalidMemoryRequestException("Block " + handle + " on " + device
+                        + " is not mapped; map it with mapMemory before unmapping");
+            }
+            closeViews(b, b.mapping, true);
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    @Override
+    public MemoryMapping createMapping(Device sourceDevice, Device targetDevice, long size) {
+        checkOpen();
+        if (sourceDevice == null || targetDevice == null) {
+            throw new InvalidMemoryRequestException("Both devices of a mapping are required");
+        }
+        throw new InvalidMemoryRequestException("Mappings " + sourceDevice + " <-> " + targetDevice
+                + " are not provided by the pooled manager of " + device + " (" + upstream.backendName()
+                + "); mappings are created by the backend that serves both devices");
+    }
+
+    @Override
+    public void prefetch(MemoryHandle handle, Device target) {
+        if (target == null) {
+            throw new InvalidMemoryRequestException("Prefetch target device is null");
+        }
+        Block b = resolve(handle);
+        pin(b, handle.id());
+        try {
+            upstream.prefetch(b.chunk.device, b.offset, b.requested, target);
+        } finally {
+            unpin(b);
+        }
+    }
+
+    @Override
+    public Optional<MemoryAccessStats> accessStats(MemoryHandle handle) {
+        if (closed || handle == null || !handle.isValid()) {
+            return Optional.empty();
+        }
+        Block b = handles.lookup(handle.id());
+        AccessTracker t = b == null ? null : b.access;
+        return t == null ? Optional.empty() : Optional.of(t.snapshot(epoch, epochNanos));
+    }
+
+    @Override
+    public void setUsageHint(MemoryHandle handle, MemoryUsageHint hint) {
+        if (hint == null) {
+            throw new InvalidMemoryRequestException("Usage hint is null");
+        }
+        Block b = resolve(handle);
+        pin(b, handle.id());
+        try {
+            b.hint = hint;
+            upstream.advise(b.chunk.device, b.offset, b.requested, hint);
+        } finally {
+            unpin(b);
+        }
+    }
+
+    @Override
+    public Optional<MemoryUsageHint> usageHint(MemoryHandle handle) {
+        if (closed || handle == null || !handle.isValid()) {
+            return Optional.empty();
+        }
+        Block b = handles.lookup(handle.id());
+        return b == null ? Optional.empty() : Optional.ofNullable(b.hint);
+    }
+
+    // ================================================================ close
+
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
+        long leakedCount = 0;
+        long leakedBytes = 0;
+        List<String> sites = new ArrayList<>();
+        List<DeviceChunk> chunks = new ArrayList<>();
+        for (Pool pool : poolList) {
+            pool.lock.lock();
+            try {
+                pool.closed = true;
+                long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+                while (pool.inflight > 0) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        settings.log().warn(device + ": " + pool.inflight + " copies still running after 30 s at close;"
+                                + " releasing the pool anyway", null);
+                        break;
+                    }
+                    try {
+                        pool.idle.awaitNanos(left);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        break;
+                    }
+                }
+                for (Block b : pool.liveBlocks()) {
+                    leakedCount++;
+                    leakedBytes += b.requested;
+                    if (b.allocationSite != null && sites.size() < 20) {
+                        StackTraceElement[] st = b.allocationSite.getStackTrace();
+                        sites.add(new MemoryHandle(b.handleId) + " (" + b.requested + " bytes) at "
+                                + (st.length > 2 ? st[2] : st.length > 0 ? st[st.length - 1] : "?"));
+                    }
+                    if (b.mapping != null) {
+                        b.mapping.arena.close();
+                        b.mapping = null;
+                    }
+                    handles.unregister(b);
+                }
+                chunks.addAll(pool.takeAllChunks());
+            } finally {
+                pool.lock.unlock();
+            }
+        }
+        for (DeviceChunk c : chunks) {
+            try {
+                upstream.release(c);
+            } catch (RuntimeException e) {
+                settings.log().warn(device + ": releasing a chunk of " + c.size() + " bytes failed", e);
+            }
+            deviceReserved.addAndGet(-c.size());
+        }
+        if (leakedCount > 0) {
+            settings.log().warn(device + ": closed with " + leakedCount + " live allocations (" + Bytes.exact(leakedBytes)
+                    + ") still allocated; their memory was released"
+                    + (sites.isEmpty() ? " (enable debug to record allocation sites)" : ". Allocation sites: " + sites), null);
+        }
+        if (ownsStreams) {
+            streams.close();
+        }
+        try {
+            upstream.close();
+        } catch (RuntimeException e) {
+            settings.log().warn(device + ": closing the upstream failed", e);
+        }
+        lastPressure = MemoryPressure.LOW;
+    }
+
+    /** @return whether {@link #close()} has run */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    @Override
+    public String toString() {
+        return "PooledMemoryManager[" + device + ", " + upstream.backendName() + "]";
+    }
+}

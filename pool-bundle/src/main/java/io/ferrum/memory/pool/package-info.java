@@ -1,0 +1,11 @@
+/**
+ * The pool engine's SPI for device backend authors: implement {@link
+ * io.ferrum.memory.pool.DeviceUpstream} (reserve and release large chunks, copy and fill bytes,
+ * device facts) and wrap it in a {@link io.ferrum.memory.pool.PooledMemoryManager}, which supplies
+ * handles, sub-allocation, alignment, growth, limits, statistics, fragmentation, compaction,
+ * mapping and pressure. {@link io.ferrum.memory.pool.HostStreamManager} runs ordered streams on host
+ * threads for devices whose copies are driven from the host.
+ */
+@org.osgi.annotation.bundle.Export
+@org.osgi.annotation.versioning.Version("1.0.0")
+package io.ferrum.memory.pool;
