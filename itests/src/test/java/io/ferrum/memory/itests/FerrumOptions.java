@@ -37,7 +37,8 @@ final class FerrumOptions {
     }
 
     /**
-     * @param name the part after {@code ferrum.bundle.}, for example {@code api}
+     * @param name the part after {@code ferrum.bundle.}, for example {@code api} (also used for the
+     *             third-party bundles the failsafe configuration passes in the same way)
      * @return an option installing and starting that reactor jar
      */
     static Option reactorBundle(String name) {
@@ -52,6 +53,22 @@ final class FerrumOptions {
             throw new IllegalStateException(key + " points to " + path + ", which is not a file: build the reactor first");
         }
         return bundle(jar.toURI().toString());
+    }
+
+    /**
+     * @return Declarative Services, Config Admin and (on Felix, where the framework has none) the Log
+     *         Service: what our backends need at run time
+     */
+    static Option osgiServices() {
+        Option log = "felix".equals(frameworkUnderTest()) ? reactorBundle("log") : composite();
+        return composite(
+                reactorBundle("function"), reactorBundle("promise"), reactorBundle("component"),
+                reactorBundle("configadmin"), log, reactorBundle("scr"));
+    }
+
+    /** @return the API, the pool engine and the CPU backend with the services they need */
+    static Option cpuBackend() {
+        return composite(osgiServices(), reactorBundle("api"), reactorBundle("pool"), reactorBundle("cpu"));
     }
 
     /** @return what every container test needs besides the bundles under test */

@@ -52,6 +52,9 @@ public interface PooledMemoryManager extends AdvancedMemoryManager {
     /** @param observer an observer added before; unknown ones are ignored */
     void removeObserver(MemoryObserver observer);
 
+    /** @return true once {@link #close()} has run */
+    boolean isClosed();
+
     /** @return the {@link io.ferrum.memory.api.MemoryHandle#id()} bits common to every handle of this manager */
     long handlePrefix();
 }

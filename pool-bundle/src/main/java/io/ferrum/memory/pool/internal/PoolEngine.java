@@ -1027,7 +1027,7 @@ public final class PoolEngine implements PooledMemoryManager {
         lastPressure = MemoryPressure.LOW;
     }
 
-    /** @return whether {@link #close()} has run */
+    @Override
     public boolean isClosed() {
         return closed;
     }

@@ -1,0 +1,107 @@
+package io.ferrum.memory.cpu;
+
+import java.util.Hashtable;
+import java.util.Locale;
+import java.util.Map;
+import java.util.OptionalLong;
+
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.ServiceRegistration;
+import org.osgi.service.log.Logger;
+
+import io.ferrum.memory.api.AdvancedMemoryManager;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.api.StreamManager;
+import io.ferrum.memory.pool.HostStreamManager;
+import io.ferrum.memory.pool.PoolSettings;
+import io.ferrum.memory.pool.PooledMemoryManager;
+import io.ferrum.memory.pool.ZeroingPolicy;
+
+/**
+ * One running host device: an FFM upstream, its pooled manager and its stream manager, registered
+ * as services for as long as the component is active. Stopping the component (bundle stop, update,
+ * configuration change or deletion) unregisters the services first, then closes the manager, which
+ * gives every chunk back to the C library.
+ */
+abstract class CpuDevice {
+    private Device device;
+    private FfmUpstream upstream;
+    private HostStreamManager streams;
+    private PooledMemoryManager manager;
+    private ServiceRegistration<?> managerRegistration;
+    private ServiceRegistration<?> streamsRegistration;
+    private Logger log;
+
+    final void start(BundleContext context, CpuDeviceConfig cfg, int index, Logger logger) {
+        this.log = logger;
+        this.device = Device.cpu(index);
+        MemoryManagerConfig config = managerConfig(cfg);
+        this.upstream = new FfmUpstream(device, cfg.capacity(), CpuBackend.HELD_BYTES);
+        this.streams = new HostStreamManager(device);
+        PoolSettings settings = PoolSettings.defaults().withZeroing(zeroing(cfg.zeroing())).withLog(new OsgiPoolLog(logger));
+        this.manager = PooledMemoryManager.create(upstream, config, settings, streams);
+
+        Hashtable<String, Object> props = new Hashtable<>();
+        props.put(DeviceMemoryManager.DEVICE_PROPERTY, device.toString());
+        props.put(DeviceMemoryManager.DEVICE_KIND_PROPERTY, device.kind());
+        props.put(DeviceMemoryManager.BACKEND_PROPERTY, upstream.backendName());
+        props.put("service.description", "Ferrum Memory host memory " + device + " (FFM)");
+        managerRegistration = context.registerService(new String[] {DeviceMemoryManager.class.getName(),
+            AdvancedMemoryManager.class.getName(), PooledMemoryManager.class.getName()}, manager, props);
+        streamsRegistration = context.registerService(StreamManager.class.getName(), streams, props);
+        if (log != null) {
+            log.info("{} started: capacity {} bytes, pool {}", device, upstream.physicalCapacity(), config.poolConfig(MemoryType.GENERAL));
+        }
+    }
+
+    final void stop() {
+        unregister(managerRegistration);
+        unregister(streamsRegistration);
+        managerRegistration = null;
+        streamsRegistration = null;
+        if (manager != null) {
+            manager.close();
+        }
+        if (streams != null) {
+            streams.close();
+        }
+        if (log != null && device != null) {
+            log.info("{} stopped: its memory went back to the C library ({} bytes still held by the cpu backend)",
+                    device, CpuBackend.HELD_BYTES.get());
+        }
+    }
+
+    private static void unregister(ServiceRegistration<?> r) {
+        if (r != null) {
+            try {
+                r.unregister();
+            } catch (IllegalStateException alreadyGone) {
+                // The framework unregisters a stopping bundle's services itself.
+            }
+        }
+    }
+
+    static MemoryManagerConfig managerConfig(CpuDeviceConfig cfg) {
+        MemoryPoolConfig pool = new MemoryPoolConfig(cfg.initialSize(),
+                cfg.maxSize() > 0 ? OptionalLong.of(cfg.maxSize()) : OptionalLong.empty(),
+                cfg.growthIncrement(), cfg.autoExpansion(), cfg.alignment(), cfg.preAllocate(), cfg.stats());
+        return new MemoryManagerConfig(Map.of(MemoryType.GENERAL, pool), true, cfg.autoGc(), cfg.gcThreshold(),
+                cfg.debug(), cfg.maxConcurrentTransfers());
+    }
+
+    static ZeroingPolicy zeroing(String value) {
+        String v = value == null ? "none" : value.strip().toLowerCase(Locale.ROOT).replace('_', '-');
+        return switch (v) {
+            case "none" -> ZeroingPolicy.NONE;
+            case "on-allocate" -> ZeroingPolicy.ON_ALLOCATE;
+            case "on-free" -> ZeroingPolicy.ON_FREE;
+            default -> throw new InvalidMemoryRequestException("Invalid zeroing '" + value
+                    + "': use none, on-allocate or on-free");
+        };
+    }
+}

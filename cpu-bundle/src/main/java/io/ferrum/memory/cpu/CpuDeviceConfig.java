@@ -1,0 +1,58 @@
+package io.ferrum.memory.cpu;
+
+import org.osgi.service.metatype.annotations.AttributeDefinition;
+import org.osgi.service.metatype.annotations.ObjectClassDefinition;
+
+/**
+ * Configuration of one logical host device. {@code io.ferrum.memory.cpu} configures {@code cpu:0};
+ * each factory configuration of {@code io.ferrum.memory.cpu.device} adds a {@code cpu:<index>}
+ * (for tenants, NUMA nodes or tests of multi-device strategies). Sizes are in bytes.
+ */
+@ObjectClassDefinition(name = "Ferrum Memory CPU device",
+        description = "A logical host-memory device (cpu:<index>) served through Java's FFM API.")
+@interface CpuDeviceConfig {
+
+    @AttributeDefinition(description = "Device index: the device is cpu:<index>. cpu:0 is configured by the PID"
+            + " io.ferrum.memory.cpu; factory configurations (io.ferrum.memory.cpu.device) need 1 or more.")
+    int index() default 0;
+
+    @AttributeDefinition(description = "Capacity in bytes this device may use (its totalBytes); 0 means all physical RAM.")
+    long capacity() default 0;
+
+    @AttributeDefinition(description = "Initial pool size in bytes (seed default 1 GiB).")
+    long initialSize() default 1L << 30;
+
+    @AttributeDefinition(description = "Maximum pool size in bytes; 0 means unlimited.")
+    long maxSize() default 0;
+
+    @AttributeDefinition(description = "Bytes added when the pool grows (seed default 512 MiB).")
+    long growthIncrement() default 512L << 20;
+
+    @AttributeDefinition(description = "Whether the pool may grow beyond its initial size.")
+    boolean autoExpansion() default true;
+
+    @AttributeDefinition(description = "Minimum alignment of every block in bytes, a power of two.")
+    long alignment() default 256;
+
+    @AttributeDefinition(description = "Reserve the initial size at start instead of on first use.")
+    boolean preAllocate() default false;
+
+    @AttributeDefinition(description = "Keep access statistics and bandwidth figures.")
+    boolean stats() default true;
+
+    @AttributeDefinition(description = "Trim and compact automatically when growth fails or utilisation reaches gcThreshold.")
+    boolean autoGc() default true;
+
+    @AttributeDefinition(description = "Utilisation in [0, 1] at which auto-GC runs.")
+    double gcThreshold() default 0.85;
+
+    @AttributeDefinition(description = "Record allocation sites; leaks found at stop are reported with them.")
+    boolean debug() default false;
+
+    @AttributeDefinition(description = "Asynchronous copies in flight at once.")
+    int maxConcurrentTransfers() default 4;
+
+    @AttributeDefinition(description = "Clearing between owners: none (fastest), on-allocate (new blocks read as zeros)"
+            + " or on-free (freed data does not linger).")
+    String zeroing() default "none";
+}

@@ -1,0 +1,101 @@
+package io.ferrum.memory.cpu;
+
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.component.annotations.ReferenceCardinality;
+import org.osgi.service.log.Logger;
+import org.osgi.service.log.LoggerFactory;
+
+import io.ferrum.memory.api.AdvancedMemoryManager;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryManagerFactory;
+import io.ferrum.memory.api.StreamManager;
+import io.ferrum.memory.pool.HostStreamManager;
+import io.ferrum.memory.pool.PoolSettings;
+import io.ferrum.memory.pool.PooledMemoryManager;
+
+/**
+ * Creates private host-memory managers (kind {@code cpu}) that belong to the caller. Whatever a
+ * caller forgot to close is closed when this bundle stops, so no native memory outlives it.
+ */
+@Component(service = MemoryManagerFactory.class, property = DeviceMemoryManager.DEVICE_KIND_PROPERTY + "=cpu")
+public final class CpuMemoryManagerFactory implements MemoryManagerFactory {
+    private final Set<AutoCloseable> created = ConcurrentHashMap.newKeySet();
+    private final Logger log;
+    private volatile boolean stopped;
+
+    @Activate
+    public CpuMemoryManagerFactory(
+            @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger log) {
+        this.log = log;
+    }
+
+    private static void checkKind(Device device) {
+        if (device == null || !device.isCpu()) {
+            throw new InvalidMemoryRequestException("Device " + device + " is not served by the cpu backend; use the"
+                    + " MemoryManagerFactory registered with memory.device.kind=" + (device == null ? "<kind>" : device.kind()));
+        }
+    }
+
+    @Override
+    public DeviceMemoryManager createMemoryManager(Device device, MemoryManagerConfig config) {
+        return createAdvancedMemoryManager(device, config);
+    }
+
+    @Override
+    public AdvancedMemoryManager createAdvancedMemoryManager(Device device, MemoryManagerConfig config) {
+        checkKind(device);
+        if (config == null) {
+            throw new InvalidMemoryRequestException("Manager configuration is null; use MemoryManagerConfig.defaults()");
+        }
+        checkRunning(device);
+        created.removeIf(c -> c instanceof PooledMemoryManager m && m.isClosed());
+        PooledMemoryManager m = PooledMemoryManager.create(new FfmUpstream(device, 0, CpuBackend.HELD_BYTES), config,
+                PoolSettings.defaults().withLog(new OsgiPoolLog(log)), null);
+        created.add(m);
+        return m;
+    }
+
+    @Override
+    public StreamManager createStreamManager(Device device) {
+        checkKind(device);
+        checkRunning(device);
+        HostStreamManager s = new HostStreamManager(device);
+        created.add(s);
+        return s;
+    }
+
+    private void checkRunning(Device device) {
+        if (stopped) {
+            throw new io.ferrum.memory.api.DeviceUnavailableException(device, "The cpu backend has stopped");
+        }
+    }
+
+    @Override
+    public Set<String> deviceKinds() {
+        return Set.of(Device.CPU);
+    }
+
+    @Deactivate
+    void deactivate() {
+        stopped = true;
+        for (AutoCloseable c : created) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                if (log != null) {
+                    log.warn("Closing {} at stop failed", c, e);
+                }
+            }
+        }
+        created.clear();
+    }
+}

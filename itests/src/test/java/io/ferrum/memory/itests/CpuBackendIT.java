@@ -1,0 +1,200 @@
+package io.ferrum.memory.itests;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertNotNull;
+import static org.junit.Assert.assertNull;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+import static org.ops4j.pax.exam.CoreOptions.options;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Dictionary;
+import java.util.Hashtable;
+import java.util.Map;
+
+import javax.inject.Inject;
+
+import org.junit.Test;
+import org.junit.runner.RunWith;
+import org.ops4j.pax.exam.Configuration;
+import org.ops4j.pax.exam.Option;
+import org.ops4j.pax.exam.junit.PaxExam;
+import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
+import org.ops4j.pax.exam.spi.reactors.PerMethod;
+import org.osgi.framework.Bundle;
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.FrameworkUtil;
+import org.osgi.framework.ServiceReference;
+import org.osgi.service.cm.ConfigurationAdmin;
+import org.osgi.util.tracker.ServiceTracker;
+
+import io.ferrum.memory.api.AdvancedMemoryManager;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryManagerFactory;
+import io.ferrum.memory.api.StreamManager;
+
+/** The CPU backend in a real framework with SCR and Config Admin, on Felix and on Equinox. */
+@RunWith(PaxExam.class)
+@ExamReactorStrategy(PerMethod.class)
+public class CpuBackendIT {
+    private static final long MiB = 1 << 20;
+    private static final long TIMEOUT_MS = 10_000;
+
+    @Inject
+    private BundleContext context;
+
+    @Inject
+    private ConfigurationAdmin configAdmin;
+
+    @Configuration
+    public Option[] config() {
+        return options(FerrumOptions.cpuBackend(), FerrumOptions.testSupport());
+    }
+
+    private String deviceFilter(Class<?> type, Device device) {
+        return "(&(objectClass=" + type.getName() + ")(" + DeviceMemoryManager.DEVICE_PROPERTY + "=" + device + "))";
+    }
+
+    private <T> T await(Class<T> type, Device device) throws Exception {
+        ServiceTracker<T, T> t = new ServiceTracker<>(context, context.createFilter(deviceFilter(type, device)), null);
+        t.open();
+        try {
+            T service = t.waitForService(TIMEOUT_MS);
+            assertNotNull(type.getSimpleName() + " for " + device + " did not appear", service);
+            return service;
+        } finally {
+            t.close();
+        }
+    }
+
+    private void awaitGone(Class<?> type, Device device) throws Exception {
+        long deadline = System.currentTimeMillis() + TIMEOUT_MS;
+        while (System.currentTimeMillis() < deadline) {
+            if (context.getServiceReferences(type.getName(), "(" + DeviceMemoryManager.DEVICE_PROPERTY + "=" + device + ")") == null) {
+                return;
+            }
+            Thread.sleep(20);
+        }
+        fail(type.getSimpleName() + " for " + device + " is still registered");
+    }
+
+    private Bundle cpuBundle() {
+        for (Bundle b : context.getBundles()) {
+            if ("io.ferrum.memory.cpu".equals(b.getSymbolicName())) {
+                return b;
+            }
+        }
+        throw new AssertionError("cpu bundle not installed");
+    }
+
+    @Test
+    public void cpuZeroIsRegisteredWithItsProperties() throws Exception {
+        DeviceMemoryManager manager = await(DeviceMemoryManager.class, Device.cpu());
+        ServiceReference<?> ref = context.getServiceReferences(DeviceMemoryManager.class.getName(),
+                "(" + DeviceMemoryManager.DEVICE_PROPERTY + "=cpu:0)")[0];
+        assertEquals("cpu", ref.getProperty(DeviceMemoryManager.DEVICE_KIND_PROPERTY));
+        assertEquals("ffm", ref.getProperty(DeviceMemoryManager.BACKEND_PROPERTY));
+        assertEquals("io.ferrum.memory.cpu", ref.getBundle().getSymbolicName());
+        assertTrue("registered as AdvancedMemoryManager too", manager instanceof AdvancedMemoryManager);
+        assertNotNull(await(AdvancedMemoryManager.class, Device.cpu()));
+        StreamManager streams = await(StreamManager.class, Device.cpu());
+        assertEquals(Device.cpu(), streams.device());
+        assertEquals(Device.cpu(), manager.device());
+        assertTrue("cpu:0 defaults to physical RAM: " + manager.memoryInfo().totalBytes(),
+                manager.memoryInfo().totalBytes() > 256 * MiB);
+
+        ServiceReference<MemoryManagerFactory> factoryRef = context.getServiceReference(MemoryManagerFactory.class);
+        assertNotNull(factoryRef);
+        assertEquals("cpu", factoryRef.getProperty(DeviceMemoryManager.DEVICE_KIND_PROPERTY));
+        MemoryManagerFactory factory = context.getService(factoryRef);
+        try (AdvancedMemoryManager own = factory.createAdvancedMemoryManager(Device.cpu(7), MemoryManagerConfig.defaults())) {
+            MemoryHandle h = own.allocate(4096, Device.cpu(7));
+            assertEquals(4096, own.handleInfo(h).orElseThrow().size());
+        }
+    }
+
+    @Test
+    public void realMemoryRoundTripsThroughTheService() throws Exception {
+        AdvancedMemoryManager m = await(AdvancedMemoryManager.class, Device.cpu());
+        MemoryHandle a = m.allocate(MiB, Device.cpu());
+        MemoryHandle b = m.allocate(MiB, Device.cpu());
+        MemorySegment w = m.mapMemory(a, MemoryAccess.READ_WRITE);
+        w.set(ValueLayout.JAVA_LONG, MiB - 8, 0xfeedL);
+        m.unmapMemory(a);
+        m.copy(a, b, MiB, 0, 0);
+        MemorySegment r = m.mapMemory(b, MemoryAccess.READ_ONLY);
+        assertEquals(0xfeedL, r.get(ValueLayout.JAVA_LONG, MiB - 8));
+        m.unmapMemory(b);
+        assertEquals(2, m.memoryInfo().activeAllocations());
+        assertFalse(FrameworkUtil.getBundle(m.getClass()).getSymbolicName().isEmpty());
+    }
+
+    @Test
+    public void factoryConfigurationsAddAndRemoveDevices() throws Exception {
+        org.osgi.service.cm.Configuration one = configAdmin.createFactoryConfiguration("io.ferrum.memory.cpu.device", "?");
+        one.update(props(Map.of("index", 1, "capacity", 64 * MiB, "initialSize", 4 * MiB, "growthIncrement", 4 * MiB)));
+        org.osgi.service.cm.Configuration two = configAdmin.createFactoryConfiguration("io.ferrum.memory.cpu.device", "?");
+        two.update(props(Map.of("index", 2, "capacity", 32 * MiB, "initialSize", 2 * MiB, "growthIncrement", 2 * MiB)));
+
+        DeviceMemoryManager cpu1 = await(DeviceMemoryManager.class, Device.cpu(1));
+        DeviceMemoryManager cpu2 = await(DeviceMemoryManager.class, Device.cpu(2));
+        assertEquals(64 * MiB, cpu1.memoryInfo().totalBytes());
+        assertEquals(32 * MiB, cpu2.memoryInfo().totalBytes());
+        MemoryHandle h = cpu1.allocate(10 * MiB, Device.cpu(1));
+        assertEquals(10 * MiB, cpu1.memoryInfo().usedBytes());
+        assertTrue(cpu1.memoryInfo().reservedBytes() >= 10 * MiB);
+        assertNotNull(await(StreamManager.class, Device.cpu(2)));
+
+        one.delete();
+        awaitGone(DeviceMemoryManager.class, Device.cpu(1));
+        awaitGone(StreamManager.class, Device.cpu(1));
+        try {
+            cpu1.deallocate(h);
+            fail("the manager of a deleted device must refuse its old handles");
+        } catch (DeviceUnavailableException e) {
+            assertEquals(Device.cpu(1), e.device());
+        }
+        assertEquals(32 * MiB, cpu2.memoryInfo().totalBytes());
+        two.delete();
+        awaitGone(DeviceMemoryManager.class, Device.cpu(2));
+    }
+
+    @Test
+    public void stoppingTheBundleRemovesItsServicesAndStartingItAgainWorks() throws Exception {
+        DeviceMemoryManager before = await(DeviceMemoryManager.class, Device.cpu());
+        MemoryHandle h = before.allocate(8 * MiB, Device.cpu());
+        assertTrue(before.owns(h));
+
+        Bundle cpu = cpuBundle();
+        cpu.stop();
+        assertNull(context.getServiceReference(DeviceMemoryManager.class));
+        assertNull(context.getServiceReference(StreamManager.class));
+        assertNull(context.getServiceReference(MemoryManagerFactory.class));
+        try {
+            before.allocate(1, Device.cpu());
+            fail("a stopped backend's manager must refuse work");
+        } catch (DeviceUnavailableException e) {
+            assertTrue(e.getMessage(), e.getMessage().contains("cpu:0"));
+        }
+        assertFalse("handles of a stopped backend are gone", before.owns(h));
+
+        cpu.start();
+        DeviceMemoryManager after = await(DeviceMemoryManager.class, Device.cpu());
+        assertFalse(after == before);
+        assertEquals(0, after.memoryInfo().usedBytes());
+        MemoryHandle fresh = after.allocate(MiB, Device.cpu());
+        assertTrue(after.owns(fresh));
+        assertFalse("an old handle never comes back to life", after.owns(h));
+    }
+
+    private static Dictionary<String, Object> props(Map<String, Object> values) {
+        return new Hashtable<>(values);
+    }
+}
