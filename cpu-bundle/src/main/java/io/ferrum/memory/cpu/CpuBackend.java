@@ -1,6 +1,10 @@
 package io.ferrum.memory.cpu;
 
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.pool.PooledMemoryManager;
 
 /** Names and bundle-wide state of the CPU backend. */
 final class CpuBackend {
@@ -10,6 +14,8 @@ final class CpuBackend {
     static final String DEVICE_FACTORY_PID = "io.ferrum.memory.cpu.device";
     /** Bytes every upstream of this bundle holds from the C library right now. */
     static final AtomicLong HELD_BYTES = new AtomicLong();
+    /** The running devices of this bundle, so that cpu:a can map memory with cpu:b. */
+    static final ConcurrentHashMap<Device, PooledMemoryManager> DEVICES = new ConcurrentHashMap<>();
 
     private CpuBackend() {
     }

@@ -43,8 +43,10 @@ abstract class CpuDevice {
         MemoryManagerConfig config = managerConfig(cfg);
         this.upstream = new FfmUpstream(device, cfg.capacity(), CpuBackend.HELD_BYTES);
         this.streams = new HostStreamManager(device);
-        PoolSettings settings = PoolSettings.defaults().withZeroing(zeroing(cfg.zeroing())).withLog(new OsgiPoolLog(logger));
+        PoolSettings settings = PoolSettings.defaults().withZeroing(zeroing(cfg.zeroing())).withLog(new OsgiPoolLog(logger))
+                .withPeers(CpuBackend.DEVICES::get);
         this.manager = PooledMemoryManager.create(upstream, config, settings, streams);
+        CpuBackend.DEVICES.put(device, manager);
 
         Hashtable<String, Object> props = new Hashtable<>();
         props.put(DeviceMemoryManager.DEVICE_PROPERTY, device.toString());
@@ -60,6 +62,9 @@ abstract class CpuDevice {
     }
 
     final void stop() {
+        if (device != null) {
+            CpuBackend.DEVICES.remove(device, manager);
+        }
         unregister(managerRegistration);
         unregister(streamsRegistration);
         managerRegistration = null;

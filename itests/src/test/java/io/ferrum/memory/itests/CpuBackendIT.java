@@ -38,6 +38,7 @@ import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryManagerFactory;
+import io.ferrum.memory.api.MemoryMapping;
 import io.ferrum.memory.api.StreamManager;
 
 /** The CPU backend in a real framework with SCR and Config Admin, on Felix and on Equinox. */
@@ -151,6 +152,19 @@ public class CpuBackendIT {
         assertEquals(10 * MiB, cpu1.memoryInfo().usedBytes());
         assertTrue(cpu1.memoryInfo().reservedBytes() >= 10 * MiB);
         assertNotNull(await(StreamManager.class, Device.cpu(2)));
+
+        // cpu:0 and cpu:1 can share memory: two handles, one on each device, over the same bytes.
+        AdvancedMemoryManager cpu0 = await(AdvancedMemoryManager.class, Device.cpu());
+        MemoryMapping shared = cpu0.createMapping(Device.cpu(), Device.cpu(1), 4096);
+        MemorySegment w = cpu0.mapMemory(shared.source(), MemoryAccess.WRITE_ONLY);
+        w.set(ValueLayout.JAVA_INT, 100, 77);
+        cpu0.unmapMemory(shared.source());
+        AdvancedMemoryManager adv1 = (AdvancedMemoryManager) cpu1;
+        MemorySegment r = adv1.mapMemory(shared.target(), MemoryAccess.READ_ONLY);
+        assertEquals(77, r.get(ValueLayout.JAVA_INT, 100));
+        adv1.unmapMemory(shared.target());
+        adv1.deallocate(shared.target());
+        cpu0.deallocate(shared.source());
 
         one.delete();
         awaitGone(DeviceMemoryManager.class, Device.cpu(1));

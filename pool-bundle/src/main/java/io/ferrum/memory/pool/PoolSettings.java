@@ -1,6 +1,9 @@
 package io.ferrum.memory.pool;
 
+import java.util.function.Function;
 import java.util.function.LongSupplier;
+
+import io.ferrum.memory.api.Device;
 
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 
@@ -13,8 +16,13 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
  * @param log           where leaks and callback failures are reported, not null
  * @param nanoClock     monotonic nanoseconds (System::nanoTime); replaceable so tests of time-based
  *                      statistics are deterministic; not null
+ * @param peers         the backend's other running managers by device (answering null for an unknown
+ *                      device), for {@link io.ferrum.memory.api.AdvancedMemoryManager#createMapping}
+ *                      across devices; peers must be managers of the same backend (their upstreams
+ *                      must understand each other's chunks); not null
  */
-public record PoolSettings(long capacityBytes, ZeroingPolicy zeroing, PoolLog log, LongSupplier nanoClock) {
+public record PoolSettings(long capacityBytes, ZeroingPolicy zeroing, PoolLog log, LongSupplier nanoClock,
+                           Function<Device, PooledMemoryManager> peers) {
 
     /**
      * @throws InvalidMemoryRequestException on a negative capacity or a null field
@@ -24,33 +32,38 @@ public record PoolSettings(long capacityBytes, ZeroingPolicy zeroing, PoolLog lo
             throw new InvalidMemoryRequestException("Invalid capacity " + capacityBytes
                     + " bytes: use 0 for the device's physical capacity or a positive limit");
         }
-        if (zeroing == null || log == null || nanoClock == null) {
-            throw new InvalidMemoryRequestException("Invalid pool settings: zeroing, log and nanoClock are required");
+        if (zeroing == null || log == null || nanoClock == null || peers == null) {
+            throw new InvalidMemoryRequestException("Invalid pool settings: zeroing, log, nanoClock and peers are required");
         }
     }
 
-    /** @return the device's physical capacity, no zeroing, no log, the system clock */
+    /** @return the device's physical capacity, no zeroing, no log, the system clock, no peers */
     public static PoolSettings defaults() {
-        return new PoolSettings(0, ZeroingPolicy.NONE, PoolLog.NONE, System::nanoTime);
+        return new PoolSettings(0, ZeroingPolicy.NONE, PoolLog.NONE, System::nanoTime, d -> null);
     }
 
     /** @param bytes capacity, 0 for physical @return a copy with that capacity */
     public PoolSettings withCapacity(long bytes) {
-        return new PoolSettings(bytes, zeroing, log, nanoClock);
+        return new PoolSettings(bytes, zeroing, log, nanoClock, peers);
     }
 
     /** @param policy zeroing policy @return a copy with that policy */
     public PoolSettings withZeroing(ZeroingPolicy policy) {
-        return new PoolSettings(capacityBytes, policy, log, nanoClock);
+        return new PoolSettings(capacityBytes, policy, log, nanoClock, peers);
     }
 
     /** @param target log @return a copy logging there */
     public PoolSettings withLog(PoolLog target) {
-        return new PoolSettings(capacityBytes, zeroing, target, nanoClock);
+        return new PoolSettings(capacityBytes, zeroing, target, nanoClock, peers);
     }
 
     /** @param clock monotonic nanoseconds @return a copy using that clock */
     public PoolSettings withNanoClock(LongSupplier clock) {
-        return new PoolSettings(capacityBytes, zeroing, log, clock);
+        return new PoolSettings(capacityBytes, zeroing, log, clock, peers);
+    }
+
+    /** @param lookup the backend's managers by device @return a copy using that lookup */
+    public PoolSettings withPeers(Function<Device, PooledMemoryManager> lookup) {
+        return new PoolSettings(capacityBytes, zeroing, log, nanoClock, lookup);
     }
 }

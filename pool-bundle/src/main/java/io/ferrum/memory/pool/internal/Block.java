@@ -6,7 +6,10 @@ import io.ferrum.memory.api.MemoryUsageHint;
  * One block of a chunk: free or live. Blocks of a chunk form a doubly linked list in address order
  * (prevPhys/nextPhys) that covers the chunk exactly; free blocks are also on one of the pool's
  * segregated free lists (prevFree/nextFree). All fields are guarded by the owning pool's lock,
- * except {@link #handleId}, which is volatile so that handle lookups need no lock.
+ * except {@link #handleId} and {@link #aliasId}, which are volatile so that handle lookups need no
+ * lock. A block has one name (its handle) or two when it is the memory of a {@link
+ * io.ferrum.memory.api.MemoryMapping}; the alias may live in another manager's handle table. The
+ * memory is released when the last name is freed.
  *
  * <p>A live block keeps its identity when defragmentation moves it (only chunk and offset change),
  * so the handle that names it stays valid.
@@ -23,6 +26,7 @@ public final class Block {
 
     // Live-block state.
     volatile long handleId;
+    volatile long aliasId;
     Pool pool;
     long requested;
     long alignment;
@@ -40,6 +44,16 @@ public final class Block {
         this.chunk = chunk;
         this.offset = offset;
         this.size = size;
+    }
+
+    /** @return true if {@code id} is one of the block's names */
+    boolean isNamedBy(long id) {
+        return id != 0 && (handleId == id || aliasId == id);
+    }
+
+    /** @return true while any handle names the block */
+    boolean isNamed() {
+        return handleId != 0 || aliasId != 0;
     }
 
     /** @return true while defragmentation may move the block */

@@ -47,8 +47,21 @@ public final class HandleTable {
         return managerId;
     }
 
-    /** Issues a new id for {@code b} and records it. */
+    /** Issues a new id for {@code b} and records it as the block's handle. */
     public synchronized long register(Block b) {
+        long id = issue(b);
+        b.handleId = id;
+        return id;
+    }
+
+    /** Issues a second id for {@code b} (a mapping's other handle), possibly in another manager's table. */
+    public synchronized long registerAlias(Block b) {
+        long id = issue(b);
+        b.aliasId = id;
+        return id;
+    }
+
+    private long issue(Block b) {
         int slot;
         if (freeCount > 0) {
             slot = freeSlots[--freeCount];
@@ -66,20 +79,22 @@ public final class HandleTable {
         }
         int gen = ++generations[slot];
         long id = (managerId << (SLOT_BITS + GEN_BITS)) | ((long) slot << GEN_BITS) | gen;
-        b.handleId = id;
         SLOTS.setRelease(blocks, slot, b);
         return id;
     }
 
-    /** Forgets {@code b}'s id; the id is never valid again. */
-    public synchronized void unregister(Block b) {
-        long id = b.handleId;
-        if (id == 0) {
+    /** Forgets {@code id}, one of {@code b}'s names in this table; the id is never valid again. */
+    public synchronized void unregister(Block b, long id) {
+        if (id == 0 || !isOwn(id)) {
             return;
         }
         int slot = slotOf(id);
         SLOTS.setRelease(blocks, slot, (Block) null);
-        b.handleId = 0;
+        if (b.handleId == id) {
+            b.handleId = 0;
+        } else if (b.aliasId == id) {
+            b.aliasId = 0;
+        }
         if (generations[slot] < MAX_GEN) {
             if (freeCount == freeSlots.length) {
                 freeSlots = Arrays.copyOf(freeSlots, freeSlots.length * 2);
@@ -99,7 +114,7 @@ public final class HandleTable {
             return null;
         }
         Block b = (Block) SLOTS.getAcquire(arr, slot);
-        return b != null && b.handleId == id ? b : null;
+        return b != null && b.isNamedBy(id) ? b : null;
     }
 
     /** @return true if {@code id} carries this table's manager number */

@@ -214,6 +214,7 @@ public final class Pool {
         deviceUsed.addAndGet(-b.size);
         b.free = true;
         b.handleId = 0;
+        b.aliasId = 0;
         b.mapping = null;
         b.access = null;
         b.allocationSite = null;
@@ -341,12 +342,12 @@ public final class Pool {
         return out;
     }
 
-    /** @return every live block (handle not yet freed), in chunk and address order */
+    /** @return every live block (some handle still names it), in chunk and address order */
     List<Block> liveBlocks() {
         List<Block> out = new ArrayList<>();
         for (PoolChunk c : chunks) {
             for (Block b = c.first; b != null; b = b.nextPhys) {
-                if (!b.free && b.handleId != 0) {
+                if (!b.free && b.isNamed()) {
                     out.add(b);
                 }
             }

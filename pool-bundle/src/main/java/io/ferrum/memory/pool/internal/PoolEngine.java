@@ -406,10 +406,14 @@ public final class PoolEngine implements PooledMemoryManager {
             if (pool.closed) {
                 throw unavailable();
             }
-            if (b.handleId != handle.id()) {
+            if (!b.isNamedBy(handle.id())) {
                 throw invalidHandle(handle);
             }
-            handles.unregister(b);
+            handles.unregister(b, handle.id());
+            if (b.isNamed()) {
+                // The other handle of a mapping still names this memory: it stays, views included.
+                return;
+            }
             mapping = b.mapping;
             if (mapping != null) {
                 // Close every view before the memory can go to anyone else.
@@ -460,7 +464,7 @@ public final class PoolEngine implements PooledMemoryManager {
             if (pool.closed) {
                 throw unavailable();
             }
-            if (b.handleId != id) {
+            if (!b.isNamedBy(id)) {
                 throw invalidHandle(new MemoryHandle(id));
             }
             b.pins++;
@@ -624,7 +628,7 @@ public final class PoolEngine implements PooledMemoryManager {
     private MemoryHandleInfo info(Block b, long id) {
         MemoryHandleInfo i = new MemoryHandleInfo(new MemoryHandle(id), b.requested, device, b.alignment,
                 epoch.plusNanos(b.allocatedAtNanos - epochNanos), b.mapping != null, b.pool.type);
-        return b.handleId == id ? i : null;
+        return b.isNamedBy(id) ? i : null;
     }
 
     @Override
@@ -649,7 +653,10 @@ public final class PoolEngine implements PooledMemoryManager {
             pool.lock.lock();
             try {
                 for (Block b : pool.liveBlocks()) {
-                    out.add(info(b, b.handleId));
+                    MemoryHandleInfo i = b.handleId != 0 ? info(b, b.handleId) : null;
+                    if (i != null) {
+                        out.add(i);
+                    }
                 }
             } finally {
                 pool.lock.unlock();
@@ -836,7 +843,7 @@ public final class PoolEngine implements PooledMemoryManager {
             if (pool.closed) {
                 throw unavailable();
             }
-            if (b.handleId != handle.id()) {
+            if (!b.isNamedBy(handle.id())) {
                 throw invalidHandle(handle);
             }
             MappingState m = b.mapping;
@@ -879,7 +886,7 @@ public final class PoolEngine implements PooledMemoryManager {
         Pool pool = b.pool;
         pool.lock.lock();
         try {
-            if (b.handleId != handle.id()) {
+            if (!b.isNamedBy(handle.id())) {
                 throw invalidHandle(handle);
             }
             if (b.mapping == null) {
@@ -892,15 +899,46 @@ public final class PoolEngine implements PooledMemoryManager {
         }
     }
 
+    /**
+     * The memory lives on this device; the other handle is issued by the manager of the other
+     * device (this one when both are the same), found through {@link PoolSettings#peers()}.
+     */
     @Override
     public MemoryMapping createMapping(Device sourceDevice, Device targetDevice, long size) {
         checkOpen();
         if (sourceDevice == null || targetDevice == null) {
-            throw new InvalidMemoryRequestException("Both devices of a mapping are required");
+            throw new InvalidMemoryRequestException("Both devices of a mapping are required (source " + sourceDevice
+                    + ", target " + targetDevice + ")");
         }
-        throw new InvalidMemoryRequestException("Mappings " + sourceDevice + " <-> " + targetDevice
-                + " are not provided by the pooled manager of " + device + " (" + upstream.backendName()
-                + "); mappings are created by the backend that serves both devices");
+        if (!sourceDevice.equals(device) && !targetDevice.equals(device)) {
+            throw new InvalidMemoryRequestException("Mapping " + sourceDevice + " <-> " + targetDevice
+                    + " does not involve " + device + "; ask the manager of " + sourceDevice);
+        }
+        Device other = sourceDevice.equals(device) ? targetDevice : sourceDevice;
+        PoolEngine peer = this;
+        if (!other.equals(device)) {
+            PooledMemoryManager found = other.kind().equals(device.kind()) ? settings.peers().apply(other) : null;
+            if (!(found instanceof PoolEngine p) || p.closed) {
+                throw new InvalidMemoryRequestException("Mapping " + sourceDevice + " <-> " + targetDevice
+                        + " is not provided by the " + upstream.backendName() + " backend of " + device
+                        + (other.kind().equals(device.kind()) ? ": no running " + other + " is known to it"
+                           : ": " + device.kind() + " <-> " + other.kind() + " mappings come from a backend that serves both kinds"));
+            }
+            peer = p;
+        }
+        MemoryHandle primary = allocate(size, MemoryType.MAPPED, device);
+        Block b = handles.lookup(primary.id());
+        long alias;
+        b.pool.lock.lock();
+        try {
+            alias = peer.handles.registerAlias(b);
+        } finally {
+            b.pool.lock.unlock();
+        }
+        MemoryHandle second = new MemoryHandle(alias);
+        return sourceDevice.equals(device)
+                ? new MemoryMapping(primary, second, sourceDevice, targetDevice, size)
+                : new MemoryMapping(second, primary, sourceDevice, targetDevice, size);
     }
 
     @Override
@@ -989,14 +1027,15 @@ public final class PoolEngine implements PooledMemoryManager {
                     leakedBytes += b.requested;
                     if (b.allocationSite != null && sites.size() < 20) {
                         StackTraceElement[] st = b.allocationSite.getStackTrace();
-                        sites.add(new MemoryHandle(b.handleId) + " (" + b.requested + " bytes) at "
+                        sites.add(new MemoryHandle(b.handleId != 0 ? b.handleId : b.aliasId) + " (" + b.requested + " bytes) at "
                                 + (st.length > 2 ? st[2] : st.length > 0 ? st[st.length - 1] : "?"));
                     }
                     if (b.mapping != null) {
                         b.mapping.arena.close();
                         b.mapping = null;
                     }
-                    handles.unregister(b);
+                    handles.unregister(b, b.handleId);
+                    // An alias in another manager's table stays there, and answers "unavailable".
                 }
                 chunks.addAll(pool.takeAllChunks());
             } finally {
