@@ -1,0 +1,66 @@
+package io.ferrum.memory.strategy.bestfit;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import org.osgi.service.component.annotations.Component;
+
+import io.ferrum.memory.api.AllocationRequirements;
+import io.ferrum.memory.api.AllocationStrategy;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryInfo;
+
+/**
+ * The seed contract's {@code BestFitStrategy}, exactly: a device with less free memory than the
+ * request is skipped; the others are scored
+ *
+ * <pre>
+ *   score = 1 - (free - size) / total - |utilisation - 0.5| * 0.5 + 0.2 / (position + 1)
+ * </pre>
+ *
+ * where utilisation is used/total in [0, 1] and the last term applies only to a device at
+ * {@code position} in the preferred devices. The highest score wins; on a tie the device earlier in
+ * {@code available} wins. A device with a total of zero cannot hold anything and is skipped (the seed
+ * would divide by zero). The default strategy of the router.
+ */
+@Component(service = AllocationStrategy.class, property = AllocationStrategy.NAME_PROPERTY + "=" + BestFitStrategy.NAME)
+public final class BestFitStrategy implements AllocationStrategy {
+    static final String NAME = "best-fit";
+
+    @Override
+    public Optional<Device> selectDevice(long size, AllocationRequirements requirements, List<Device> available,
+                                         Map<Device, MemoryInfo> memoryInfo) {
+        Device best = null;
+        double bestScore = Double.NEGATIVE_INFINITY;
+        for (Device device : available) {
+            MemoryInfo info = memoryInfo.get(device);
+            if (info == null || info.totalBytes() == 0 || info.freeBytes() < size) {
+                continue;
+            }
+            double score = score(size, info) + preferenceBonus(requirements.preferenceOf(device));
+            if (score > bestScore) {
+                bestScore = score;
+                best = device;
+            }
+        }
+        return Optional.ofNullable(best);
+    }
+
+    /** @return the seed's fit score of {@code size} bytes on a device described by {@code info} */
+    static double score(long size, MemoryInfo info) {
+        double waste = (double) (info.freeBytes() - size) / (double) info.totalBytes();
+        double utilization = info.utilizationPercent() / 100.0;
+        return 1.0 - waste - Math.abs(utilization - 0.5) * 0.5;
+    }
+
+    /** @return {@code 0.2 / (position + 1)} for a preferred device, else 0 */
+    static double preferenceBonus(int position) {
+        return position < 0 ? 0.0 : 0.2 / (position + 1.0);
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+}

@@ -1,0 +1,48 @@
+package io.ferrum.memory.strategy.mostfree;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import org.osgi.service.component.annotations.Component;
+
+import io.ferrum.memory.api.AllocationRequirements;
+import io.ferrum.memory.api.AllocationStrategy;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryInfo;
+
+/**
+ * Spreads load: the device with the most free bytes that can hold the request. On a tie the
+ * preferred device (earlier in the preference list) wins, then the one earlier in {@code available}.
+ */
+@Component(service = AllocationStrategy.class, property = AllocationStrategy.NAME_PROPERTY + "=" + MostFreeStrategy.NAME)
+public final class MostFreeStrategy implements AllocationStrategy {
+    static final String NAME = "most-free";
+
+    @Override
+    public Optional<Device> selectDevice(long size, AllocationRequirements requirements, List<Device> available,
+                                         Map<Device, MemoryInfo> memoryInfo) {
+        Device best = null;
+        long bestFree = -1;
+        int bestPreference = Integer.MAX_VALUE;
+        for (Device device : available) {
+            MemoryInfo info = memoryInfo.get(device);
+            if (info == null || info.freeBytes() < size) {
+                continue;
+            }
+            int p = requirements.preferenceOf(device);
+            int preference = p < 0 ? Integer.MAX_VALUE - 1 : p;
+            if (info.freeBytes() > bestFree || (info.freeBytes() == bestFree && preference < bestPreference)) {
+                best = device;
+                bestFree = info.freeBytes();
+                bestPreference = preference;
+            }
+        }
+        return Optional.ofNullable(best);
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+}

@@ -1,0 +1,47 @@
+package io.ferrum.memory.strategy.preferredorder;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import org.osgi.service.component.annotations.Component;
+
+import io.ferrum.memory.api.AllocationRequirements;
+import io.ferrum.memory.api.AllocationStrategy;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryInfo;
+
+/**
+ * The first preferred device that is available and can hold the request; if none can, the first
+ * device in {@code available} that can.
+ */
+@Component(service = AllocationStrategy.class,
+        property = AllocationStrategy.NAME_PROPERTY + "=" + PreferredOrderStrategy.NAME)
+public final class PreferredOrderStrategy implements AllocationStrategy {
+    static final String NAME = "preferred-order";
+
+    @Override
+    public Optional<Device> selectDevice(long size, AllocationRequirements requirements, List<Device> available,
+                                         Map<Device, MemoryInfo> memoryInfo) {
+        for (Device d : requirements.preferredDevices()) {
+            if (available.contains(d) && fits(size, memoryInfo.get(d))) {
+                return Optional.of(d);
+            }
+        }
+        for (Device d : available) {
+            if (fits(size, memoryInfo.get(d))) {
+                return Optional.of(d);
+            }
+        }
+        return Optional.empty();
+    }
+
+    private static boolean fits(long size, MemoryInfo info) {
+        return info != null && info.freeBytes() >= size;
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+}

@@ -1,0 +1,48 @@
+package io.ferrum.memory.strategy.roundrobin;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.osgi.service.component.annotations.Component;
+
+import io.ferrum.memory.api.AllocationRequirements;
+import io.ferrum.memory.api.AllocationStrategy;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryInfo;
+
+/**
+ * Rotates among the devices that can hold the request, in their natural order ({@code cpu:0 <
+ * cpu:1 < cuda:0}): the n-th call picks the (n mod k)-th of the k devices that fit. Preferences are
+ * ignored; thread-safe.
+ */
+@Component(service = AllocationStrategy.class, property = AllocationStrategy.NAME_PROPERTY + "=" + RoundRobinStrategy.NAME)
+public final class RoundRobinStrategy implements AllocationStrategy {
+    static final String NAME = "round-robin";
+
+    private final AtomicLong turn = new AtomicLong();
+
+    @Override
+    public Optional<Device> selectDevice(long size, AllocationRequirements requirements, List<Device> available,
+                                         Map<Device, MemoryInfo> memoryInfo) {
+        List<Device> fitting = new ArrayList<>(available.size());
+        for (Device d : available) {
+            MemoryInfo info = memoryInfo.get(d);
+            if (info != null && info.freeBytes() >= size) {
+                fitting.add(d);
+            }
+        }
+        if (fitting.isEmpty()) {
+            return Optional.empty();
+        }
+        fitting.sort(null);
+        return Optional.of(fitting.get((int) Math.floorMod(turn.getAndIncrement(), (long) fitting.size())));
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+}
