@@ -59,4 +59,10 @@ public interface MemoryRouter {
      * @return the device holding the block, or empty if no device knows it
      */
     Optional<Device> owner(MemoryHandle handle);
+
+    /**
+     * @return the name of the strategy that places allocations now, or empty when no strategy is
+     *         present (allocation then fails)
+     */
+    Optional<String> activeStrategy();
 }

@@ -16,7 +16,7 @@ import io.ferrum.memory.api.OutOfDeviceMemoryException;
  * so mapping must stage through host copies. It counts what it holds so tests can prove that
  * nothing leaks.
  */
-final class ArenaUpstream implements DeviceUpstream {
+public final class ArenaUpstream implements DeviceUpstream {
     record Chunk(Arena arena, MemorySegment segment) implements DeviceChunk {
         @Override
         public long size() {
@@ -39,17 +39,17 @@ final class ArenaUpstream implements DeviceUpstream {
     volatile Device lastPrefetchTarget;
     volatile boolean closed;
 
-    ArenaUpstream(Device device, long capacity, boolean hostAddressable) {
+    public ArenaUpstream(Device device, long capacity, boolean hostAddressable) {
         this.device = device;
         this.capacity = capacity;
         this.hostAddressable = hostAddressable;
     }
 
-    ArenaUpstream(long capacity) {
+    public ArenaUpstream(long capacity) {
         this(Device.cpu(), capacity, true);
     }
 
-    long liveBytes() {
+    public long liveBytes() {
         return live.keySet().stream().mapToLong(Chunk::size).sum();
     }
 

@@ -1,0 +1,636 @@
+package io.ferrum.memory.monitor;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+
+import org.osgi.framework.Constants;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Modified;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.component.annotations.ReferenceCardinality;
+import org.osgi.service.component.annotations.ReferencePolicy;
+import org.osgi.service.component.annotations.ReferencePolicyOption;
+import org.osgi.service.log.Logger;
+import org.osgi.service.log.LoggerFactory;
+import org.osgi.service.metatype.annotations.Designate;
+
+import io.ferrum.memory.api.AdvancedMemoryManager;
+import io.ferrum.memory.api.AllocationRequirements;
+import io.ferrum.memory.api.AllocationStrategy;
+import io.ferrum.memory.api.DefragmentationStats;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.GlobalMemoryMonitor;
+import io.ferrum.memory.api.InvalidHandleException;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryException;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryHandleInfo;
+import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryObserver;
+import io.ferrum.memory.api.MemoryPressure;
+import io.ferrum.memory.api.MemoryRouter;
+import io.ferrum.memory.api.MemoryTransfer;
+import io.ferrum.memory.api.OutOfDeviceMemoryException;
+import io.ferrum.memory.api.StreamHandle;
+import io.ferrum.memory.pool.PooledMemoryManager;
+
+/**
+ * The global monitor and the router, as one DS component whose registry is the OSGi whiteboard:
+ * every {@link DeviceMemoryManager}, {@link AllocationStrategy} and {@link MemoryObserver} service is
+ * picked up as it comes and dropped as it goes, within the service event.
+ *
+ * <p>Notifications (device added or removed, pressure changes, samples, the global callback) run on
+ * one monitor thread, in order, outside every lock; a failing observer is logged and keeps receiving
+ * calls. Pressure changes of pooled managers come from the engine (edge-triggered); other managers
+ * are checked at each sample.
+ */
+@Component(service = {GlobalMemoryMonitor.class, MemoryRouter.class}, configurationPid = MemoryMonitor.PID, immediate = true)
+@Designate(ocd = MonitorConfig.class)
+public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
+    static final String PID = "io.ferrum.memory.monitor";
+
+    private record ObserverEntry(MemoryObserver observer, Device only) {
+        boolean wants(Device d) {
+            return only == null || only.equals(d);
+        }
+    }
+
+    private final DeviceRegistry registry = new DeviceRegistry();
+    private final StrategyRegistry strategies = new StrategyRegistry();
+    private final CopyOnWriteArrayList<ObserverEntry> observers = new CopyOnWriteArrayList<>();
+    private final ConcurrentHashMap<Device, MemoryPressure> levels = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<DeviceMemoryManager, MemoryObserver> engineListeners = new ConcurrentHashMap<>();
+    private final ExecutorService notifier = Executors.newSingleThreadExecutor(daemon("ferrum-monitor-events"));
+    private final ScheduledExecutorService sampler = Executors.newSingleThreadScheduledExecutor(daemon("ferrum-monitor-sampler"));
+    private final ExecutorService workers = Executors.newCachedThreadPool(daemon("ferrum-monitor-worker"));
+    private final Logger log;
+    private volatile Consumer<Map<Device, MemoryPressure>> globalCallback;
+    private volatile int maxAttempts = 4;
+    private ScheduledFuture<?> sampling;
+
+    @Activate
+    public MemoryMonitor(MonitorConfig config,
+                         @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger log) {
+        this.log = log;
+        apply(config);
+    }
+
+    @Modified
+    void modified(MonitorConfig config) {
+        apply(config);
+    }
+
+    private synchronized void apply(MonitorConfig config) {
+        String before = strategies.active() == null ? null : strategies.active().name();
+        strategies.configure(config.strategy());
+        maxAttempts = Math.max(1, config.maxAttempts());
+        if (sampling != null) {
+            sampling.cancel(false);
+            sampling = null;
+        }
+        if (config.samplePeriodMs() > 0) {
+            sampling = sampler.scheduleAtFixedRate(this::sample, config.samplePeriodMs(), config.samplePeriodMs(),
+                    TimeUnit.MILLISECONDS);
+        }
+        String after = strategies.active() == null ? null : strategies.active().name();
+        if (!config.strategy().isBlank() && !config.strategy().strip().equals(after)) {
+            warn("Configured strategy '" + config.strategy() + "' is not present; using " + after, null);
+        } else if (before != null && !before.equals(after)) {
+            info("Active allocation strategy: " + after + " (was " + before + ")");
+        }
+    }
+
+    @Deactivate
+    void deactivate() {
+        for (Map.Entry<DeviceMemoryManager, MemoryObserver> e : engineListeners.entrySet()) {
+            ((PooledMemoryManager) e.getKey()).removeObserver(e.getValue());
+        }
+        engineListeners.clear();
+        sampler.shutdownNow();
+        notifier.shutdown();
+        workers.shutdown();
+        try {
+            notifier.awaitTermination(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static ThreadFactory daemon(String name) {
+        AtomicInteger n = new AtomicInteger();
+        return r -> {
+            Thread t = new Thread(r, name + "-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        };
+    }
+
+    // ================================================================ whiteboard: managers
+
+    @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
+            policyOption = ReferencePolicyOption.GREEDY)
+    void addManager(DeviceMemoryManager manager, Map<String, Object> props) {
+        Device device = deviceOf(manager, props);
+        if (device == null) {
+            return;
+        }
+        onChange(registry.add(new DeviceRegistry.Entry(device, manager, ranking(props), serviceId(props), false)));
+    }
+
+    void removeManager(DeviceMemoryManager manager, Map<String, Object> props) {
+        Device device = deviceOf(manager, props);
+        if (device != null) {
+            onChange(registry.remove(device, manager, false));
+        }
+    }
+
+    private Device deviceOf(DeviceMemoryManager manager, Map<String, Object> props) {
+        Object value = props.get(DeviceMemoryManager.DEVICE_PROPERTY);
+        try {
+            return value != null ? Device.parse(value.toString()) : manager.device();
+        } catch (MemoryException e) {
+            warn("Ignoring a DeviceMemoryManager service with an unusable " + DeviceMemoryManager.DEVICE_PROPERTY
+                    + "=" + value + ": " + e.getMessage(), null);
+            return null;
+        }
+    }
+
+    private static int ranking(Map<String, Object> props) {
+        return props.get(Constants.SERVICE_RANKING) instanceof Integer i ? i : 0;
+    }
+
+    private static long serviceId(Map<String, Object> props) {
+        return props.get(Constants.SERVICE_ID) instanceof Long l ? l : Long.MAX_VALUE;
+    }
+
+    private void onChange(DeviceRegistry.Change change) {
+        Device d = change.device();
+        if (change.before() != null && change.before() != change.after()) {
+            unsubscribe(change.before());
+        }
+        if (change.after() != null && change.before() != change.after()) {
+            subscribe(d, change.after());
+            MemoryInfo info = safeInfo(change.after());
+            if (info != null) {
+                levels.put(d, info.pressureLevel());
+            }
+            if (change.added()) {
+                info("Device " + d + " added" + (info == null ? "" : ": " + info.totalBytes() + " bytes"));
+                dispatch(d, o -> o.deviceAdded(d, info));
+            }
+        }
+        if (change.removed()) {
+            levels.remove(d);
+            info("Device " + d + " removed");
+            dispatch(d, o -> o.deviceRemoved(d));
+        }
+    }
+
+    private void subscribe(Device device, DeviceMemoryManager manager) {
+        if (manager instanceof PooledMemoryManager pooled) {
+            MemoryObserver listener = new MemoryObserver() {
+                @Override
+                public void pressureChanged(Device d, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
+                    // Runs in the allocating thread, under the engine's notification lock: record and hand off.
+                    levels.put(device, current);
+                    notifier.execute(() -> firePressure(device, previous, current, info));
+                }
+            };
+            engineListeners.put(manager, listener);
+            pooled.addObserver(listener);
+        }
+    }
+
+    private void unsubscribe(DeviceMemoryManager manager) {
+        MemoryObserver listener = engineListeners.remove(manager);
+        if (listener != null) {
+            ((PooledMemoryManager) manager).removeObserver(listener);
+        }
+    }
+
+    private static MemoryInfo safeInfo(DeviceMemoryManager m) {
+        try {
+            return m.memoryInfo();
+        } catch (MemoryException e) {
+            return null;
+        }
+    }
+
+    // ================================================================ whiteboard: strategies, observers
+
+    @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
+            policyOption = ReferencePolicyOption.GREEDY)
+    void addStrategy(AllocationStrategy strategy, Map<String, Object> props) {
+        Object name = props.get(AllocationStrategy.NAME_PROPERTY);
+        strategies.add(new StrategyRegistry.Entry(strategy, name != null ? name.toString() : strategy.name(),
+                ranking(props), serviceId(props)));
+    }
+
+    void removeStrategy(AllocationStrategy strategy) {
+        strategies.remove(strategy);
+    }
+
+    @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
+            policyOption = ReferencePolicyOption.GREEDY)
+    void addObserver(MemoryObserver observer, Map<String, Object> props) {
+        Object only = props.get(DeviceMemoryManager.DEVICE_PROPERTY);
+        Device device = null;
+        if (only != null) {
+            try {
+                device = Device.parse(only.toString());
+            } catch (MemoryException e) {
+                warn("Observer " + observer + " has an unusable " + DeviceMemoryManager.DEVICE_PROPERTY + "=" + only
+                        + "; it hears about every device", null);
+            }
+        }
+        ObserverEntry entry = new ObserverEntry(observer, device);
+        observers.add(entry);
+        // A late observer learns which devices exist.
+        for (Map.Entry<Device, DeviceMemoryManager> e : registry.active().entrySet()) {
+            if (entry.wants(e.getKey())) {
+                MemoryInfo info = safeInfo(e.getValue());
+                notifier.execute(() -> call(entry, o -> o.deviceAdded(e.getKey(), info)));
+            }
+        }
+    }
+
+    void removeObserver(MemoryObserver observer) {
+        observers.removeIf(e -> e.observer == observer);
+    }
+
+    // ================================================================ notifications
+
+    private void dispatch(Device device, Consumer<MemoryObserver> call) {
+        for (ObserverEntry e : observers) {
+            if (e.wants(device)) {
+                notifier.execute(() -> call(e, call));
+            }
+        }
+    }
+
+    private void call(ObserverEntry e, Consumer<MemoryObserver> call) {
+        if (!observers.contains(e)) {
+            return; // unregistered meanwhile
+        }
+        try {
+            call.accept(e.observer);
+        } catch (RuntimeException ex) {
+            warn("Memory observer " + e.observer + " failed", ex);
+        }
+    }
+
+    private void firePressure(Device device, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
+        for (ObserverEntry e : observers) {
+            if (e.wants(device)) {
+                call(e, o -> o.pressureChanged(device, previous, current, info));
+            }
+        }
+        Consumer<Map<Device, MemoryPressure>> cb = globalCallback;
+        if (cb != null) {
+            try {
+                cb.accept(Map.copyOf(levels));
+            } catch (RuntimeException ex) {
+                warn("Global pressure callback failed", ex);
+            }
+        }
+    }
+
+    private void sample() {
+        try {
+            Map<Device, MemoryInfo> all = globalMemoryInfo();
+            for (Map.Entry<Device, MemoryInfo> e : all.entrySet()) {
+                DeviceMemoryManager m = registry.active().get(e.getKey());
+                if (m != null && !(m instanceof PooledMemoryManager)) {
+                    MemoryPressure now = e.getValue().pressureLevel();
+                    MemoryPressure before = levels.put(e.getKey(), now);
+                    if (before != null && before != now) {
+                        notifier.execute(() -> firePressure(e.getKey(), before, now, e.getValue()));
+                    }
+                }
+            }
+            for (ObserverEntry o : observers) {
+                Map<Device, MemoryInfo> mine = o.only == null ? all
+                        : all.containsKey(o.only) ? Map.of(o.only, all.get(o.only)) : Map.of();
+                notifier.execute(() -> call(o, x -> x.sample(mine)));
+            }
+        } catch (RuntimeException e) {
+            warn("Sampling device memory failed", e);
+        }
+    }
+
+    // ================================================================ GlobalMemoryMonitor
+
+    @Override
+    public Map<Device, MemoryInfo> globalMemoryInfo() {
+        Map<Device, MemoryInfo> out = new TreeMap<>();
+        for (Map.Entry<Device, DeviceMemoryManager> e : registry.active().entrySet()) {
+            MemoryInfo info = safeInfo(e.getValue());
+            if (info != null) {
+                out.put(e.getKey(), info);
+            }
+        }
+        return java.util.Collections.unmodifiableMap(out);
+    }
+
+    @Override
+    public MemoryPressure globalMemoryPressure() {
+        MemoryPressure max = MemoryPressure.LOW;
+        for (MemoryInfo info : globalMemoryInfo().values()) {
+            if (info.pressureLevel().compareTo(max) > 0) {
+                max = info.pressureLevel();
+            }
+        }
+        return max;
+    }
+
+    @Override
+    public Set<Device> devices() {
+        return Set.copyOf(registry.active().keySet());
+    }
+
+    @Override
+    public Optional<DeviceMemoryManager> manager(Device device) {
+        return device == null ? Optional.empty() : Optional.ofNullable(registry.active().get(device));
+    }
+
+    @Override
+    public void registerManager(Device device, DeviceMemoryManager manager) {
+        if (device == null || manager == null) {
+            throw new InvalidMemoryRequestException("registerManager needs a device and a manager (device " + device
+                    + ", manager " + manager + ")");
+        }
+        if (!device.equals(manager.device())) {
+            throw new InvalidMemoryRequestException("Manager " + manager + " serves " + manager.device()
+                    + ", not " + device);
+        }
+        onChange(registry.add(new DeviceRegistry.Entry(device, manager, Integer.MAX_VALUE, -1, true)));
+    }
+
+    @Override
+    public void unregisterManager(Device device) {
+        if (device != null) {
+            onChange(registry.remove(device, null, true));
+        }
+    }
+
+    @Override
+    public void setGlobalPressureCallback(Consumer<Map<Device, MemoryPressure>> callback) {
+        this.globalCallback = callback;
+    }
+
+    @Override
+    public CompletionStage<Map<Device, DefragmentationStats>> globalGc() {
+        Map<Device, CompletableFuture<DefragmentationStats>> runs = new LinkedHashMap<>();
+        for (Map.Entry<Device, DeviceMemoryManager> e : registry.active().entrySet()) {
+            Device d = e.getKey();
+            DeviceMemoryManager m = e.getValue();
+            runs.put(d, CompletableFuture.supplyAsync(() -> m.defragment(d).toCompletableFuture().join(), workers));
+        }
+        return CompletableFuture.allOf(runs.values().stream().map(f -> f.handle((r, x) -> r))
+                .toArray(CompletableFuture[]::new)).thenApply(ignored -> {
+                    Map<Device, DefragmentationStats> out = new TreeMap<>();
+                    runs.forEach((d, f) -> {
+                        try {
+                            out.put(d, f.join());
+                        } catch (RuntimeException ex) {
+                            warn("Defragmenting " + d + " failed; the other devices went on", ex);
+                        }
+                    });
+                    return java.util.Collections.unmodifiableMap(out);
+                });
+    }
+
+    // ================================================================ MemoryRouter
+
+    @Override
+    public Optional<String> activeStrategy() {
+        StrategyRegistry.Entry e = strategies.active();
+        return e == null ? Optional.empty() : Optional.of(e.name());
+    }
+
+    /** @return every strategy present, in precedence order, for tools that list them */
+    List<String> strategyNames() {
+        return strategies.all().stream().map(StrategyRegistry.Entry::name).toList();
+    }
+
+    @Override
+    public MemoryHandle allocate(long size, AllocationRequirements requirements) {
+        if (size <= 0) {
+            throw new InvalidMemoryRequestException("Invalid allocation size " + size + " bytes: the size must be more than zero");
+        }
+        if (requirements == null) {
+            throw new InvalidMemoryRequestException("Allocation requirements are null; use AllocationRequirements.defaults()");
+        }
+        StrategyRegistry.Entry strategy = strategies.active();
+        if (strategy == null) {
+            throw new DeviceUnavailableException(null, "No allocation strategy is available: install and start a"
+                    + " strategy bundle (for example io.ferrum.memory.strategy.bestfit)");
+        }
+        Map<Device, DeviceMemoryManager> active = registry.active();
+        if (active.isEmpty()) {
+            throw new DeviceUnavailableException(null, "No memory device is available: install and start a backend"
+                    + " bundle (for example io.ferrum.memory.cpu)");
+        }
+        List<Device> candidates = new ArrayList<>(active.keySet());
+        Map<Device, MemoryInfo> infos = new LinkedHashMap<>();
+        for (Device d : candidates) {
+            MemoryInfo info = safeInfo(active.get(d));
+            if (info != null) {
+                infos.put(d, info);
+            }
+        }
+        candidates.retainAll(infos.keySet());
+        List<String> tried = new ArrayList<>();
+        for (int attempt = 0; attempt < maxAttempts && !candidates.isEmpty(); attempt++) {
+            Optional<Device> choice;
+            try {
+                choice = strategy.strategy().selectDevice(size, requirements, List.copyOf(candidates), infos);
+            } catch (RuntimeException e) {
+                throw new MemoryException("Allocation strategy " + strategy.name() + " failed choosing a device for "
+                        + size + " bytes: " + e.getMessage(), e);
+            }
+            if (choice == null || choice.isEmpty()) {
+                break;
+            }
+            Device d = choice.get();
+            if (!candidates.remove(d)) {
+                throw new MemoryException("Allocation strategy " + strategy.name() + " chose " + d
+                        + ", which was not among the devices offered " + candidates);
+            }
+            DeviceMemoryManager m = active.get(d);
+            try {
+                return requirements.alignment().isPresent()
+                        ? m.allocateAligned(size, requirements.alignment().getAsLong(), requirements.memoryType(), d)
+                        : m.allocate(size, requirements.memoryType(), d);
+            } catch (OutOfDeviceMemoryException | DeviceUnavailableException e) {
+                tried.add(d + " (" + e.getMessage() + ")");
+            }
+        }
+        long maxFree = infos.values().stream().mapToLong(MemoryInfo::freeBytes).max().orElse(0);
+        throw new OutOfDeviceMemoryException(null, size, maxFree, "No device could allocate " + size + " bytes with strategy "
+                + strategy.name() + (tried.isEmpty() ? ": it chose none of " + infos.keySet() : "; tried " + tried
+                + (candidates.isEmpty() ? "" : "; not tried " + candidates)) + ". Free memory or add a device");
+    }
+
+    private DeviceMemoryManager route(MemoryHandle handle) {
+        if (handle == null) {
+            throw new InvalidHandleException(null, "Handle is null");
+        }
+        if (!handle.isValid()) {
+            throw new InvalidHandleException(handle, "The zero handle names no allocation");
+        }
+        DeviceMemoryManager m = registry.ownerOf(handle.id(), handle);
+        if (m != null) {
+            return m;
+        }
+        Device gone = registry.departedDevice(handle.id());
+        if (gone != null) {
+            throw new DeviceUnavailableException(gone, "Handle " + handle + " belongs to " + gone
+                    + ", which went away (its backend stopped or its configuration was deleted); its memory was released");
+        }
+        throw new InvalidHandleException(handle, "Handle " + handle
+                + " is not known to any device: it was freed, or it was never allocated");
+    }
+
+    @Override
+    public void deallocate(MemoryHandle handle) {
+        route(handle).deallocate(handle);
+    }
+
+    @Override
+    public Optional<MemoryHandleInfo> handleInfo(MemoryHandle handle) {
+        if (handle == null || !handle.isValid()) {
+            return Optional.empty();
+        }
+        DeviceMemoryManager m = registry.ownerOf(handle.id(), handle);
+        return m == null ? Optional.empty() : m.handleInfo(handle);
+    }
+
+    @Override
+    public Optional<Device> owner(MemoryHandle handle) {
+        return handleInfo(handle).map(MemoryHandleInfo::device);
+    }
+
+    @Override
+    public void copy(MemoryTransfer transfer) {
+        Route r = plan(transfer);
+        if (r.sameManager()) {
+            r.src.copy(transfer.src(), transfer.dst(), transfer.size(), transfer.srcOffset(), transfer.dstOffset());
+        } else {
+            hostCopy(r, transfer);
+        }
+    }
+
+    @Override
+    public CompletionStage<Void> copyAsync(MemoryTransfer transfer, StreamHandle stream) {
+        Route r = plan(transfer);
+        if (r.sameManager()) {
+            return r.src.copyAsync(transfer, stream);
+        }
+        // Between managers the copy runs on a monitor thread; stream ordering applies within one device only.
+        return CompletableFuture.runAsync(() -> hostCopy(r, transfer), workers);
+    }
+
+    private record Route(DeviceMemoryManager src, DeviceMemoryManager dst, MemoryHandleInfo srcInfo,
+                         MemoryHandleInfo dstInfo) {
+        boolean sameManager() {
+            return src == dst;
+        }
+    }
+
+    private Route plan(MemoryTransfer transfer) {
+        if (transfer == null) {
+            throw new InvalidMemoryRequestException("Transfer is null");
+        }
+        DeviceMemoryManager src = route(transfer.src());
+        DeviceMemoryManager dst = route(transfer.dst());
+        if (src == dst) {
+            return new Route(src, dst, null, null);
+        }
+        MemoryHandleInfo si = src.handleInfo(transfer.src()).orElseThrow(() ->
+                new InvalidHandleException(transfer.src(), "Handle " + transfer.src() + " is no longer live on " + src.device()));
+        MemoryHandleInfo di = dst.handleInfo(transfer.dst()).orElseThrow(() ->
+                new InvalidHandleException(transfer.dst(), "Handle " + transfer.dst() + " is no longer live on " + dst.device()));
+        checkRange(si, transfer.srcOffset(), transfer.size(), "source");
+        checkRange(di, transfer.dstOffset(), transfer.size(), "destination");
+        if (!(src instanceof AdvancedMemoryManager) || !(dst instanceof AdvancedMemoryManager)) {
+            throw new InvalidMemoryRequestException("A copy from " + si.device() + " to " + di.device()
+                    + " needs both managers to map memory (AdvancedMemoryManager)");
+        }
+        return new Route(src, dst, si, di);
+    }
+
+    private static void checkRange(MemoryHandleInfo info, long offset, long size, String what) {
+        if (size > info.size() || offset > info.size() - size) {
+            throw new InvalidMemoryRequestException("Copy of " + size + " bytes at " + what + " offset " + offset
+                    + " falls outside " + what + " block " + info.handle() + " of " + info.size() + " bytes on " + info.device());
+        }
+    }
+
+    /** Copies between two managers through host-mapped views of both blocks. */
+    private void hostCopy(Route r, MemoryTransfer t) {
+        if (t.size() == 0) {
+            return;
+        }
+        AdvancedMemoryManager src = (AdvancedMemoryManager) r.src;
+        AdvancedMemoryManager dst = (AdvancedMemoryManager) r.dst;
+        boolean srcWasMapped = r.srcInfo.mapped();
+        boolean dstWasMapped = r.dstInfo.mapped();
+        MemorySegment from = src.mapMemory(t.src(), MemoryAccess.READ_ONLY);
+        try {
+            MemorySegment to = dst.mapMemory(t.dst(), MemoryAccess.WRITE_ONLY);
+            try {
+                MemorySegment.copy(from, t.srcOffset(), to, t.dstOffset(), t.size());
+            } finally {
+                if (!dstWasMapped) {
+                    dst.unmapMemory(t.dst());
+                }
+            }
+        } finally {
+            if (!srcWasMapped) {
+                src.unmapMemory(t.src());
+            }
+        }
+    }
+
+    // ================================================================ logging
+
+    private void info(String message) {
+        if (log != null) {
+            log.info(message);
+        }
+    }
+
+    private void warn(String message, Throwable cause) {
+        if (log != null) {
+            if (cause != null) {
+                log.warn(message, cause);
+            } else {
+                log.warn(message);
+            }
+        }
+    }
+}

@@ -1,0 +1,402 @@
+package io.ferrum.memory.monitor;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.annotation.Annotation;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.AllocationRequirements;
+import io.ferrum.memory.api.AllocationStrategy;
+import io.ferrum.memory.api.DefragmentationStats;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.InvalidHandleException;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryObserver;
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryPressure;
+import io.ferrum.memory.api.MemoryTransfer;
+import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.api.OutOfDeviceMemoryException;
+import io.ferrum.memory.pool.ArenaUpstream;
+import io.ferrum.memory.pool.PoolSettings;
+import io.ferrum.memory.pool.PooledMemoryManager;
+import io.ferrum.memory.strategy.bestfit.BestFitStrategy;
+
+/** The monitor and router over real pooled managers (off-heap memory), driven as DS would drive them. */
+class MemoryMonitorTest {
+    static final long MiB = 1 << 20;
+    static final Device CPU1 = Device.cpu(1);
+    static final Device CPU2 = Device.cpu(2);
+
+    private final List<AutoCloseable> toClose = new ArrayList<>();
+    private long nextServiceId = 100;
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (AutoCloseable c : toClose) {
+            c.close();
+        }
+    }
+
+    static MonitorConfig config(String strategy, long samplePeriodMs) {
+        return new MonitorConfig() {
+            @Override
+            public Class<? extends Annotation> annotationType() {
+                return MonitorConfig.class;
+            }
+
+            @Override
+            public String strategy() {
+                return strategy;
+            }
+
+            @Override
+            public long samplePeriodMs() {
+                return samplePeriodMs;
+            }
+
+            @Override
+            public int maxAttempts() {
+                return 4;
+            }
+        };
+    }
+
+    MemoryMonitor monitor(String strategy) {
+        MemoryMonitor m = new MemoryMonitor(config(strategy, 0), null);
+        toClose.add(m::deactivate);
+        return m;
+    }
+
+    PooledMemoryManager device(Device d, long capacity, MemoryPoolConfig pool) {
+        PooledMemoryManager m = PooledMemoryManager.create(new ArenaUpstream(d, 256 * MiB, true),
+                MemoryManagerConfig.defaults().withAutoGc(false, 0.85).withPoolConfig(MemoryType.GENERAL, pool)
+                        .withPoolConfig(MemoryType.MAPPED, pool),
+                PoolSettings.defaults().withCapacity(capacity), null);
+        toClose.add(m);
+        return m;
+    }
+
+    PooledMemoryManager device(Device d, long capacity) {
+        return device(d, capacity, MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB).build());
+    }
+
+    Map<String, Object> props(Device d, int ranking) {
+        return Map.of(DeviceMemoryManager.DEVICE_PROPERTY, d.toString(), "service.ranking", ranking,
+                "service.id", nextServiceId++);
+    }
+
+    Map<String, Object> strategyProps(String name, int ranking) {
+        return Map.of(AllocationStrategy.NAME_PROPERTY, name, "service.ranking", ranking, "service.id", nextServiceId++);
+    }
+
+    static void await(BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out waiting for " + what);
+            }
+            Thread.sleep(5);
+        }
+    }
+
+    /** A strategy that always names one device, to drive the router deterministically. */
+    record Fixed(Device device) implements AllocationStrategy {
+        @Override
+        public Optional<Device> selectDevice(long size, AllocationRequirements r, List<Device> available,
+                                             Map<Device, MemoryInfo> info) {
+            return available.contains(device) ? Optional.of(device) : Optional.empty();
+        }
+
+        @Override
+        public String name() {
+            return "fixed-" + device;
+        }
+    }
+
+    @Test
+    void routesAllocationsThroughTheStrategyAndHandlesBackToTheirOwner() {
+        MemoryMonitor mon = monitor("");
+        PooledMemoryManager a = device(CPU1, 8 * MiB);
+        PooledMemoryManager b = device(CPU2, 16 * MiB);
+        mon.addManager(a, props(CPU1, 0));
+        mon.addManager(b, props(CPU2, 0));
+        mon.addStrategy(new BestFitStrategy(), strategyProps("best-fit", 0));
+        assertEquals(Optional.of("best-fit"), mon.activeStrategy());
+        a.allocate(3 * MiB, CPU1);
+        // best-fit: cpu:1 scores 1 - 3/8 - |3/8 - 1/2|/2 = 0.5625, cpu:2 scores 1 - 14/16 - 1/4 = -0.125
+        MemoryHandle h = mon.allocate(2 * MiB, AllocationRequirements.defaults());
+        assertEquals(Optional.of(CPU1), mon.owner(h));
+        assertEquals(2 * MiB, mon.handleInfo(h).orElseThrow().size());
+        // preferring cpu:2 adds 0.2: still below cpu:1
+        assertEquals(Optional.of(CPU1), mon.owner(mon.allocate(MiB, AllocationRequirements.defaults().preferring(CPU2))));
+        MemoryHandle big = mon.allocate(10 * MiB, AllocationRequirements.defaults().withMemoryType(MemoryType.TENSOR));
+        assertEquals(Optional.of(CPU2), mon.owner(big), "only cpu:2 has 10 MiB free");
+        assertEquals(MemoryType.TENSOR, b.handleInfo(big).orElseThrow().memoryType());
+        MemoryHandle aligned = mon.allocate(100, AllocationRequirements.defaults().withAlignment(65536));
+        assertEquals(65536, mon.handleInfo(aligned).orElseThrow().alignment());
+        mon.deallocate(h);
+        assertFalse(a.owns(h));
+        assertThrows(InvalidHandleException.class, () -> mon.deallocate(h));
+        assertThrows(InvalidHandleException.class, () -> mon.deallocate(MemoryHandle.INVALID));
+        assertEquals(Optional.empty(), mon.owner(h));
+        assertEquals(Map.of(CPU1, a.memoryInfo(), CPU2, b.memoryInfo()).keySet(), mon.globalMemoryInfo().keySet());
+        assertThrows(InvalidMemoryRequestException.class, () -> mon.allocate(0, AllocationRequirements.defaults()));
+        assertThrows(InvalidMemoryRequestException.class, () -> mon.allocate(1, null));
+    }
+
+    @Test
+    void aDeviceOutOfMemoryIsLeftOutAndTheStrategyAskedAgain() {
+        MemoryMonitor mon = monitor("");
+        MemoryPoolConfig capped = MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB).maxSize(4 * MiB).build();
+        PooledMemoryManager a = device(CPU1, 8 * MiB, capped);
+        PooledMemoryManager b = device(CPU2, 16 * MiB);
+        mon.addManager(a, props(CPU1, 0));
+        mon.addManager(b, props(CPU2, 0));
+        mon.addStrategy(new BestFitStrategy(), strategyProps("best-fit", 0));
+        a.allocate(3 * MiB, CPU1);
+        // best-fit picks cpu:1 (free 5 MiB by capacity) but its pool may hold only 4 MiB: retried on cpu:2.
+        MemoryHandle h = mon.allocate(2 * MiB, AllocationRequirements.defaults());
+        assertEquals(Optional.of(CPU2), mon.owner(h));
+
+        mon.removeManager(b, props(CPU2, 0));
+        OutOfDeviceMemoryException e = assertThrows(OutOfDeviceMemoryException.class,
+                () -> mon.allocate(2 * MiB, AllocationRequirements.defaults()));
+        assertTrue(e.getMessage().contains("tried [cpu:1"), e.getMessage());
+        assertTrue(e.getMessage().contains("best-fit"), e.getMessage());
+        assertEquals(2 * MiB, e.requestedBytes());
+    }
+
+    @Test
+    void withoutAStrategyOrADeviceAllocationSaysWhatIsMissing() {
+        MemoryMonitor mon = monitor("");
+        mon.addManager(device(CPU1, 8 * MiB), props(CPU1, 0));
+        DeviceUnavailableException noStrategy = assertThrows(DeviceUnavailableException.class,
+                () -> mon.allocate(1, AllocationRequirements.defaults()));
+        assertTrue(noStrategy.getMessage().contains("No allocation strategy"), noStrategy.getMessage());
+        assertEquals(Optional.empty(), mon.activeStrategy());
+
+        MemoryMonitor empty = monitor("");
+        empty.addStrategy(new BestFitStrategy(), strategyProps("best-fit", 0));
+        assertTrue(assertThrows(DeviceUnavailableException.class, () -> empty.allocate(1, AllocationRequirements.defaults()))
+                .getMessage().contains("No memory device"));
+        assertEquals(MemoryPressure.LOW, empty.globalMemoryPressure());
+    }
+
+    @Test
+    void theActiveStrategyIsTheConfiguredOneElseTheHighestRankingElseBestFit() {
+        MemoryMonitor mon = monitor("");
+        Fixed one = new Fixed(CPU1);
+        Fixed two = new Fixed(CPU2);
+        BestFitStrategy best = new BestFitStrategy();
+        mon.addStrategy(one, strategyProps("one", 0));
+        assertEquals(Optional.of("one"), mon.activeStrategy());
+        mon.addStrategy(best, strategyProps("best-fit", 0));
+        assertEquals(Optional.of("best-fit"), mon.activeStrategy(), "best-fit wins among equal rankings");
+        mon.addStrategy(two, strategyProps("two", 5));
+        assertEquals(Optional.of("two"), mon.activeStrategy(), "a higher ranking wins");
+        mon.modified(config("one", 0));
+        assertEquals(Optional.of("one"), mon.activeStrategy(), "the configured name wins");
+        mon.removeStrategy(one);
+        assertEquals(Optional.of("two"), mon.activeStrategy(), "a configured strategy that is gone falls back");
+        mon.modified(config("", 0));
+        mon.removeStrategy(two);
+        assertEquals(Optional.of("best-fit"), mon.activeStrategy());
+        assertEquals(List.of("best-fit"), mon.strategyNames());
+    }
+
+    @Test
+    void placementsFollowTheActiveStrategyAcrossASwap() {
+        MemoryMonitor mon = monitor("");
+        mon.addManager(device(CPU1, 8 * MiB), props(CPU1, 0));
+        mon.addManager(device(CPU2, 8 * MiB), props(CPU2, 0));
+        Fixed one = new Fixed(CPU1);
+        mon.addStrategy(one, strategyProps("one", 10));
+        mon.addStrategy(new Fixed(CPU2), strategyProps("two", 0));
+        assertEquals(Optional.of(CPU1), mon.owner(mon.allocate(1024, AllocationRequirements.defaults())));
+        mon.removeStrategy(one);
+        assertEquals(Optional.of(CPU2), mon.owner(mon.allocate(1024, AllocationRequirements.defaults())));
+    }
+
+    @Test
+    void theHigherRankingManagerServesADeviceAndAManagerByHandComesFirst() {
+        MemoryMonitor mon = monitor("");
+        PooledMemoryManager low = device(CPU1, 8 * MiB);
+        PooledMemoryManager high = device(CPU1, 16 * MiB);
+        PooledMemoryManager byHand = device(CPU1, 32 * MiB);
+        mon.addManager(low, props(CPU1, 1));
+        mon.addManager(high, props(CPU1, 10));
+        assertSame(high, mon.manager(CPU1).orElseThrow());
+        mon.registerManager(CPU1, byHand);
+        assertSame(byHand, mon.manager(CPU1).orElseThrow());
+        assertEquals(32 * MiB, mon.globalMemoryInfo().get(CPU1).totalBytes());
+        mon.unregisterManager(CPU1);
+        assertSame(high, mon.manager(CPU1).orElseThrow());
+        mon.removeManager(high, props(CPU1, 10));
+        assertSame(low, mon.manager(CPU1).orElseThrow());
+        assertThrows(InvalidMemoryRequestException.class, () -> mon.registerManager(CPU2, low), "low serves cpu:1");
+    }
+
+    @Test
+    void handlesOfADeviceThatWentAwaySayUnavailableAndTotalsDropIt() {
+        MemoryMonitor mon = monitor("");
+        PooledMemoryManager a = device(CPU1, 8 * MiB);
+        mon.addManager(a, props(CPU1, 0));
+        mon.addManager(device(CPU2, 8 * MiB), props(CPU2, 0));
+        mon.addStrategy(new Fixed(CPU1), strategyProps("one", 0));
+        MemoryHandle h = mon.allocate(MiB, AllocationRequirements.defaults());
+        mon.removeManager(a, props(CPU1, 0));
+        a.close();
+        assertEquals(List.of(CPU2), List.copyOf(mon.globalMemoryInfo().keySet()));
+        DeviceUnavailableException e = assertThrows(DeviceUnavailableException.class, () -> mon.deallocate(h));
+        assertEquals(CPU1, e.device());
+        assertTrue(e.getMessage().contains("went away"), e.getMessage());
+        assertThrows(DeviceUnavailableException.class, () -> mon.copy(MemoryTransfer.of(h, h, 1)));
+        assertEquals(Optional.empty(), mon.owner(h));
+    }
+
+    @Test
+    void copiesBetweenDevicesArriveIntactAndAreBoundsChecked() throws Exception {
+        MemoryMonitor mon = monitor("");
+        PooledMemoryManager a = device(CPU1, 8 * MiB);
+        PooledMemoryManager b = device(CPU2, 8 * MiB);
+        mon.addManager(a, props(CPU1, 0));
+        mon.addManager(b, props(CPU2, 0));
+        MemoryHandle src = a.allocate(MiB, CPU1);
+        MemoryHandle dst = b.allocate(MiB, CPU2);
+        MemorySegment w = a.mapMemory(src, MemoryAccess.WRITE_ONLY);
+        for (long i = 0; i < MiB; i += 8) {
+            w.set(ValueLayout.JAVA_LONG, i, i * 7);
+        }
+        a.unmapMemory(src);
+        mon.copy(MemoryTransfer.of(src, dst, MiB / 2).withSrcOffset(MiB / 2));
+        mon.copyAsync(MemoryTransfer.of(src, dst, MiB / 2).withDstOffset(MiB / 2), null).toCompletableFuture()
+                .get(10, TimeUnit.SECONDS);
+        MemorySegment r = b.mapMemory(dst, MemoryAccess.READ_ONLY);
+        for (long i = 0; i < MiB / 2; i += 8) {
+            assertEquals((i + MiB / 2) * 7, r.get(ValueLayout.JAVA_LONG, i));
+            assertEquals(i * 7, r.get(ValueLayout.JAVA_LONG, i + MiB / 2));
+        }
+        assertTrue(b.handleInfo(dst).orElseThrow().mapped(), "a view the caller holds stays open");
+        b.unmapMemory(dst);
+        assertFalse(a.handleInfo(src).orElseThrow().mapped(), "the router's own views are closed");
+        assertThrows(InvalidMemoryRequestException.class, () -> mon.copy(MemoryTransfer.of(src, dst, MiB + 1)));
+        assertThrows(InvalidMemoryRequestException.class, () -> mon.copy(MemoryTransfer.of(src, dst, 2).withSrcOffset(Long.MAX_VALUE)));
+        assertThrows(InvalidMemoryRequestException.class,
+                () -> mon.copyAsync(MemoryTransfer.of(src, dst, 2).withDstOffset(MiB - 1), null));
+    }
+
+    @Test
+    void observersSeeEachPressureCrossingOnceAndOnlyTheirDevice() throws Exception {
+        MemoryMonitor mon = monitor("");
+        List<String> all = new CopyOnWriteArrayList<>();
+        List<String> onlyCpu2 = new CopyOnWriteArrayList<>();
+        List<Map<Device, MemoryPressure>> global = new CopyOnWriteArrayList<>();
+        MemoryObserver everything = new MemoryObserver() {
+            @Override
+            public void pressureChanged(Device d, MemoryPressure p, MemoryPressure c, MemoryInfo info) {
+                all.add(d + ":" + p + ">" + c);
+            }
+
+            @Override
+            public void deviceAdded(Device d, MemoryInfo info) {
+                all.add("+" + d);
+            }
+
+            @Override
+            public void deviceRemoved(Device d) {
+                all.add("-" + d);
+            }
+        };
+        MemoryObserver restricted = new MemoryObserver() {
+            @Override
+            public void pressureChanged(Device d, MemoryPressure p, MemoryPressure c, MemoryInfo info) {
+                onlyCpu2.add(d + ":" + c);
+            }
+        };
+        mon.setGlobalPressureCallback(global::add);
+        // 100 blocks of 10240 bytes fill exactly 10 chunks of 102400 bytes: each block is 1 %.
+        MemoryPoolConfig exact = MemoryPoolConfig.builder().initialSize(102_400).growthIncrement(102_400).build();
+        PooledMemoryManager a = device(CPU1, 1_024_000, exact);
+        mon.addManager(a, props(CPU1, 0));
+        mon.addObserver(everything, Map.of());
+        mon.addObserver(restricted, Map.of(DeviceMemoryManager.DEVICE_PROPERTY, "cpu:2"));
+        List<MemoryHandle> hs = new ArrayList<>();
+        for (int i = 0; i < 100; i++) {
+            hs.add(a.allocate(10_240, CPU1));
+        }
+        for (int i = 99; i >= 60; i--) {
+            a.deallocate(hs.get(i));
+        }
+        await(() -> all.size() >= 6, "six notifications");
+        assertEquals(List.of("+cpu:1", "cpu:1:LOW>MEDIUM", "cpu:1:MEDIUM>HIGH", "cpu:1:HIGH>CRITICAL",
+                "cpu:1:CRITICAL>HIGH", "cpu:1:HIGH>MEDIUM", "cpu:1:MEDIUM>LOW").subList(0, all.size()), all);
+        await(() -> all.size() == 7, "the drop back to LOW");
+        assertEquals(List.of(), onlyCpu2, "a cpu:2 observer hears nothing about cpu:1");
+        await(() -> global.size() == 6, "six global callbacks");
+        assertEquals(Map.of(CPU1, MemoryPressure.LOW), global.get(5));
+        assertEquals(MemoryPressure.LOW, mon.globalMemoryPressure());
+
+        mon.removeManager(a, props(CPU1, 0));
+        await(() -> all.size() == 8, "the removal");
+        assertEquals("-cpu:1", all.get(7));
+    }
+
+    @Test
+    void samplesReachObserversPeriodically() throws Exception {
+        MemoryMonitor mon = new MemoryMonitor(config("", 20), null);
+        toClose.add(mon::deactivate);
+        mon.addManager(device(CPU1, 8 * MiB), props(CPU1, 0));
+        List<Map<Device, MemoryInfo>> samples = new CopyOnWriteArrayList<>();
+        mon.addObserver(new MemoryObserver() {
+            @Override
+            public void sample(Map<Device, MemoryInfo> info) {
+                samples.add(info);
+            }
+        }, Map.of());
+        await(() -> samples.size() >= 2, "two samples");
+        assertEquals(8 * MiB, samples.get(0).get(CPU1).totalBytes());
+    }
+
+    @Test
+    void globalGcDefragmentsEveryDeviceAndReportsAFailingOneApart() throws Exception {
+        MemoryMonitor mon = monitor("");
+        PooledMemoryManager a = device(CPU1, 64 * MiB);
+        PooledMemoryManager b = device(CPU2, 64 * MiB);
+        mon.addManager(a, props(CPU1, 0));
+        mon.addManager(b, props(CPU2, 0));
+        List<MemoryHandle> hs = new ArrayList<>();
+        for (int i = 0; i < 32; i++) {
+            hs.add(a.allocate(64 * 1024, CPU1));
+        }
+        for (int i = 0; i < 32; i += 2) {
+            a.deallocate(hs.get(i));
+        }
+        b.close(); // still registered, but failing
+        Map<Device, DefragmentationStats> result = mon.globalGc().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        assertEquals(List.of(CPU1), List.copyOf(result.keySet()));
+        assertTrue(result.get(CPU1).blocksMoved() > 0);
+        assertTrue(result.get(CPU1).fragmentationAfter() < result.get(CPU1).fragmentationBefore());
+    }
+}
