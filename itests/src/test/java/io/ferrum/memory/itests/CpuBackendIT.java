@@ -28,7 +28,6 @@ import org.osgi.framework.BundleContext;
 import org.osgi.framework.FrameworkUtil;
 import org.osgi.framework.ServiceReference;
 import org.osgi.service.cm.ConfigurationAdmin;
-import org.osgi.util.tracker.ServiceTracker;
 
 import io.ferrum.memory.api.AdvancedMemoryManager;
 import io.ferrum.memory.api.Device;
@@ -46,7 +45,6 @@ import io.ferrum.memory.api.StreamManager;
 @ExamReactorStrategy(PerMethod.class)
 public class CpuBackendIT {
     private static final long MiB = 1 << 20;
-    private static final long TIMEOUT_MS = 10_000;
 
     @Inject
     private BundleContext context;
@@ -59,40 +57,16 @@ public class CpuBackendIT {
         return options(FerrumOptions.cpuBackend(), FerrumOptions.testSupport());
     }
 
-    private String deviceFilter(Class<?> type, Device device) {
-        return "(&(objectClass=" + type.getName() + ")(" + DeviceMemoryManager.DEVICE_PROPERTY + "=" + device + "))";
-    }
-
     private <T> T await(Class<T> type, Device device) throws Exception {
-        ServiceTracker<T, T> t = new ServiceTracker<>(context, context.createFilter(deviceFilter(type, device)), null);
-        t.open();
-        try {
-            T service = t.waitForService(TIMEOUT_MS);
-            assertNotNull(type.getSimpleName() + " for " + device + " did not appear", service);
-            return service;
-        } finally {
-            t.close();
-        }
+        return Await.service(context, type, device);
     }
 
     private void awaitGone(Class<?> type, Device device) throws Exception {
-        long deadline = System.currentTimeMillis() + TIMEOUT_MS;
-        while (System.currentTimeMillis() < deadline) {
-            if (context.getServiceReferences(type.getName(), "(" + DeviceMemoryManager.DEVICE_PROPERTY + "=" + device + ")") == null) {
-                return;
-            }
-            Thread.sleep(20);
-        }
-        fail(type.getSimpleName() + " for " + device + " is still registered");
+        Await.gone(context, type, device);
     }
 
     private Bundle cpuBundle() {
-        for (Bundle b : context.getBundles()) {
-            if ("io.ferrum.memory.cpu".equals(b.getSymbolicName())) {
-                return b;
-            }
-        }
-        throw new AssertionError("cpu bundle not installed");
+        return Await.installed(context, "io.ferrum.memory.cpu");
     }
 
     @Test
@@ -169,6 +143,8 @@ public class CpuBackendIT {
         one.delete();
         awaitGone(DeviceMemoryManager.class, Device.cpu(1));
         awaitGone(StreamManager.class, Device.cpu(1));
+        // The backend unregisters first (so nobody new finds the device), then closes the manager.
+        Await.until("cpu:1's manager closed", () -> !cpu1.owns(h));
         try {
             cpu1.deallocate(h);
             fail("the manager of a deleted device must refuse its old handles");

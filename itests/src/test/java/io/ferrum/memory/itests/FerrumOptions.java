@@ -71,6 +71,13 @@ final class FerrumOptions {
         return composite(osgiServices(), reactorBundle("api"), reactorBundle("pool"), reactorBundle("cpu"));
     }
 
+    /** @return the CPU backend, the monitor, every strategy, the log monitor and Event Admin */
+    static Option wholeSystem() {
+        return composite(cpuBackend(), reactorBundle("eventadmin"), reactorBundle("monitor"),
+                reactorBundle("bestfit"), reactorBundle("mostfree"), reactorBundle("preferredorder"),
+                reactorBundle("roundrobin"), reactorBundle("logmonitor"));
+    }
+
     /** @return what every container test needs besides the bundles under test */
     static Option testSupport() {
         return composite(

@@ -1,0 +1,277 @@
+package io.ferrum.memory.itests;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+import static org.ops4j.pax.exam.CoreOptions.options;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.Dictionary;
+import java.util.Hashtable;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import javax.inject.Inject;
+
+import org.junit.Test;
+import org.junit.runner.RunWith;
+import org.ops4j.pax.exam.Configuration;
+import org.ops4j.pax.exam.Option;
+import org.ops4j.pax.exam.junit.PaxExam;
+import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
+import org.ops4j.pax.exam.spi.reactors.PerMethod;
+import org.osgi.framework.Bundle;
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.ServiceRegistration;
+import org.osgi.service.cm.ConfigurationAdmin;
+import org.osgi.service.event.EventConstants;
+import org.osgi.service.event.EventHandler;
+import org.osgi.service.log.LogListener;
+import org.osgi.service.log.LogReaderService;
+
+import io.ferrum.memory.api.AdvancedMemoryManager;
+import io.ferrum.memory.api.AllocationRequirements;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.GlobalMemoryMonitor;
+import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryObserver;
+import io.ferrum.memory.api.MemoryPressure;
+import io.ferrum.memory.api.MemoryRouter;
+import io.ferrum.memory.api.MemoryTransfer;
+
+/**
+ * The whole system in a real framework: CPU devices from factory configurations, the monitor and
+ * router, four strategy bundles swapped while allocations flow, observers and Event Admin.
+ */
+@RunWith(PaxExam.class)
+@ExamReactorStrategy(PerMethod.class)
+public class MonitorIT {
+    private static final long MiB = 1 << 20;
+    private static final Device CPU0 = Device.cpu(0);
+    private static final Device CPU1 = Device.cpu(1);
+    private static final Device CPU2 = Device.cpu(2);
+    private static final Device CPU3 = Device.cpu(3);
+
+    @Inject
+    private BundleContext context;
+
+    @Inject
+    private ConfigurationAdmin configAdmin;
+
+    @Inject
+    private MemoryRouter router;
+
+    @Inject
+    private GlobalMemoryMonitor monitor;
+
+    @Configuration
+    public Option[] config() {
+        return options(FerrumOptions.wholeSystem(), FerrumOptions.testSupport());
+    }
+
+    private void addDevice(int index, long capacity, long chunk) throws Exception {
+        org.osgi.service.cm.Configuration c = configAdmin.createFactoryConfiguration("io.ferrum.memory.cpu.device", "?");
+        c.update(new Hashtable<>(Map.of("index", index, "capacity", capacity, "initialSize", chunk, "growthIncrement", chunk)));
+        Await.service(context, DeviceMemoryManager.class, Device.cpu(index));
+        Await.until("the monitor sees cpu:" + index, () -> monitor.devices().contains(Device.cpu(index)));
+    }
+
+    private void useStrategy(String name) throws Exception {
+        org.osgi.service.cm.Configuration c = configAdmin.getConfiguration("io.ferrum.memory.monitor", "?");
+        Dictionary<String, Object> p = new Hashtable<>(Map.of("strategy", name, "samplePeriodMs", 0L));
+        c.update(p);
+        Await.until("strategy " + name, () -> router.activeStrategy().equals(Optional.of(name)));
+    }
+
+    private Device place(AllocationRequirements r) {
+        MemoryHandle h = router.allocate(MiB, r);
+        Device d = router.owner(h).orElseThrow();
+        router.deallocate(h);
+        return d;
+    }
+
+    @Test
+    public void placementsFollowEachStrategyAndSwaps() throws Exception {
+        addDevice(1, 64 * MiB, 4 * MiB);
+        addDevice(2, 128 * MiB, 4 * MiB);
+        addDevice(3, 32 * MiB, 4 * MiB);
+        Await.until("best-fit by default", () -> router.activeStrategy().equals(Optional.of("best-fit")));
+        // best-fit: the smallest empty device wastes least (cpu:3 scores 1 - 31/32 - 0.25).
+        assertEquals(CPU3, place(AllocationRequirements.defaults()));
+
+        useStrategy("most-free");
+        assertEquals("cpu:0 has all of the machine's RAM", CPU0, place(AllocationRequirements.defaults()));
+
+        useStrategy("preferred-order");
+        assertEquals(CPU2, place(AllocationRequirements.defaults().preferring(CPU2, CPU1)));
+        assertEquals(CPU0, place(AllocationRequirements.defaults()));
+
+        useStrategy("round-robin");
+        List<Device> rotation = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            rotation.add(place(AllocationRequirements.defaults()));
+        }
+        assertEquals(List.of(CPU0, CPU1, CPU2, CPU3).stream().sorted().toList(), rotation.stream().sorted().toList());
+
+        // Stopping the configured strategy's bundle: the router falls back to best-fit at once.
+        Bundle roundRobin = Await.installed(context, "io.ferrum.memory.strategy.roundrobin");
+        roundRobin.stop();
+        assertEquals(Optional.of("best-fit"), router.activeStrategy());
+        assertEquals(CPU3, place(AllocationRequirements.defaults()));
+        roundRobin.start();
+        Await.until("round-robin back", () -> router.activeStrategy().equals(Optional.of("round-robin")));
+    }
+
+    @Test
+    public void strategyBundlesCanBeSwappedWhileAllocationsFlowAndNothingIsLost() throws Exception {
+        addDevice(1, 64 * MiB, 4 * MiB);
+        Map<Device, Long> before = new java.util.TreeMap<>();
+        monitor.globalMemoryInfo().forEach((d, i) -> before.put(d, i.usedBytes()));
+        AtomicBoolean run = new AtomicBoolean(true);
+        AtomicLong done = new AtomicLong();
+        List<Throwable> failures = new CopyOnWriteArrayList<>();
+        Thread worker = new Thread(() -> {
+            while (run.get()) {
+                try {
+                    MemoryHandle h = router.allocate(64 * 1024, AllocationRequirements.defaults());
+                    router.deallocate(h);
+                    done.incrementAndGet();
+                } catch (RuntimeException e) {
+                    failures.add(e);
+                }
+            }
+        });
+        worker.start();
+        String[] bundles = {"io.ferrum.memory.strategy.mostfree", "io.ferrum.memory.strategy.roundrobin",
+            "io.ferrum.memory.strategy.preferredorder"};
+        for (int round = 0; round < 3; round++) {
+            for (String bsn : bundles) {
+                Bundle b = Await.installed(context, bsn);
+                long at = done.get();
+                b.stop();
+                Await.until("allocations after stopping " + bsn, () -> done.get() > at + 10);
+                b.start();
+            }
+            Bundle best = Await.installed(context, "io.ferrum.memory.strategy.bestfit");
+            best.update();
+            long at = done.get();
+            Await.until("allocations after updating best-fit", () -> done.get() > at + 10);
+        }
+        run.set(false);
+        worker.join();
+        assertEquals("no allocation failed while strategies came and went", List.of(), failures);
+        assertTrue(done.get() > 100);
+        Map<Device, Long> after = new java.util.TreeMap<>();
+        monitor.globalMemoryInfo().forEach((d, i) -> after.put(d, i.usedBytes()));
+        assertEquals("nothing leaked", before, after);
+    }
+
+    @Test
+    public void observersAndEventAdminSeeEachCrossingOnce() throws Exception {
+        // 100 blocks of 102400 bytes fill exactly 10 chunks of 1024000 bytes: each block is 1 %.
+        org.osgi.framework.ServiceReference<LogReaderService> logRef = context.getServiceReference(LogReaderService.class);
+        LogReaderService logs = context.getService(logRef);
+        List<String> fromLogMonitor = new CopyOnWriteArrayList<>();
+        LogListener listener = entry -> {
+            if (entry.getBundle() != null && "io.ferrum.memory.monitor.log".equals(entry.getBundle().getSymbolicName())) {
+                fromLogMonitor.add(entry.getMessage());
+            }
+        };
+        logs.addLogListener(listener);
+        addDevice(1, 10_240_000, 1_024_000);
+        List<String> seen = new CopyOnWriteArrayList<>();
+        List<String> events = new CopyOnWriteArrayList<>();
+        ServiceRegistration<MemoryObserver> observer = context.registerService(MemoryObserver.class, new MemoryObserver() {
+            @Override
+            public void pressureChanged(Device d, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
+                seen.add(previous + ">" + current);
+            }
+        }, new Hashtable<>(Map.of(DeviceMemoryManager.DEVICE_PROPERTY, "cpu:1")));
+        ServiceRegistration<EventHandler> handler = context.registerService(EventHandler.class,
+                e -> events.add(e.getTopic().substring(e.getTopic().lastIndexOf('/') + 1) + "@" + e.getProperty("device")
+                        + " " + e.getProperty("old") + ">" + e.getProperty("new")),
+                new Hashtable<>(Map.of(EventConstants.EVENT_TOPIC, "io/ferrum/memory/pressure/*")));
+        try {
+            DeviceMemoryManager cpu1 = Await.service(context, DeviceMemoryManager.class, CPU1);
+            List<MemoryHandle> hs = new ArrayList<>();
+            for (int i = 0; i < 100; i++) {
+                hs.add(cpu1.allocate(102_400, CPU1));
+            }
+            for (int i = 99; i >= 0; i--) {
+                cpu1.deallocate(hs.get(i));
+            }
+            List<String> expected = List.of("LOW>MEDIUM", "MEDIUM>HIGH", "HIGH>CRITICAL", "CRITICAL>HIGH", "HIGH>MEDIUM", "MEDIUM>LOW");
+            Await.until("six pressure changes", () -> seen.size() >= 6 && events.size() >= 6);
+            Thread.sleep(200); // anything extra would be a bug: let it arrive
+            assertEquals(expected, seen);
+            assertEquals(List.of("MEDIUM@cpu:1 LOW>MEDIUM", "HIGH@cpu:1 MEDIUM>HIGH", "CRITICAL@cpu:1 HIGH>CRITICAL",
+                    "HIGH@cpu:1 CRITICAL>HIGH", "MEDIUM@cpu:1 HIGH>MEDIUM", "LOW@cpu:1 MEDIUM>LOW"), events);
+        } finally {
+            observer.unregister();
+            handler.unregister();
+        }
+        // The log monitor wrote the crossing to the OSGi log (WARN from HIGH up; INFO is below the
+        // default level of an R7 Log Service, so device arrivals are not asserted here).
+        Await.until("the log monitor's warning", () -> fromLogMonitor.stream().anyMatch(
+                m -> m.contains("cpu:1: HIGH -> CRITICAL (95.0 % used, 9728000 of 10240000 bytes, 95 allocations)")));
+        logs.removeLogListener(listener);
+        context.ungetService(logRef);
+    }
+
+    @Test
+    public void aDeviceRemovedWhileItsHandlesLiveIsDroppedAndItsHandlesSaySo() throws Exception {
+        addDevice(1, 64 * MiB, 4 * MiB);
+        useStrategy("preferred-order");
+        MemoryHandle h = router.allocate(MiB, AllocationRequirements.defaults().preferring(CPU1));
+        assertEquals(Optional.of(CPU1), router.owner(h));
+        org.osgi.service.cm.Configuration[] configs = configAdmin.listConfigurations("(service.factoryPid=io.ferrum.memory.cpu.device)");
+        configs[0].delete();
+        Await.gone(context, DeviceMemoryManager.class, CPU1);
+        // The registry forgets the service before it tells listeners: the monitor's unbind may still be
+        // running on the thread that unregistered it.
+        Await.until("the monitor drops cpu:1", () -> !monitor.devices().contains(CPU1));
+        assertFalse(monitor.globalMemoryInfo().containsKey(CPU1));
+        assertFalse(monitor.devices().contains(CPU1));
+        try {
+            router.deallocate(h);
+            fail("a handle of a removed device must not be accepted");
+        } catch (DeviceUnavailableException e) {
+            assertEquals(CPU1, e.device());
+        }
+    }
+
+    @Test
+    public void aCrossDeviceCopyArrivesIntact() throws Exception {
+        addDevice(1, 64 * MiB, 4 * MiB);
+        addDevice(2, 64 * MiB, 4 * MiB);
+        AdvancedMemoryManager a = Await.service(context, AdvancedMemoryManager.class, CPU1);
+        AdvancedMemoryManager b = Await.service(context, AdvancedMemoryManager.class, CPU2);
+        MemoryHandle src = a.allocate(8 * MiB, CPU1);
+        MemoryHandle dst = b.allocate(8 * MiB, CPU2);
+        MemorySegment w = a.mapMemory(src, MemoryAccess.WRITE_ONLY);
+        for (long i = 0; i < 8 * MiB; i += 8) {
+            w.set(ValueLayout.JAVA_LONG, i, i ^ 0x5555L);
+        }
+        a.unmapMemory(src);
+        router.copyAsync(MemoryTransfer.of(src, dst, 8 * MiB), null).toCompletableFuture().get();
+        MemorySegment r = b.mapMemory(dst, MemoryAccess.READ_ONLY);
+        for (long i = 0; i < 8 * MiB; i += 8) {
+            if (r.get(ValueLayout.JAVA_LONG, i) != (i ^ 0x5555L)) {
+                fail("byte " + i + " differs after the cross-device copy");
+            }
+        }
+        b.unmapMemory(dst);
+        assertEquals(Optional.of(CPU2), router.owner(dst));
+    }
+}
