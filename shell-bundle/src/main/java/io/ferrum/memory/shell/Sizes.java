@@ -1,0 +1,60 @@
+package io.ferrum.memory.shell;
+
+import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+
+/** Byte sizes as people type them ({@code 4096}, {@code 64k}, {@code 64KiB}, {@code 512MiB}, {@code 2g}) and read them. */
+final class Sizes {
+    private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*(?:([kmgtKMGT])(?:i?[bB])?|[bB])?");
+    private static final String[] UNITS = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+
+    private Sizes() {
+    }
+
+    /**
+     * @param text a number of bytes with an optional binary unit: k/KiB, m/MiB, g/GiB, t/TiB (all x1024)
+     * @return the number of bytes
+     * @throws InvalidMemoryRequestException if the text is not a size or overflows
+     */
+    static long parse(String text) {
+        Matcher m = text == null ? null : SIZE.matcher(text.strip());
+        if (m == null || !m.matches()) {
+            throw new InvalidMemoryRequestException("Invalid size '" + text
+                    + "': use bytes with an optional unit, e.g. 4096, 64k, 64KiB, 512MiB, 2g");
+        }
+        try {
+            long value = Long.parseLong(m.group(1));
+            String unit = m.group(2) == null ? "" : m.group(2).toLowerCase(Locale.ROOT);
+            int shift = switch (unit) {
+                case "k" -> 10;
+                case "m" -> 20;
+                case "g" -> 30;
+                case "t" -> 40;
+                default -> 0;
+            };
+            if (shift > 0 && value > (Long.MAX_VALUE >> shift)) {
+                throw new NumberFormatException();
+            }
+            return value << shift;
+        } catch (NumberFormatException e) {
+            throw new InvalidMemoryRequestException("Invalid size '" + text + "': too large");
+        }
+    }
+
+    /** @return e.g. {@code 512 B}, {@code 64.0 KiB}, {@code 1.5 GiB} */
+    static String human(long bytes) {
+        if (bytes < 1024) {
+            return bytes + " B";
+        }
+        double v = bytes;
+        int u = 0;
+        while (v >= 1024 && u < UNITS.length - 1) {
+            v /= 1024;
+            u++;
+        }
+        return String.format(Locale.ROOT, "%.1f %s", v, UNITS[u]);
+    }
+}

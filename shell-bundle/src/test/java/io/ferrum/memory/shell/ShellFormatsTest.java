@@ -1,0 +1,65 @@
+package io.ferrum.memory.shell;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+
+class ShellFormatsTest {
+
+    @ParameterizedTest
+    @CsvSource({"4096, 4096", "64k, 65536", "64K, 65536", "64KiB, 65536", "64kb, 65536", "512MiB, 536870912",
+        "512m, 536870912", "2g, 2147483648", "2GiB, 2147483648", "1t, 1099511627776", "100B, 100", "' 7 ', 7", "0, 0"})
+    void sizesParseAsPeopleTypeThem(String text, long bytes) {
+        assertEquals(bytes, Sizes.parse(text));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"", "k", "-1", "1.5g", "12 parsecs", "64KB2", "99999999999999999999", "9999999999t"})
+    void badSizesAreRejectedNamingTheText(String text) {
+        InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class, () -> Sizes.parse(text));
+        assertTrue(e.getMessage().contains("'" + text + "'"), e.getMessage());
+    }
+
+    @Test
+    void sizesPrintHumanReadably() {
+        assertEquals("0 B", Sizes.human(0));
+        assertEquals("1023 B", Sizes.human(1023));
+        assertEquals("1.0 KiB", Sizes.human(1024));
+        assertEquals("1.5 GiB", Sizes.human(3L << 29));
+        assertEquals("512.0 MiB", Sizes.human(512L << 20));
+    }
+
+    @Test
+    void tablesAlignTheirColumns() {
+        String t = new Table("DEVICE", "TOTAL").row("cpu:0", "1.0 GiB").row("cpu:12", "5 B").toString();
+        String nl = System.lineSeparator();
+        assertEquals("DEVICE    TOTAL" + nl + "cpu:0   1.0 GiB" + nl + "cpu:12      5 B" + nl, t);
+    }
+
+    @Test
+    void hexDumpShowsOffsetsBytesAndText() {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment s = a.allocate(20);
+            for (int i = 0; i < 20; i++) {
+                s.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) ('A' + i));
+            }
+            String dump = MemoryCommands.hex(s, 2, 18);
+            String[] lines = dump.split(System.lineSeparator());
+            assertEquals(2, lines.length);
+            assertTrue(lines[0].startsWith("00000002  43 44 45"), lines[0]);
+            assertTrue(lines[0].endsWith("|CDEFGHIJKLMNOPQR|"), lines[0]);
+            assertTrue(lines[1].startsWith("00000012  53 54"), lines[1]);
+            assertTrue(lines[1].endsWith("|ST|"), lines[1]);
+        }
+    }
+}
