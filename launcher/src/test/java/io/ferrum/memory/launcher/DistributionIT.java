@@ -1,0 +1,196 @@
+package io.ferrum.memory.launcher;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * The exported jar as a user runs it: {@code java -jar ferrum-memory.jar} in an empty folder, shell
+ * commands on standard input, the output checked.
+ */
+class DistributionIT {
+    private static final long WAIT_MS = 30_000;
+
+    private static Path jar() {
+        Path p = Path.of(System.getProperty("ferrum.distribution.jar"));
+        assertTrue(Files.isRegularFile(p), "the distribution was not exported: " + p);
+        return p;
+    }
+
+    private static Path freshDir(String name) throws IOException {
+        Path dir = Path.of(System.getProperty("ferrum.workdir"), name);
+        if (Files.exists(dir)) {
+            try (Stream<Path> s = Files.walk(dir)) {
+                for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
+                    Files.delete(p);
+                }
+            }
+        }
+        Files.createDirectories(dir);
+        return dir;
+    }
+
+    private static ProcessBuilder java(Path dir) {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        return new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow",
+                "-jar", jar().toString()).directory(dir.toFile()).redirectErrorStream(true);
+    }
+
+    /** A running distribution driven line by line. */
+    private static final class Session implements AutoCloseable {
+        private final Process process;
+        private final OutputStream in;
+        private final StringBuffer out = new StringBuffer();
+        private final Thread reader;
+
+        Session(Path dir) throws IOException {
+            process = java(dir).start();
+            in = process.getOutputStream();
+            InputStream stdout = process.getInputStream();
+            reader = new Thread(() -> {
+                byte[] buf = new byte[8192];
+                try {
+                    for (int n; (n = stdout.read(buf)) >= 0; ) {
+                        out.append(new String(buf, 0, n, StandardCharsets.UTF_8));
+                    }
+                } catch (IOException ignored) {
+                    // the process ended
+                }
+            });
+            reader.setDaemon(true);
+            reader.start();
+        }
+
+        String output() {
+            return out.toString();
+        }
+
+        void send(String line) throws IOException {
+            in.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+            in.flush();
+        }
+
+        /** Sends {@code command} until the output after it contains {@code expected}. */
+        String until(String command, String expected) throws Exception {
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WAIT_MS);
+            while (System.nanoTime() < deadline) {
+                int from = out.length();
+                send(command);
+                long pause = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);
+                while (System.nanoTime() < pause) {
+                    String after = out.substring(from);
+                    if (after.contains(expected)) {
+                        return after;
+                    }
+                    Thread.sleep(20);
+                }
+            }
+            throw new AssertionError("'" + expected + "' never followed '" + command + "'; output:\n" + output());
+        }
+
+        int finish() throws Exception {
+            in.close();
+            assertTrue(process.waitFor(WAIT_MS, TimeUnit.MILLISECONDS), "the distribution did not stop at end of input");
+            reader.join(WAIT_MS);
+            return process.exitValue();
+        }
+
+        @Override
+        public void close() {
+            process.destroyForcibly();
+        }
+    }
+
+    @Test
+    void pipedCommandsPrintTheirResultsAndTheProcessExitsZero() throws Exception {
+        Path dir = freshDir("piped");
+        Path script = dir.resolve("commands.txt");
+        Files.writeString(script, String.join("\n",
+                "mem:devices",
+                "mem:alloc 64k",
+                "mem:alloc -5",
+                "mem:strategies",
+                "mem:backends",
+                "mem:pressure",
+                "") );
+        Process p = java(dir).redirectInput(script.toFile()).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(WAIT_MS, TimeUnit.MILLISECONDS));
+        assertEquals(0, p.exitValue(), out);
+        assertTrue(out.contains("DEVICE  BACKEND"), out);
+        assertTrue(Pattern.compile("cpu:0\\s+ffm").matcher(out).find(), out);
+        assertTrue(Pattern.compile("0x[0-9a-f]{16} on cpu:0").matcher(out).find(), "mem:alloc prints the handle: " + out);
+        assertTrue(out.contains("error: Invalid size '-5'"), "bad input is one clear line: " + out);
+        assertTrue(Pattern.compile("\\*\\s+best-fit").matcher(out).find(), "best-fit is marked active: " + out);
+        assertTrue(Pattern.compile("io\\.ferrum\\.memory\\.cpu\\s+cpu\\s+ACTIVE\\s+cpu:0").matcher(out).find(), out);
+        assertTrue(out.contains("overall: LOW"), out);
+        assertFalse(out.contains("\tat "), "no stack trace reaches the user: " + out);
+        assertFalse(out.contains("WARNING"), "a clean start: " + out);
+        assertTrue(Files.isDirectory(dir.resolve("plugins")) && Files.isDirectory(dir.resolve("config")),
+                "the watched folders are created");
+    }
+
+    @Test
+    void aBackendDroppedIntoPluginsAppearsAndLeavesWithoutARestart() throws Exception {
+        Path dir = freshDir("plugins");
+        try (Session s = new Session(dir)) {
+            String backends = s.until("mem:backends", "io.ferrum.memory.cpu");
+            Matcher id = Pattern.compile("(\\d+)\\s+io\\.ferrum\\.memory\\.cpu").matcher(backends);
+            assertTrue(id.find(), backends);
+            s.send("uninstall " + id.group(1));
+            s.until("mem:devices", "No memory devices");
+
+            Path plugin = dir.resolve("plugins").resolve("io.ferrum.memory.cpu.jar");
+            Files.copy(Path.of(System.getProperty("ferrum.bundle.cpu")), plugin);
+            s.until("mem:devices", "cpu:0");
+
+            Files.writeString(dir.resolve("config").resolve("io.ferrum.memory.cpu.device-tenant1.cfg"),
+                    "index=1\ncapacity=67108864\ninitialSize=4194304\ngrowthIncrement=4194304\n");
+            String devices = s.until("mem:devices", "cpu:1");
+            assertTrue(devices.contains("64.0 MiB"), devices);
+
+            Files.delete(plugin);
+            s.until("mem:devices", "No memory devices");
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    @Test
+    void aBackendInstalledFromTheShellAppearsAndUninstallingItRemovesIt() throws Exception {
+        Path dir = freshDir("install");
+        try (Session s = new Session(dir)) {
+            String backends = s.until("mem:backends", "io.ferrum.memory.cpu");
+            Matcher id = Pattern.compile("(\\d+)\\s+io\\.ferrum\\.memory\\.cpu").matcher(backends);
+            assertTrue(id.find(), backends);
+            s.send("uninstall " + id.group(1));
+            s.until("mem:devices", "No memory devices");
+            String installed = s.until("install " + Path.of(System.getProperty("ferrum.bundle.cpu")).toUri(), "Bundle ID:");
+            Matcher newId = Pattern.compile("Bundle ID: (\\d+)").matcher(installed);
+            assertTrue(newId.find(), installed);
+            s.send("start " + newId.group(1));
+            s.until("mem:devices", "cpu:0");
+            s.until("mem:alloc 1m cpu:0", " on cpu:0");
+            s.send("uninstall " + newId.group(1));
+            s.until("mem:devices", "No memory devices");
+            List<String> lines = new ArrayList<>(s.output().lines().toList());
+            assertFalse(lines.stream().anyMatch(l -> l.startsWith("\tat ")), s.output());
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+}

@@ -1,0 +1,49 @@
+package io.ferrum.memory.launcher;
+
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+
+import org.osgi.framework.Bundle;
+import org.osgi.framework.BundleContext;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
+
+/**
+ * Gives the executable distribution an honest exit code. The bnd launcher runs a {@code Callable}
+ * registered with {@code main.thread=true} on the JVM's main thread and exits with what it returns:
+ * this one returns 0 when the framework stops normally (for example when the shell reaches the end of
+ * piped input), instead of the launcher's own code for "framework stopped" (117). If only this bundle
+ * stops, it returns the launcher's "wait for the next main callable" code, so stopping or updating
+ * the shell never ends the process. In other containers the service is simply unused.
+ */
+@Component(service = Callable.class, property = "main.thread=true")
+public final class SessionExit implements Callable<Integer> {
+    /** bnd launcher: exit normally. */
+    static final int EXIT_OK = 0;
+    /** bnd launcher: forget this callable and wait for another. */
+    static final int RELISTEN = 198;
+
+    private final BundleContext context;
+    private final CountDownLatch done = new CountDownLatch(1);
+    private volatile int code = EXIT_OK;
+
+    @Activate
+    public SessionExit(BundleContext context) {
+        this.context = context;
+    }
+
+    @Override
+    public Integer call() throws InterruptedException {
+        done.await();
+        return code;
+    }
+
+    @Deactivate
+    void deactivate() {
+        Bundle system = context.getBundle(0);
+        boolean frameworkStopping = system == null || system.getState() == Bundle.STOPPING;
+        code = frameworkStopping ? EXIT_OK : RELISTEN;
+        done.countDown();
+    }
+}
