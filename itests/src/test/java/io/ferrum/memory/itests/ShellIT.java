@@ -1,0 +1,130 @@
+package io.ferrum.memory.itests;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertTrue;
+import static org.ops4j.pax.exam.CoreOptions.options;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.File;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import javax.inject.Inject;
+
+import org.apache.felix.service.command.CommandProcessor;
+import org.apache.felix.service.command.CommandSession;
+import org.junit.Test;
+import org.junit.runner.RunWith;
+import org.ops4j.pax.exam.Configuration;
+import org.ops4j.pax.exam.Option;
+import org.ops4j.pax.exam.junit.PaxExam;
+import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
+import org.ops4j.pax.exam.spi.reactors.PerMethod;
+import org.osgi.framework.Bundle;
+import org.osgi.framework.BundleContext;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.GlobalMemoryMonitor;
+import io.ferrum.memory.api.MemoryHandle;
+
+/** The mem:* commands through a real Gogo runtime, and a backend installed into a running framework. */
+@RunWith(PaxExam.class)
+@ExamReactorStrategy(PerMethod.class)
+public class ShellIT {
+
+    @Inject
+    private BundleContext context;
+
+    @Inject
+    private CommandProcessor processor;
+
+    @Inject
+    private GlobalMemoryMonitor monitor;
+
+    @Configuration
+    public Option[] config() {
+        return options(FerrumOptions.wholeSystem(), FerrumOptions.reactorBundle("gogo"), FerrumOptions.reactorBundle("shell"),
+                FerrumOptions.testSupport());
+    }
+
+    private String run(String command) throws Exception {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8);
+        try (CommandSession session = processor.createSession(new ByteArrayInputStream(new byte[0]), ps, ps)) {
+            session.execute(command);
+        }
+        return out.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    public void commandsAllocateFillDumpAndFree() throws Exception {
+        Await.until("cpu:0 in the monitor", () -> monitor.devices().contains(Device.cpu()));
+        String devices = run("mem:devices");
+        assertTrue(devices, devices.startsWith("DEVICE  BACKEND"));
+        assertTrue(devices, devices.contains("cpu:0") && devices.contains("ffm"));
+
+        String alloc = run("mem:alloc 100");
+        Matcher m = Pattern.compile("(0x[0-9a-f]{16}) on cpu:0").matcher(alloc);
+        assertTrue(alloc, m.find());
+        String handle = m.group(1);
+        assertTrue(run("mem:fill " + handle + " 0xab").contains("filled 100 bytes"));
+        String dump = run("mem:dump " + handle + " 96");
+        assertEquals(dump, "00000060  ab ab ab ab", dump.substring(0, 21));
+        assertTrue("only the 4 bytes left in the block are shown: " + dump, dump.strip().endsWith("|....|"));
+        assertTrue(run("mem:handles cpu:0").contains(handle));
+        assertTrue(run("mem:free " + handle).contains("freed " + handle));
+        assertFalse(run("mem:handles").contains(handle));
+    }
+
+    @Test
+    public void badInputIsOneClearLineAndTheShellGoesOn() throws Exception {
+        Await.until("cpu:0 in the monitor", () -> monitor.devices().contains(Device.cpu()));
+        assertEquals("error: Invalid size '12parsecs': use bytes with an optional unit, e.g. 4096, 64k, 64KiB, 512MiB, 2g",
+                run("mem:alloc 12parsecs").strip());
+        String freed = run("mem:free 0x0000000000000001").strip();
+        assertTrue(freed, freed.startsWith("error: Handle 0x0000000000000001"));
+        assertTrue(run("mem:info gpu:x").startsWith("error: Invalid device 'gpu:x'"));
+        assertTrue(run("mem:pool cpu:0 GENERAL maxSize=1k initialSize=2k").startsWith("error: Invalid pool configuration"));
+        assertTrue("the shell still works", run("mem:pressure").contains("overall: LOW"));
+    }
+
+    @Test
+    public void strategiesCanBeListedAndSwitched() throws Exception {
+        Await.until("best-fit", () -> monitor.devices().contains(Device.cpu()));
+        String list = run("mem:strategies");
+        assertTrue(list, Pattern.compile("\\*\\s+best-fit").matcher(list).find());
+        assertEquals("active strategy: round-robin", run("mem:strategy round-robin").strip());
+        assertTrue(Pattern.compile("\\*\\s+round-robin").matcher(run("mem:strategies")).find());
+    }
+
+    @Test
+    public void aBackendInstalledAtRuntimeAppearsAndUninstallingItReleasesItsDevice() throws Exception {
+        Bundle cpu = Await.installed(context, "io.ferrum.memory.cpu");
+        cpu.uninstall();
+        assertTrue(run("mem:devices").contains("No memory devices"));
+
+        Bundle again = context.installBundle(new File(System.getProperty("ferrum.bundle.cpu")).toURI().toString());
+        again.start();
+        Await.until("cpu:0 back", () -> monitor.devices().contains(Device.cpu()));
+        assertTrue(run("mem:devices").contains("cpu:0"));
+        assertTrue(run("mem:backends").contains("ACTIVE"));
+        DeviceMemoryManager m = monitor.manager(Device.cpu()).orElseThrow();
+        MemoryHandle h = m.allocate(1 << 20, Device.cpu());
+
+        again.uninstall();
+        Await.until("cpu:0 gone", () -> !monitor.devices().contains(Device.cpu()));
+        assertTrue(run("mem:devices").contains("No memory devices"));
+        try {
+            m.deallocate(h);
+            throw new AssertionError("the uninstalled backend's manager must refuse work");
+        } catch (DeviceUnavailableException expected) {
+            assertEquals(Device.cpu(), expected.device());
+        }
+    }
+}
