@@ -123,8 +123,9 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         }
     }
 
+    /** DS deactivation; public so that the benchmarks can stop a monitor they made. */
     @Deactivate
-    void deactivate() {
+    public void deactivate() {
         for (Map.Entry<DeviceMemoryManager, MemoryObserver> e : engineListeners.entrySet()) {
             ((PooledMemoryManager) e.getKey()).removeObserver(e.getValue());
         }
@@ -241,9 +242,10 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     // ================================================================ whiteboard: strategies, observers
 
+    /** DS bind method; public so that the benchmarks can drive the monitor without a framework. */
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
             policyOption = ReferencePolicyOption.GREEDY)
-    void addStrategy(AllocationStrategy strategy, Map<String, Object> props) {
+    public void addStrategy(AllocationStrategy strategy, Map<String, Object> props) {
         Object name = props.get(AllocationStrategy.NAME_PROPERTY);
         strategies.add(new StrategyRegistry.Entry(strategy, name != null ? name.toString() : strategy.name(),
                 ranking(props), serviceId(props)));

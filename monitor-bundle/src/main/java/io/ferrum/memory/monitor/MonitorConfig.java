@@ -6,7 +6,7 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
 /** Configuration of the global monitor and router (PID {@code io.ferrum.memory.monitor}). */
 @ObjectClassDefinition(name = "Ferrum Memory global monitor",
         description = "Which allocation strategy the router uses, how often observers get samples, how often a routed allocation is retried.")
-@interface MonitorConfig {
+public @interface MonitorConfig {
 
     @AttributeDefinition(description = "Name of the active allocation strategy (memory.strategy.name), e.g. best-fit."
             + " Empty: the strategy with the highest service ranking, best-fit among equals.")

@@ -560,6 +560,32 @@ class PoolEngineTest {
     }
 
     @Test
+    void defragmentNeverMovesDataIntoAnEmptierChunk() throws Exception {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, pool(4 * MiB, MiB).toBuilder().preAllocate(true).build());
+        List<MemoryHandle> big = new ArrayList<>();
+        for (int i = 0; i < 64; i++) {
+            big.add(m.allocate(64 * KiB, CPU)); // fills the pre-allocated 4 MiB chunk
+        }
+        MemoryHandle inGrowth = m.allocate(64 * KiB, CPU);
+        assertEquals(5 * MiB, m.memoryInfo().reservedBytes());
+        for (int i = 0; i < 64; i++) {
+            if (i % 8 != 0) {
+                m.deallocate(big.get(i));
+            } else {
+                write(m, big.get(i), (byte) i);
+            }
+        }
+        m.deallocate(inGrowth);
+        m.defragment(CPU).toCompletableFuture().get();
+        // The sparse pre-allocated chunk is compacted in place; the empty growth chunk goes back.
+        assertEquals(4 * MiB, m.memoryInfo().reservedBytes());
+        for (int i = 0; i < 64; i += 8) {
+            assertContent(m, big.get(i), (byte) i);
+        }
+    }
+
+    @Test
     void mappedAndPinnedBlocksDoNotMove() throws Exception {
         ArenaUpstream up = new ArenaUpstream(64 * MiB);
         PooledMemoryManager m = manager(up, pool(MiB, MiB));

@@ -424,19 +424,30 @@ public final class Pool {
         return moved;
     }
 
+    /**
+     * Empties the emptiest chunks into chunks that are fuller than they are (never into emptier or
+     * empty ones: that would only move data around without letting a chunk go).
+     */
     private long evacuateEmptiest(DeviceUpstream upstream) {
         long moved = 0;
         List<PoolChunk> byUse = new ArrayList<>(chunks);
         byUse.sort(Comparator.comparingLong(c -> c.usedBytes));
-        for (PoolChunk c : byUse) {
+        for (int i = 0; i < byUse.size(); i++) {
+            PoolChunk c = byUse.get(i);
             if (c.usedBytes == 0 || !allMovable(c)) {
                 continue;
             }
-            // Only worth it when the rest of the pool has room for everything in c.
-            if (freeInReserved() - (c.size - c.usedBytes) < c.usedBytes) {
+            // Destinations: the chunks after c in this order (at least as full), minus c itself.
+            long room = 0;
+            for (int j = i + 1; j < byUse.size(); j++) {
+                room += byUse.get(j).size - byUse.get(j).usedBytes;
+            }
+            if (room < c.usedBytes) {
                 continue;
             }
-            unlistFree(c);
+            for (int j = 0; j <= i; j++) {
+                unlistFree(byUse.get(j));
+            }
             boolean emptied = true;
             for (Block b = c.first; b != null; b = b.nextPhys) {
                 if (b.free) {
@@ -458,7 +469,9 @@ public final class Pool {
                 b = dest;
                 moved++;
             }
-            relistFree(c);
+            for (int j = 0; j <= i; j++) {
+                relistFree(byUse.get(j));
+            }
             if (!emptied) {
                 break;
             }
