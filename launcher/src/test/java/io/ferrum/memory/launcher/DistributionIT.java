@@ -117,6 +117,15 @@ class DistributionIT {
         }
     }
 
+    /** Uninstalls the distribution's own CPU backend, so that the test can bring one in again. */
+    private static void uninstallTheCpuBackend(Session s) throws Exception {
+        String backends = s.until("mem:backends", "io.ferrum.memory.cpu");
+        Matcher id = Pattern.compile("(\\d+)\\s+io\\.ferrum\\.memory\\.cpu").matcher(backends);
+        assertTrue(id.find(), backends);
+        s.send("uninstall " + id.group(1));
+        s.until("mem:devices", "No memory devices");
+    }
+
     @Test
     void pipedCommandsPrintTheirResultsAndTheProcessExitsZero() throws Exception {
         Path dir = freshDir("piped");
@@ -150,11 +159,7 @@ class DistributionIT {
     void aBackendDroppedIntoPluginsAppearsAndLeavesWithoutARestart() throws Exception {
         Path dir = freshDir("plugins");
         try (Session s = new Session(dir)) {
-            String backends = s.until("mem:backends", "io.ferrum.memory.cpu");
-            Matcher id = Pattern.compile("(\\d+)\\s+io\\.ferrum\\.memory\\.cpu").matcher(backends);
-            assertTrue(id.find(), backends);
-            s.send("uninstall " + id.group(1));
-            s.until("mem:devices", "No memory devices");
+            uninstallTheCpuBackend(s);
 
             Path plugin = dir.resolve("plugins").resolve("io.ferrum.memory.cpu.jar");
             Files.copy(Path.of(System.getProperty("ferrum.bundle.cpu")), plugin);
@@ -175,11 +180,7 @@ class DistributionIT {
     void aBackendInstalledFromTheShellAppearsAndUninstallingItRemovesIt() throws Exception {
         Path dir = freshDir("install");
         try (Session s = new Session(dir)) {
-            String backends = s.until("mem:backends", "io.ferrum.memory.cpu");
-            Matcher id = Pattern.compile("(\\d+)\\s+io\\.ferrum\\.memory\\.cpu").matcher(backends);
-            assertTrue(id.find(), backends);
-            s.send("uninstall " + id.group(1));
-            s.until("mem:devices", "No memory devices");
+            uninstallTheCpuBackend(s);
             String installed = s.until("install " + Path.of(System.getProperty("ferrum.bundle.cpu")).toUri(), "Bundle ID:");
             Matcher newId = Pattern.compile("Bundle ID: (\\d+)").matcher(installed);
             assertTrue(newId.find(), installed);

@@ -232,6 +232,18 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         }
     }
 
+    /** For per-allocation decisions: a pooled manager's lock-free snapshot, else the full information. */
+    private static MemoryInfo quickInfo(DeviceMemoryManager m) {
+        if (m instanceof PooledMemoryManager pooled) {
+            try {
+                return pooled.quickInfo();
+            } catch (MemoryException e) {
+                return null;
+            }
+        }
+        return safeInfo(m);
+    }
+
     private static MemoryInfo safeInfo(DeviceMemoryManager m) {
         try {
             return m.memoryInfo();
@@ -459,7 +471,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         List<Device> candidates = new ArrayList<>(active.keySet());
         Map<Device, MemoryInfo> infos = new LinkedHashMap<>();
         for (Device d : candidates) {
-            MemoryInfo info = safeInfo(active.get(d));
+            MemoryInfo info = quickInfo(active.get(d));
             if (info != null) {
                 infos.put(d, info);
             }

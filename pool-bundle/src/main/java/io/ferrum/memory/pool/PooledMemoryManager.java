@@ -31,6 +31,17 @@ public interface PooledMemoryManager extends AdvancedMemoryManager {
         return new PoolEngine(upstream, config, settings, streams);
     }
 
+    /**
+     * A snapshot taken without locks, for decisions made on every allocation (the router's
+     * strategies): used, free, reserved and allocations come from the engine's atomic counters (each
+     * exact; reserved may include a chunk being reserved at that moment), the fragmentation ratio is
+     * the one computed by the last {@link #memoryInfo()}.
+     *
+     * @return the snapshot
+     * @throws io.ferrum.memory.api.DeviceUnavailableException once closed
+     */
+    io.ferrum.memory.api.MemoryInfo quickInfo();
+
     /** @return the backend name of the upstream ({@code ffm}, ...) */
     String backendName();
 

@@ -145,6 +145,24 @@ class PoolEngineTest {
     }
 
     @Test
+    void theLockFreeSnapshotAgreesWithTheFullInformation() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, MiB));
+        MemoryHandle a = m.allocate(1000, CPU);
+        m.allocate(300_000, MemoryType.CACHE, CPU);
+        m.deallocate(a);
+        MemoryInfo full = m.memoryInfo();
+        MemoryInfo quick = m.quickInfo();
+        assertEquals(full.usedBytes(), quick.usedBytes());
+        assertEquals(full.freeBytes(), quick.freeBytes());
+        assertEquals(full.reservedBytes(), quick.reservedBytes());
+        assertEquals(full.activeAllocations(), quick.activeAllocations());
+        assertEquals(full.fragmentationRatio(), quick.fragmentationRatio(), "the ratio of the last full information");
+        m.close();
+        assertThrows(DeviceUnavailableException.class, m::quickInfo);
+    }
+
+    @Test
     void poolGrowsByTheIncrementOrByTheRequestIfLarger() {
         ArenaUpstream up = new ArenaUpstream(64 * MiB);
         PooledMemoryManager m = manager(up, pool(MiB, 2 * MiB));

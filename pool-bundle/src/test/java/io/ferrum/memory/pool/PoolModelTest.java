@@ -132,6 +132,9 @@ class PoolModelTest {
         assertEquals(up.liveBytes(), info.reservedBytes(), "reserved = what the upstream gave");
         assertTrue(info.usedBytes() <= info.reservedBytes());
         assertEquals(model.size(), m.handles().size());
+        MemoryInfo quick = m.quickInfo();
+        assertEquals(info.usedBytes(), quick.usedBytes(), "the lock-free counters agree");
+        assertEquals(info.activeAllocations(), quick.activeAllocations());
     }
 
     private static void checkLayoutAndContents(PooledMemoryManager m, Map<MemoryHandle, Live> model) {

@@ -42,6 +42,7 @@ public final class Pool {
     final Condition idle = lock.newCondition();
     final List<PoolChunk> chunks = new ArrayList<>();
     private final AtomicLong deviceUsed;
+    private final AtomicLong deviceLive;
 
     MemoryPoolConfig config;
     long reserved;
@@ -57,10 +58,11 @@ public final class Pool {
     private long flBitmap;
     private final int[] slBitmap = new int[FL_COUNT];
 
-    Pool(MemoryType type, MemoryPoolConfig config, AtomicLong deviceUsed) {
+    Pool(MemoryType type, MemoryPoolConfig config, AtomicLong deviceUsed, AtomicLong deviceLive) {
         this.type = type;
         this.config = config;
         this.deviceUsed = deviceUsed;
+        this.deviceLive = deviceLive;
     }
 
     /** @return the block size for a request: rounded up to the pool alignment and MIN_BLOCK */
@@ -203,6 +205,7 @@ public final class Pool {
         used += b.size;
         live++;
         deviceUsed.addAndGet(b.size);
+        deviceLive.incrementAndGet();
         return b;
     }
 
@@ -212,6 +215,7 @@ public final class Pool {
         used -= b.size;
         live--;
         deviceUsed.addAndGet(-b.size);
+        deviceLive.decrementAndGet();
         b.free = true;
         b.handleId = 0;
         b.aliasId = 0;
@@ -336,6 +340,7 @@ public final class Pool {
         flBitmap = 0;
         java.util.Arrays.fill(slBitmap, 0);
         deviceUsed.addAndGet(-used);
+        deviceLive.addAndGet(-live);
         reserved = 0;
         used = 0;
         live = 0;
@@ -466,6 +471,7 @@ public final class Pool {
                 used -= dest.size;
                 live--;
                 deviceUsed.addAndGet(-dest.size);
+                deviceLive.decrementAndGet();
                 b = dest;
                 moved++;
             }

@@ -69,6 +69,9 @@ public final class PoolEngine implements PooledMemoryManager {
     private final HandleTable handles = new HandleTable();
     private final AtomicLong deviceReserved = new AtomicLong();
     private final AtomicLong deviceUsed = new AtomicLong();
+    private final AtomicLong deviceLive = new AtomicLong();
+    /** The fragmentation ratio of the last full {@link #memoryInfo(Device)}, for {@link #quickInfo()}. */
+    private volatile double lastFragmentation;
     private final HostStreamManager streams;
     private final boolean ownsStreams;
     private final Semaphore transfers;
@@ -104,7 +107,7 @@ public final class PoolEngine implements PooledMemoryManager {
         this.epoch = Instant.now();
         this.epochNanos = settings.nanoClock().getAsLong();
         for (MemoryType type : MemoryType.values()) {
-            pools.put(type, new Pool(type, config.poolConfig(type), deviceUsed));
+            pools.put(type, new Pool(type, config.poolConfig(type), deviceUsed, deviceLive));
         }
         this.poolList = pools.values().toArray(new Pool[0]);
         try {
@@ -618,11 +621,23 @@ public final class PoolEngine implements PooledMemoryManager {
             }
         }
         double fragmentation = freeInReserved == 0 ? 0.0 : 1.0 - (double) largest / (double) freeInReserved;
+        fragmentation = Math.max(0.0, Math.min(1.0, fragmentation));
+        lastFragmentation = fragmentation;
+        return new MemoryInfo(capacity, used, Math.max(0, capacity - used), reserved, live, fragmentation, bandwidth());
+    }
+
+    private OptionalDouble bandwidth() {
         long nanos = copyNanos.sum();
-        OptionalDouble bandwidth = nanos == 0 ? OptionalDouble.empty()
-                : OptionalDouble.of((double) copiedBytes.sum() / (double) nanos);
-        return new MemoryInfo(capacity, used, Math.max(0, capacity - used), reserved, live,
-                Math.max(0.0, Math.min(1.0, fragmentation)), bandwidth);
+        return nanos == 0 ? OptionalDouble.empty() : OptionalDouble.of((double) copiedBytes.sum() / (double) nanos);
+    }
+
+    @Override
+    public MemoryInfo quickInfo() {
+        checkOpen();
+        long used = deviceUsed.get();
+        long reserved = Math.max(deviceReserved.get(), used);
+        return new MemoryInfo(capacity, used, Math.max(0, capacity - used), reserved, Math.max(0, deviceLive.get()),
+                lastFragmentation, bandwidth());
     }
 
     private MemoryHandleInfo info(Block b, long id) {
@@ -633,16 +648,13 @@ public final class PoolEngine implements PooledMemoryManager {
 
     @Override
     public Optional<MemoryHandleInfo> handleInfo(MemoryHandle handle) {
-        if (closed || handle == null || !handle.isValid()) {
-            return Optional.empty();
-        }
-        Block b = handles.lookup(handle.id());
+        Block b = liveOrNull(handle);
         return b == null ? Optional.empty() : Optional.ofNullable(info(b, handle.id()));
     }
 
     @Override
     public boolean owns(MemoryHandle handle) {
-        return !closed && handle != null && handles.lookup(handle.id()) != null;
+        return liveOrNull(handle) != null;
     }
 
     @Override
@@ -941,26 +953,33 @@ public final class PoolEngine implements PooledMemoryManager {
                 : new MemoryMapping(second, primary, sourceDevice, targetDevice, size);
     }
 
-    @Override
-    public void prefetch(MemoryHandle handle, Device target) {
-        if (target == null) {
-            throw new InvalidMemoryRequestException("Prefetch target device is null");
-        }
+    /** Runs {@code action} on a live block that stays put (pinned) while it runs. */
+    private void withPinned(MemoryHandle handle, Consumer<Block> action) {
         Block b = resolve(handle);
         pin(b, handle.id());
         try {
-            upstream.prefetch(b.chunk.device, b.offset, b.requested, target);
+            action.accept(b);
         } finally {
             unpin(b);
         }
     }
 
+    /** @return the live block named by {@code handle}, or null; never throws */
+    private Block liveOrNull(MemoryHandle handle) {
+        return closed || handle == null || !handle.isValid() ? null : handles.lookup(handle.id());
+    }
+
+    @Override
+    public void prefetch(MemoryHandle handle, Device target) {
+        if (target == null) {
+            throw new InvalidMemoryRequestException("Prefetch target device is null");
+        }
+        withPinned(handle, b -> upstream.prefetch(b.chunk.device, b.offset, b.requested, target));
+    }
+
     @Override
     public Optional<MemoryAccessStats> accessStats(MemoryHandle handle) {
-        if (closed || handle == null || !handle.isValid()) {
-            return Optional.empty();
-        }
-        Block b = handles.lookup(handle.id());
+        Block b = liveOrNull(handle);
         AccessTracker t = b == null ? null : b.access;
         return t == null ? Optional.empty() : Optional.of(t.snapshot(epoch, epochNanos));
     }
@@ -970,22 +989,15 @@ public final class PoolEngine implements PooledMemoryManager {
         if (hint == null) {
             throw new InvalidMemoryRequestException("Usage hint is null");
         }
-        Block b = resolve(handle);
-        pin(b, handle.id());
-        try {
+        withPinned(handle, b -> {
             b.hint = hint;
             upstream.advise(b.chunk.device, b.offset, b.requested, hint);
-        } finally {
-            unpin(b);
-        }
+        });
     }
 
     @Override
     public Optional<MemoryUsageHint> usageHint(MemoryHandle handle) {
-        if (closed || handle == null || !handle.isValid()) {
-            return Optional.empty();
-        }
-        Block b = handles.lookup(handle.id());
+        Block b = liveOrNull(handle);
         return b == null ? Optional.empty() : Optional.ofNullable(b.hint);
     }
 
