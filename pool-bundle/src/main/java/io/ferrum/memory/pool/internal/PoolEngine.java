@@ -406,12 +406,7 @@ public final class PoolEngine implements PooledMemoryManager {
         long zeroLength = 0;
         pool.lock.lock();
         try {
-            if (pool.closed) {
-                throw unavailable();
-            }
-            if (!b.isNamedBy(handle.id())) {
-                throw invalidHandle(handle);
-            }
+            checkLive(pool, b, handle.id());
             handles.unregister(b, handle.id());
             if (b.isNamed()) {
                 // The other handle of a mapping still names this memory: it stays, views included.
@@ -460,16 +455,21 @@ public final class PoolEngine implements PooledMemoryManager {
         mapping.arena.close();
     }
 
+    /** Under the pool lock: the pool is open and {@code id} still names {@code b}, else the exception that says why. */
+    private void checkLive(Pool pool, Block b, long id) {
+        if (pool.closed) {
+            throw unavailable();
+        }
+        if (!b.isNamedBy(id)) {
+            throw invalidHandle(new MemoryHandle(id));
+        }
+    }
+
     private void pin(Block b, long id) {
         Pool pool = b.pool;
         pool.lock.lock();
         try {
-            if (pool.closed) {
-                throw unavailable();
-            }
-            if (!b.isNamedBy(id)) {
-                throw invalidHandle(new MemoryHandle(id));
-            }
+            checkLive(pool, b, id);
             b.pins++;
             pool.inflight++;
         } finally {
@@ -852,12 +852,7 @@ public final class PoolEngine implements PooledMemoryManager {
         Pool pool = b.pool;
         pool.lock.lock();
         try {
-            if (pool.closed) {
-                throw unavailable();
-            }
-            if (!b.isNamedBy(handle.id())) {
-                throw invalidHandle(handle);
-            }
+            checkLive(pool, b, handle.id());
             MappingState m = b.mapping;
             if (m == null) {
                 Arena arena = Arena.ofShared();
@@ -898,9 +893,7 @@ public final class PoolEngine implements PooledMemoryManager {
         Pool pool = b.pool;
         pool.lock.lock();
         try {
-            if (!b.isNamedBy(handle.id())) {
-                throw invalidHandle(handle);
-            }
+            checkLive(b.pool, b, handle.id());
             if (b.mapping == null) {
                 throw new InvalidMemoryRequestException("Block " + handle + " on " + device
                         + " is not mapped; map it with mapMemory before unmapping");
