@@ -20,9 +20,24 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
  *                      device), for {@link io.ferrum.memory.api.AdvancedMemoryManager#createMapping}
  *                      across devices; peers must be managers of the same backend (their upstreams
  *                      must understand each other's chunks); not null
+ * @param threadCacheBytes how many bytes of freed blocks each platform thread may keep for its own
+ *                      next allocations (blocks up to 256 KiB; requests up to that size are rounded
+ *                      up to one of 16 size classes per power of two); 0 turns thread caches off.
+ *                      Caches are also off with a zeroing policy or debug tracking
  */
 public record PoolSettings(long capacityBytes, ZeroingPolicy zeroing, PoolLog log, LongSupplier nanoClock,
-                           Function<Device, PooledMemoryManager> peers) {
+                           Function<Device, PooledMemoryManager> peers, long threadCacheBytes) {
+
+    /**
+     * The system clock ({@code System::nanoTime}) of {@link #defaults()}. With it, a manager takes
+     * allocation times from a clock refreshed every millisecond instead of reading the system clock
+     * on each allocation (which costs tens of nanoseconds on virtual machines); any other clock is
+     * read exactly.
+     */
+    public static final LongSupplier SYSTEM_NANOS = System::nanoTime;
+
+    /** Default {@link #threadCacheBytes}: 2 MiB per thread and manager. */
+    public static final long DEFAULT_THREAD_CACHE_BYTES = 8L << 20;
 
     /**
      * @throws InvalidMemoryRequestException on a negative capacity or a null field
@@ -32,6 +47,10 @@ public record PoolSettings(long capacityBytes, ZeroingPolicy zeroing, PoolLog lo
             throw new InvalidMemoryRequestException("Invalid capacity " + capacityBytes
                     + " bytes: use 0 for the device's physical capacity or a positive limit");
         }
+        if (threadCacheBytes < 0) {
+            throw new InvalidMemoryRequestException("Invalid thread cache size " + threadCacheBytes
+                    + " bytes: use 0 to turn thread caches off or a positive size");
+        }
         if (zeroing == null || log == null || nanoClock == null || peers == null) {
             throw new InvalidMemoryRequestException("Invalid pool settings: zeroing, log, nanoClock and peers are required");
         }
@@ -39,31 +58,37 @@ public record PoolSettings(long capacityBytes, ZeroingPolicy zeroing, PoolLog lo
 
     /** @return the device's physical capacity, no zeroing, no log, the system clock, no peers */
     public static PoolSettings defaults() {
-        return new PoolSettings(0, ZeroingPolicy.NONE, PoolLog.NONE, System::nanoTime, d -> null);
+        return new PoolSettings(0, ZeroingPolicy.NONE, PoolLog.NONE, SYSTEM_NANOS, d -> null,
+                DEFAULT_THREAD_CACHE_BYTES);
     }
 
     /** @param bytes capacity, 0 for physical @return a copy with that capacity */
     public PoolSettings withCapacity(long bytes) {
-        return new PoolSettings(bytes, zeroing, log, nanoClock, peers);
+        return new PoolSettings(bytes, zeroing, log, nanoClock, peers, threadCacheBytes);
     }
 
     /** @param policy zeroing policy @return a copy with that policy */
     public PoolSettings withZeroing(ZeroingPolicy policy) {
-        return new PoolSettings(capacityBytes, policy, log, nanoClock, peers);
+        return new PoolSettings(capacityBytes, policy, log, nanoClock, peers, threadCacheBytes);
     }
 
     /** @param target log @return a copy logging there */
     public PoolSettings withLog(PoolLog target) {
-        return new PoolSettings(capacityBytes, zeroing, target, nanoClock, peers);
+        return new PoolSettings(capacityBytes, zeroing, target, nanoClock, peers, threadCacheBytes);
     }
 
     /** @param clock monotonic nanoseconds @return a copy using that clock */
     public PoolSettings withNanoClock(LongSupplier clock) {
-        return new PoolSettings(capacityBytes, zeroing, log, clock, peers);
+        return new PoolSettings(capacityBytes, zeroing, log, clock, peers, threadCacheBytes);
     }
 
     /** @param lookup the backend's managers by device @return a copy using that lookup */
     public PoolSettings withPeers(Function<Device, PooledMemoryManager> lookup) {
-        return new PoolSettings(capacityBytes, zeroing, log, nanoClock, lookup);
+        return new PoolSettings(capacityBytes, zeroing, log, nanoClock, lookup, threadCacheBytes);
+    }
+
+    /** @param bytes per-thread cache size, 0 for none @return a copy with that thread cache size */
+    public PoolSettings withThreadCache(long bytes) {
+        return new PoolSettings(capacityBytes, zeroing, log, nanoClock, peers, bytes);
     }
 }

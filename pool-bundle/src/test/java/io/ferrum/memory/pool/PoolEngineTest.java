@@ -111,7 +111,8 @@ class PoolEngineTest {
     @Test
     void accountingAddsUpAfterAllocateAndFree() {
         ArenaUpstream up = new ArenaUpstream(64 * MiB);
-        PooledMemoryManager m = manager(up, pool(MiB, MiB));
+        // Without thread caches, so that a freed block is a hole in the pool at once.
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB)), PoolSettings.defaults().withThreadCache(0));
         MemoryInfo empty = m.memoryInfo();
         assertEquals(64 * MiB, empty.totalBytes());
         assertEquals(0, empty.usedBytes());
@@ -833,5 +834,258 @@ class PoolEngineTest {
         assertTrue(assertRejected(a, InvalidMemoryRequestException.class, () -> a.createMapping(Device.cpu(1), Device.cuda(0), 64))
                 .getMessage().contains("serves both kinds"));
         assertRejected(a, InvalidMemoryRequestException.class, () -> a.createMapping(Device.cpu(3), Device.cpu(2), 64));
+    }
+
+    // ------------------------------------------------------------------ thread caches
+
+    @Test
+    void aFreedSmallBlockIsReusedByTheSameThreadUnderANewHandleAndCountsAsFree() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, MiB));
+        MemoryHandle a = m.allocate(1000, CPU);
+        long address = m.mapMemory(a, MemoryAccess.READ_ONLY).address();
+        m.unmapMemory(a);
+        assertEquals(1024, m.memoryInfo().usedBytes(), "1000 B is a 1 KiB class at alignment 256");
+        m.deallocate(a);
+        MemoryInfo afterFree = m.memoryInfo();
+        assertEquals(0, afterFree.usedBytes(), "a cached block is reported as free");
+        assertEquals(0, afterFree.activeAllocations());
+        assertEquals(afterFree.usedBytes(), m.quickInfo().usedBytes());
+        assertEquals(List.of(), m.handles());
+
+        MemoryHandle b = m.allocate(1000, CPU);
+        assertNotEquals(a, b);
+        MemorySegment view = m.mapMemory(b, MemoryAccess.READ_WRITE);
+        assertEquals(address, view.address(), "the same thread got its cached block back");
+        assertEquals(1000, view.byteSize());
+        m.unmapMemory(b);
+        assertFalse(m.owns(a));
+        assertRejected(m, InvalidHandleException.class, () -> m.deallocate(a));
+        assertRejected(m, InvalidHandleException.class, () -> m.mapMemory(a, MemoryAccess.READ_ONLY));
+        assertEquals(1000, m.handleInfo(b).orElseThrow().size());
+        assertEquals(1, m.memoryInfo().activeAllocations());
+    }
+
+    @Test
+    void aMappedBlockIsNeverCachedWithALiveView() {
+        PooledMemoryManager m = manager(new ArenaUpstream(64 * MiB), pool(MiB, MiB));
+        MemoryHandle a = m.allocate(4096, CPU);
+        MemorySegment view = m.mapMemory(a, MemoryAccess.READ_WRITE);
+        m.deallocate(a);
+        assertThrows(IllegalStateException.class, () -> view.get(ValueLayout.JAVA_BYTE, 0), "the view died with the free");
+        MemoryHandle b = m.allocate(4096, CPU);
+        assertEquals(4096, m.mapMemory(b, MemoryAccess.READ_ONLY).byteSize());
+        m.unmapMemory(b);
+    }
+
+    @Test
+    void trimAndDefragmentTakeTheCallersCachedBlocksBack() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, MiB));
+        List<MemoryHandle> hs = new ArrayList<>();
+        for (int i = 0; i < 16; i++) {
+            hs.add(m.allocate(64 * KiB, CPU));
+        }
+        hs.forEach(m::deallocate);
+        assertEquals(MiB, up.liveBytes(), "cached blocks keep their chunk");
+        assertEquals(MiB, m.trim());
+        assertEquals(0, up.liveBytes());
+        assertEquals(0, m.memoryInfo().reservedBytes());
+
+        hs.clear();
+        for (int i = 0; i < 16; i++) {
+            hs.add(m.allocate(64 * KiB, CPU));
+        }
+        hs.forEach(m::deallocate);
+        DefragmentationStats d = m.defragment(CPU).toCompletableFuture().join();
+        assertEquals(MiB, d.memoryFreed());
+        assertEquals(0, up.liveBytes());
+    }
+
+    @Test
+    void anotherThreadsCachedBlocksComeBackOnItsNextCallAndADeadThreadsAtTrim() throws Exception {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        // One chunk of 1 MiB and no growth: what another thread caches is missing here.
+        MemoryPoolConfig fixed = pool(MiB, MiB).toBuilder().autoExpansion(false).build();
+        PooledMemoryManager m = manager(up, config(fixed), PoolSettings.defaults());
+        CountDownLatch cached = new CountDownLatch(1);
+        CountDownLatch callAgain = new CountDownLatch(1);
+        CountDownLatch calledAgain = new CountDownLatch(1);
+        Thread t = new Thread(() -> {
+            List<MemoryHandle> hs = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                hs.add(m.allocate(64 * KiB, CPU));
+            }
+            hs.forEach(m::deallocate);
+            cached.countDown();
+            try {
+                callAgain.await();
+            } catch (InterruptedException e) {
+                return;
+            }
+            m.deallocate(m.allocate(64 * KiB, CPU)); // its next call gives back what was cached
+            calledAgain.countDown();
+        });
+        t.start();
+        assertTrue(cached.await(10, TimeUnit.SECONDS));
+        assertEquals(0, m.memoryInfo().usedBytes());
+        OutOfDeviceMemoryException e = assertThrows(OutOfDeviceMemoryException.class, () -> m.allocate(768 * KiB, CPU));
+        assertTrue(e.getMessage().contains("768"), e.getMessage());
+        callAgain.countDown();
+        assertTrue(calledAgain.await(10, TimeUnit.SECONDS));
+        MemoryHandle big = m.allocate(768 * KiB, CPU);
+        m.deallocate(big);
+        t.join();
+        // The thread ended with one block cached: trim takes it back, and the chunk goes too.
+        assertEquals(MiB, up.liveBytes());
+        m.configurePool(CPU, MemoryType.GENERAL, fixed.toBuilder().autoExpansion(true).build());
+        assertEquals(MiB, m.trim());
+        assertEquals(0, up.liveBytes());
+    }
+
+    @Test
+    void aHandleFreedByTwoThreadsAtOnceIsFreedOnce() throws Exception {
+        PooledMemoryManager m = manager(new ArenaUpstream(64 * MiB), pool(MiB, MiB));
+        for (int round = 0; round < 200; round++) {
+            MemoryHandle h = m.allocate(4096, CPU);
+            CountDownLatch go = new CountDownLatch(1);
+            AtomicLong wins = new AtomicLong();
+            AtomicLong refusals = new AtomicLong();
+            Runnable free = () -> {
+                try {
+                    go.await();
+                    m.deallocate(h);
+                    wins.incrementAndGet();
+                } catch (InvalidHandleException e) {
+                    refusals.incrementAndGet();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            };
+            Thread t1 = new Thread(free);
+            Thread t2 = new Thread(free);
+            t1.start();
+            t2.start();
+            go.countDown();
+            t1.join();
+            t2.join();
+            assertEquals(1, wins.get(), "round " + round);
+            assertEquals(1, refusals.get(), "round " + round);
+        }
+        assertEquals(0, m.memoryInfo().activeAllocations());
+    }
+
+    @Test
+    void threadsAllocatingFreeingCopyingAndCompactingAtOnceNeverShareABlock() throws Exception {
+        ArenaUpstream up = new ArenaUpstream(256 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, MiB));
+        java.util.concurrent.ConcurrentLinkedQueue<long[]> handedOver = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        List<Throwable> failures = new CopyOnWriteArrayList<>();
+        int threads = 4;
+        CountDownLatch done = new CountDownLatch(threads);
+        List<Thread> workers = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            int seed = t;
+            Thread w = new Thread(() -> {
+                java.util.Random rnd = new java.util.Random(seed);
+                List<long[]> mine = new ArrayList<>(); // {handle id, fill byte}
+                try {
+                    for (int i = 0; i < 3000; i++) {
+                        int op = rnd.nextInt(10);
+                        if (op < 4 || mine.isEmpty()) {
+                            long size = 1 + rnd.nextInt(rnd.nextBoolean() ? 4096 : 200_000);
+                            MemoryHandle h = m.allocate(size, CPU);
+                            byte fill = (byte) rnd.nextInt();
+                            m.mapMemory(h, MemoryAccess.WRITE_ONLY).fill(fill);
+                            m.unmapMemory(h);
+                            mine.add(new long[] {h.id(), fill});
+                        } else if (op < 7) {
+                            long[] e = mine.remove(rnd.nextInt(mine.size()));
+                            checkFill(m, e);
+                            if (rnd.nextBoolean()) {
+                                handedOver.add(e); // another thread frees it
+                            } else {
+                                m.deallocate(new MemoryHandle(e[0]));
+                            }
+                        } else if (op < 9) {
+                            long[] other = handedOver.poll();
+                            if (other != null) {
+                                checkFill(m, other);
+                                m.deallocate(new MemoryHandle(other[0]));
+                            }
+                        } else if (rnd.nextInt(20) == 0) {
+                            m.defragment(CPU).toCompletableFuture().join();
+                        } else {
+                            long[] e = mine.get(rnd.nextInt(mine.size()));
+                            checkFill(m, e);
+                        }
+                    }
+                    for (long[] e : mine) {
+                        checkFill(m, e);
+                        m.deallocate(new MemoryHandle(e[0]));
+                    }
+                } catch (Throwable e) {
+                    failures.add(e);
+                } finally {
+                    done.countDown();
+                }
+            });
+            workers.add(w);
+            w.start();
+        }
+        assertTrue(done.await(120, TimeUnit.SECONDS));
+        for (Thread w : workers) {
+            w.join();
+        }
+        assertEquals(List.of(), failures);
+        for (long[] e : handedOver) {
+            checkFill(m, e);
+            m.deallocate(new MemoryHandle(e[0]));
+        }
+        MemoryInfo end = m.memoryInfo();
+        assertEquals(0, end.usedBytes());
+        assertEquals(0, end.activeAllocations());
+        m.trim(); // every worker has ended: their caches come back and every chunk goes
+        assertEquals(0, up.liveBytes());
+        assertEquals(0, m.memoryInfo().reservedBytes());
+    }
+
+    private static void checkFill(PooledMemoryManager m, long[] e) {
+        MemoryHandle h = new MemoryHandle(e[0]);
+        MemorySegment s = m.mapMemory(h, MemoryAccess.READ_ONLY);
+        try {
+            for (long i = 0; i < s.byteSize(); i += 509) {
+                if (s.get(ValueLayout.JAVA_BYTE, i) != (byte) e[1]) {
+                    throw new AssertionError("byte " + i + " of " + h + " was overwritten: another owner shares the block");
+                }
+            }
+            if (s.get(ValueLayout.JAVA_BYTE, s.byteSize() - 1) != (byte) e[1]) {
+                throw new AssertionError("last byte of " + h + " was overwritten");
+            }
+        } finally {
+            m.unmapMemory(h);
+        }
+    }
+
+    @Test
+    void theAllocationClockThreadRunsOnlyWhileAManagerIsOpen() throws Exception {
+        PooledMemoryManager m = PooledMemoryManager.create(new ArenaUpstream(64 * MiB), config(pool(MiB, MiB)),
+                PoolSettings.defaults(), null);
+        java.time.Instant before = java.time.Instant.now();
+        MemoryHandle h = m.allocate(100, CPU);
+        java.time.Instant at = m.handleInfo(h).orElseThrow().allocatedAt();
+        assertTrue(Math.abs(java.time.Duration.between(before, at).toMillis()) < 1000, "allocated at " + at + ", not near " + before);
+        assertTrue(clockThread() != null, "the clock ticks while a manager is open");
+        m.close();
+        Thread t = clockThread();
+        if (t != null) {
+            t.join(5000);
+        }
+        assertTrue(clockThread() == null, "no clock thread is left once every manager is closed");
+    }
+
+    private static Thread clockThread() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().equals("ferrum-coarse-clock") && t.isAlive()).findFirst().orElse(null);
     }
 }

@@ -14,7 +14,7 @@ import java.util.Map;
 import java.util.Random;
 
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.MemoryAccess;
@@ -38,12 +38,13 @@ class PoolModelTest {
     private static final Device CPU = Device.cpu();
     private static final MemoryType[] TYPES = {MemoryType.GENERAL, MemoryType.TENSOR, MemoryType.CACHE};
 
-    private record Live(MemoryType type, byte[] bytes) {
+    /** A live block as the model sees it: its bytes and the block size the pool must have given it. */
+    private record Live(MemoryType type, byte[] bytes, long blockSize) {
     }
 
-    @ParameterizedTest
-    @ValueSource(longs = {1, 42, 20261202})
-    void randomOperationsMatchTheModel(long seed) {
+    @ParameterizedTest(name = "seed {0}, thread cache {1} bytes")
+    @CsvSource({"1, 2097152", "42, 2097152", "20261202, 2097152", "1, 0", "42, 0", "20261202, 65536"})
+    void randomOperationsMatchTheModel(long seed, long threadCache) {
         Random rnd = new Random(seed);
         ArenaUpstream up = new ArenaUpstream(24 * MiB);
         MemoryPoolConfig pool = MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB).alignment(ALIGN).build();
@@ -53,14 +54,15 @@ class PoolModelTest {
         }
         Map<MemoryHandle, Live> model = new LinkedHashMap<>();
         List<MemoryHandle> handles = new ArrayList<>();
-        try (PooledMemoryManager m = PooledMemoryManager.create(up, cfg, PoolSettings.defaults(), null)) {
+        try (PooledMemoryManager m = PooledMemoryManager.create(up, cfg, PoolSettings.defaults().withThreadCache(threadCache), null)) {
             for (int step = 0; step < 3000; step++) {
                 int op = rnd.nextInt(100);
                 if (op < 40 || handles.isEmpty()) {
                     long size = 1 + (rnd.nextInt(4) == 0 ? rnd.nextInt(256 * 1024) : rnd.nextInt(4096));
                     MemoryType type = TYPES[rnd.nextInt(TYPES.length)];
                     try {
-                        MemoryHandle h = rnd.nextInt(5) == 0
+                        boolean aligned = rnd.nextInt(5) == 0;
+                        MemoryHandle h = aligned
                                 ? m.allocateAligned(size, 1L << (4 + rnd.nextInt(12)), type, CPU)
                                 : m.allocate(size, type, CPU);
                         // Whatever the memory held before is unspecified (ZeroingPolicy.NONE): write it.
@@ -69,7 +71,7 @@ class PoolModelTest {
                         MemorySegment s = m.mapMemory(h, MemoryAccess.WRITE_ONLY);
                         MemorySegment.copy(bytes, 0, s, ValueLayout.JAVA_BYTE, 0, bytes.length);
                         m.unmapMemory(h);
-                        model.put(h, new Live(type, bytes));
+                        model.put(h, new Live(type, bytes, aligned || threadCache == 0 ? blockSize(size) : classSize(size)));
                         handles.add(h);
                     } catch (OutOfDeviceMemoryException e) {
                         assertTrue(m.memoryInfo().usedBytes() + size > 16 * MiB || e.getMessage().contains("capacity"),
@@ -123,9 +125,22 @@ class PoolModelTest {
         return (Math.max(requested, 16) + ALIGN - 1) & -ALIGN;
     }
 
+    /**
+     * With thread caches on, plain allocations up to 256 KiB are rounded up to a size class: 16
+     * classes per power of two (never finer than the pool alignment).
+     */
+    private static long classSize(long requested) {
+        long b = blockSize(requested);
+        if (b < 256 || b > 256 * KiB) {
+            return b;
+        }
+        long step = Math.max(ALIGN, Long.highestOneBit(b) / 16);
+        return (b + step - 1) / step * step;
+    }
+
     private static void checkAccounting(PooledMemoryManager m, Map<MemoryHandle, Live> model, ArenaUpstream up) {
         MemoryInfo info = m.memoryInfo();
-        long expectedUsed = model.values().stream().mapToLong(l -> blockSize(l.bytes.length)).sum();
+        long expectedUsed = model.values().stream().mapToLong(Live::blockSize).sum();
         assertEquals(expectedUsed, info.usedBytes(), "used = sum of live block sizes");
         assertEquals(model.size(), info.activeAllocations());
         assertEquals(info.totalBytes() - info.usedBytes(), info.freeBytes());
@@ -148,7 +163,7 @@ class PoolModelTest {
             MemorySegment s = m.mapMemory(h, MemoryAccess.READ_ONLY);
             assertEquals(expected.length, s.byteSize());
             byte[] actual = s.toArray(ValueLayout.JAVA_BYTE);
-            spans.add(new Span(h, s.address(), s.address() + blockSize(expected.length)));
+            spans.add(new Span(h, s.address(), s.address() + e.getValue().blockSize()));
             m.unmapMemory(h);
             if (!java.util.Arrays.equals(expected, actual)) {
                 fail("contents of " + h + " differ from what was last written");

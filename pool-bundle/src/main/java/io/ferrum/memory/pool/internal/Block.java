@@ -1,5 +1,8 @@
 package io.ferrum.memory.pool.internal;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+
 import io.ferrum.memory.api.MemoryUsageHint;
 
 /**
@@ -7,14 +10,20 @@ import io.ferrum.memory.api.MemoryUsageHint;
  * (prevPhys/nextPhys) that covers the chunk exactly; free blocks are also on one of the pool's
  * segregated free lists (prevFree/nextFree). All fields are guarded by the owning pool's lock,
  * except {@link #handleId} and {@link #aliasId}, which are volatile so that handle lookups need no
- * lock. A block has one name (its handle) or two when it is the memory of a {@link
+ * lock, and are cleared only by {@link #claim} (one compare-and-set, so exactly one free of a name
+ * wins). {@link #pins} and {@link #mapping} are volatile too: a free that claims a name without the
+ * lock reads them after its claim, and pin and map re-read the name after setting them, so at least
+ * one side always sees the other (the free then finishes under the lock).
+ *
+ * <p>A block may sit in a {@link ThreadCache}: not free in its pool, named by nothing; only the
+ * cache's owner thread touches its live-block fields then. A block has one name (its handle) or two when it is the memory of a {@link
  * io.ferrum.memory.api.MemoryMapping}; the alias may live in another manager's handle table. The
  * memory is released when the last name is freed.
  *
  * <p>A live block keeps its identity when defragmentation moves it (only chunk and offset change),
  * so the handle that names it stays valid.
  */
-public final class Block {
+public final class Block extends BlockPadding {
     PoolChunk chunk;
     long offset;
     long size;
@@ -32,10 +41,10 @@ public final class Block {
     long alignment;
     long allocatedAtNanos;
     /** Copies in flight that read or write this block; a pinned block is neither moved nor reused. */
-    int pins;
+    volatile int pins;
     /** Freed by its owner while pinned: the memory returns to the pool when the last pin goes. */
     boolean freePending;
-    MappingState mapping;
+    volatile MappingState mapping;
     AccessTracker access;
     MemoryUsageHint hint;
     Throwable allocationSite;
@@ -49,6 +58,27 @@ public final class Block {
     /** @return true if {@code id} is one of the block's names */
     boolean isNamedBy(long id) {
         return id != 0 && (handleId == id || aliasId == id);
+    }
+
+    /** Clears the name {@code id} atomically; @return true if this call cleared it (false: not a name of this block) */
+    boolean claim(long id) {
+        if (id == 0) {
+            return false;
+        }
+        return HANDLE.compareAndSet(this, id, 0L) || ALIAS.compareAndSet(this, id, 0L);
+    }
+
+    private static final VarHandle HANDLE;
+    private static final VarHandle ALIAS;
+
+    static {
+        try {
+            MethodHandles.Lookup l = MethodHandles.lookup();
+            HANDLE = l.findVarHandle(Block.class, "handleId", long.class);
+            ALIAS = l.findVarHandle(Block.class, "aliasId", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
     }
 
     /** @return true while any handle names the block */

@@ -16,19 +16,34 @@ import io.ferrum.memory.api.MemoryException;
  * slot whose generation is exhausted is retired, never reused: stale handles cannot come back to
  * life. Manager numbers come from a JVM-wide counter kept in the system properties, so they stay
  * unique even across updates of the pool bundle (a static field would restart at 1).
+ *
+ * <p>Slots live in pages of {@value #PAGE} that never move once created (growth copies only the
+ * page directory), so a slot can be written without the table's lock. Each slot has exactly one
+ * owner at a time: the table's free list (guarded by the table's monitor), a thread cache's stash
+ * of spare slots (its owner thread only), or the live block it names. A thread with a
+ * {@link ThreadCache} takes spare slots in batches and keeps the slots it frees, so the hot
+ * allocate/free path takes no lock here.
  */
 public final class HandleTable {
     private static final int SLOT_BITS = 24;
     private static final int GEN_BITS = 20;
     private static final int MAX_GEN = (1 << GEN_BITS) - 1;
     private static final int MAX_SLOTS = 1 << SLOT_BITS;
+    private static final int PAGE_BITS = 12;
+    private static final int PAGE = 1 << PAGE_BITS;
     private static final long MANAGER_MASK = (1L << (64 - SLOT_BITS - GEN_BITS)) - 1;
     private static final String COUNTER_KEY = "io.ferrum.memory.pool.managerCounter";
     private static final VarHandle SLOTS = MethodHandles.arrayElementVarHandle(Block[].class);
 
+    /** One page of slots: the block each slot names and the slot's generation. */
+    private static final class Page {
+        final Block[] blocks = new Block[PAGE];
+        /** Written only by the slot's current owner; handed over through the free list's monitor or a volatile handle id. */
+        final int[] generations = new int[PAGE];
+    }
+
     private final long managerId;
-    private volatile Block[] blocks = new Block[256];
-    private int[] generations = new int[256];
+    private volatile Page[] pages = new Page[] {new Page()};
     private int[] freeSlots = new int[64];
     private int freeCount;
     private int nextSlot;
@@ -47,60 +62,133 @@ public final class HandleTable {
         return managerId;
     }
 
-    /** Issues a new id for {@code b} and records it as the block's handle. */
-    public synchronized long register(Block b) {
-        long id = issue(b);
+    /** Issues a new id for {@code b} from the shared free list and records it as the block's handle. */
+    public long register(Block b) {
+        long id = issue(takeSlot(), b);
         b.handleId = id;
         return id;
     }
 
     /** Issues a second id for {@code b} (a mapping's other handle), possibly in another manager's table. */
-    public synchronized long registerAlias(Block b) {
-        long id = issue(b);
+    public long registerAlias(Block b) {
+        long id = issue(takeSlot(), b);
         b.aliasId = id;
         return id;
     }
 
-    private long issue(Block b) {
-        int slot;
-        if (freeCount > 0) {
-            slot = freeSlots[--freeCount];
-        } else {
-            if (nextSlot == MAX_SLOTS) {
-                throw new MemoryException("Handle table of manager " + managerId + " is full: " + MAX_SLOTS
-                        + " live allocations; free some before allocating more");
-            }
-            slot = nextSlot++;
-            if (slot == blocks.length) {
-                int n = Math.min(blocks.length * 2, MAX_SLOTS);
-                generations = Arrays.copyOf(generations, n);
-                blocks = Arrays.copyOf(blocks, n);
-            }
+    /** Issues a new id for {@code b} from {@code cache}'s own spare slots (refilled in a batch when empty). */
+    long register(Block b, ThreadCache cache) {
+        if (cache.slotCount == 0) {
+            cache.slotCount = takeSlots(cache.slots, cache.slots.length / 2);
         }
-        int gen = ++generations[slot];
+        long id = issue(cache.slots[--cache.slotCount], b);
+        b.handleId = id;
+        return id;
+    }
+
+    private synchronized int takeSlot() {
+        if (freeCount > 0) {
+            return freeSlots[--freeCount];
+        }
+        return newSlot();
+    }
+
+    private synchronized int takeSlots(int[] into, int n) {
+        int got = 0;
+        while (got < n && freeCount > 0) {
+            into[got++] = freeSlots[--freeCount];
+        }
+        if (got == 0) {
+            into[got++] = newSlot();
+        }
+        while (got < n && nextSlot < MAX_SLOTS && (nextSlot & (PAGE - 1)) != 0) {
+            into[got++] = newSlot();
+        }
+        return got;
+    }
+
+    /** Under the monitor: a never-used slot, adding a page when the last one is full. */
+    private int newSlot() {
+        if (nextSlot == MAX_SLOTS) {
+            throw new MemoryException("Handle table of manager " + managerId + " is full: " + MAX_SLOTS
+                    + " live allocations; free some before allocating more");
+        }
+        int slot = nextSlot++;
+        int p = slot >>> PAGE_BITS;
+        Page[] ps = pages;
+        if (p == ps.length) {
+            ps = Arrays.copyOf(ps, ps.length * 2);
+        }
+        if (ps[p] == null) {
+            ps[p] = new Page();
+            pages = ps;
+        }
+        return slot;
+    }
+
+    /** By the slot's owner: bumps the generation and points the slot at {@code b}. */
+    private long issue(int slot, Block b) {
+        Page page = pages[slot >>> PAGE_BITS];
+        int i = slot & (PAGE - 1);
+        int gen = ++page.generations[i];
         long id = (managerId << (SLOT_BITS + GEN_BITS)) | ((long) slot << GEN_BITS) | gen;
-        SLOTS.setRelease(blocks, slot, b);
+        SLOTS.setRelease(page.blocks, i, b);
         return id;
     }
 
     /** Forgets {@code id}, one of {@code b}'s names in this table; the id is never valid again. */
-    public synchronized void unregister(Block b, long id) {
-        if (id == 0 || !isOwn(id)) {
+    public void unregister(Block b, long id) {
+        if (id == 0 || !isOwn(id) || !b.claim(id)) {
             return;
         }
+        int slot = clear(id);
+        if (slot >= 0) {
+            giveBack(slot);
+        }
+    }
+
+    /**
+     * Forgets {@code id}, already claimed (cleared from its block) by the caller, keeping the slot in
+     * {@code cache}'s stash when there is room.
+     */
+    void unregisterClaimed(long id, ThreadCache cache) {
+        int slot = clear(id);
+        if (slot < 0) {
+            return;
+        }
+        if (cache != null && cache.slotCount < cache.slots.length) {
+            cache.slots[cache.slotCount++] = slot;
+        } else {
+            giveBack(slot);
+        }
+    }
+
+    /** Returns a stash of spare slots to the shared free list (a cache that is being dropped). */
+    synchronized void giveBackAll(ThreadCache cache) {
+        for (int k = 0; k < cache.slotCount; k++) {
+            pushFree(cache.slots[k]);
+        }
+        cache.slotCount = 0;
+    }
+
+    /** Empties the slot of {@code id}; @return the slot if it may be reused, -1 if it is retired */
+    private int clear(long id) {
         int slot = slotOf(id);
-        SLOTS.setRelease(blocks, slot, (Block) null);
-        if (b.handleId == id) {
-            b.handleId = 0;
-        } else if (b.aliasId == id) {
-            b.aliasId = 0;
+        Page page = pages[slot >>> PAGE_BITS];
+        int i = slot & (PAGE - 1);
+        SLOTS.setRelease(page.blocks, i, (Block) null);
+        return page.generations[i] < MAX_GEN ? slot : -1;
+    }
+
+    private synchronized void giveBack(int slot) {
+        pushFree(slot);
+    }
+
+    private void pushFree(int slot) {
+        if (freeCount == freeSlots.length) {
+            freeSlots = Arrays.copyOf(freeSlots, freeSlots.length * 2);
         }
-        if (generations[slot] < MAX_GEN) {
-            if (freeCount == freeSlots.length) {
-                freeSlots = Arrays.copyOf(freeSlots, freeSlots.length * 2);
-            }
-            freeSlots[freeCount++] = slot;
-        }
+        freeSlots[freeCount++] = slot;
     }
 
     /** @return the live block named by {@code id}, or null */
@@ -109,11 +197,13 @@ public final class HandleTable {
             return null;
         }
         int slot = slotOf(id);
-        Block[] arr = blocks;
-        if (slot >= arr.length) {
+        Page[] ps = pages;
+        int p = slot >>> PAGE_BITS;
+        Page page = p < ps.length ? ps[p] : null;
+        if (page == null) {
             return null;
         }
-        Block b = (Block) SLOTS.getAcquire(arr, slot);
+        Block b = (Block) SLOTS.getAcquire(page.blocks, slot & (PAGE - 1));
         return b != null && b.isNamedBy(id) ? b : null;
     }
 

@@ -84,6 +84,13 @@ public final class PoolEngine implements PooledMemoryManager {
     private volatile MemoryPressure lastPressure = MemoryPressure.LOW;
     private volatile Consumer<MemoryPressure> pressureCallback;
     private volatile boolean closed;
+    /** Per-thread caches of freed small blocks; null when the settings turn them off. */
+    private final ThreadLocal<ThreadCache> localCache;
+    private final CopyOnWriteArrayList<ThreadCache> caches = new CopyOnWriteArrayList<>();
+    /** Bumped to make every thread drain its cache on its next call. */
+    private volatile int cacheEpoch;
+    /** Allocation times come from the coarse clock when the settings use the system clock. */
+    private final boolean coarseClock;
 
     public PoolEngine(DeviceUpstream upstream, MemoryManagerConfig config, PoolSettings settings,
                       HostStreamManager streams) {
@@ -106,10 +113,16 @@ public final class PoolEngine implements PooledMemoryManager {
         this.transfers = new Semaphore(config.maxConcurrentTransfers());
         this.epoch = Instant.now();
         this.epochNanos = settings.nanoClock().getAsLong();
+        this.coarseClock = settings.nanoClock() == PoolSettings.SYSTEM_NANOS;
+        if (coarseClock) {
+            CoarseClock.acquire();
+        }
         for (MemoryType type : MemoryType.values()) {
             pools.put(type, new Pool(type, config.poolConfig(type), deviceUsed, deviceLive));
         }
         this.poolList = pools.values().toArray(new Pool[0]);
+        this.localCache = settings.threadCacheBytes() > 0 && settings.zeroing() == ZeroingPolicy.NONE
+                && !config.enableDebug() ? new ThreadLocal<>() : null;
         try {
             for (Map.Entry<MemoryType, MemoryPoolConfig> e : config.poolConfigs().entrySet()) {
                 if (e.getValue().preAllocate() && e.getValue().initialSize() > 0) {
@@ -226,7 +239,105 @@ public final class PoolEngine implements PooledMemoryManager {
         Pool pool = pools.get(type);
         MemoryPoolConfig cfg = pool.config;
         checkSize(size, pool, cfg);
-        return allocateIn(pool, size, Math.max(cfg.alignment(), Pool.MIN_BLOCK));
+        long unit = Math.max(cfg.alignment(), Pool.MIN_BLOCK);
+        if (localCache == null || type == MemoryType.MAPPED) {
+            return allocateIn(pool, size, unit, pool.blockSize(size), null);
+        }
+        long blockSize = ThreadCache.classSize(pool.blockSize(size), unit);
+        ThreadCache tc = blockSize <= ThreadCache.MAX_BLOCK ? cache() : null;
+        if (tc != null) {
+            Block b = tc.pop(type.ordinal(), blockSize);
+            if (b != null) {
+                b.requested = size;
+                b.alignment = unit;
+                b.allocatedAtNanos = allocationNanos();
+                if (cfg.enableStats() && config.enableTracking()) {
+                    b.access = new AccessTracker(b.allocatedAtNanos);
+                }
+                return new MemoryHandle(handles.register(b, tc));
+            }
+        }
+        return allocateIn(pool, size, unit, blockSize, tc);
+    }
+
+    /** @return now, for an allocation time: to about a millisecond with the system clock, else the settings' clock */
+    private long allocationNanos() {
+        return coarseClock ? CoarseClock.nanos() : settings.nanoClock().getAsLong();
+    }
+
+    /**
+     * @return the calling thread's cache, drained first if a drain was asked for since its last
+     * call; null for virtual threads (a cache each would hold too much) and when caches are off
+     */
+    private ThreadCache cache() {
+        ThreadCache tc = localCache.get();
+        if (tc == null) {
+            if (Thread.currentThread().isVirtual()) {
+                return null;
+            }
+            tc = new ThreadCache(poolList.length, settings.threadCacheBytes(), cacheEpoch);
+            localCache.set(tc);
+            caches.add(tc);
+        } else if (tc.epoch != cacheEpoch) {
+            tc.epoch = cacheEpoch;
+            drain(tc);
+        }
+        return tc;
+    }
+
+    /** Gives every block of {@code tc} back to its pool (the owner, or anyone once the owner has died). */
+    private void drain(ThreadCache tc) {
+        for (Pool pool : poolList) {
+            if (tc.count() == 0) {
+                return;
+            }
+            pool.acquire();
+            try {
+                tc.drain(pool.type.ordinal(), b -> {
+                    if (!pool.closed) {
+                        pool.release(b);
+                    }
+                });
+            } finally {
+                pool.lock.unlock();
+            }
+        }
+    }
+
+    /**
+     * Drains the calling thread's cache and the caches of threads that have died, and asks every
+     * other thread to drain its own on its next call.
+     */
+    private void drainCaches() {
+        if (localCache == null) {
+            return;
+        }
+        synchronized (caches) {
+            cacheEpoch++;
+        }
+        ThreadCache own = localCache.get();
+        if (own != null) {
+            own.epoch = cacheEpoch;
+            drain(own);
+        }
+        for (ThreadCache tc : caches) {
+            if (!tc.owner.isAlive()) {
+                drain(tc);
+                handles.giveBackAll(tc);
+                caches.remove(tc);
+            }
+        }
+    }
+
+    /** @return bytes and count of blocks held in thread caches, as {bytes, count} */
+    private long[] cached() {
+        long bytes = 0;
+        long count = 0;
+        for (ThreadCache tc : caches) {
+            bytes += tc.bytes();
+            count += tc.count();
+        }
+        return new long[] {bytes, count};
     }
 
     @Override
@@ -237,31 +348,35 @@ public final class PoolEngine implements PooledMemoryManager {
         Pool pool = pools.get(type);
         MemoryPoolConfig cfg = pool.config;
         checkSize(size, pool, cfg);
-        return allocateIn(pool, size, checkAlignment(alignment, cfg));
+        return allocateIn(pool, size, checkAlignment(alignment, cfg), pool.blockSize(size), null);
     }
 
-    private MemoryHandle allocateIn(Pool pool, long size, long alignment) {
+    /** Carves from the pool under its lock, growing it if needed; {@code tc}, if any, lends a handle slot. */
+    private MemoryHandle allocateIn(Pool pool, long size, long alignment, long blockSize, ThreadCache tc) {
         boolean gcTried = false;
         while (true) {
             Block b;
-            pool.lock.lock();
+            pool.acquire();
             try {
                 if (pool.closed) {
                     throw unavailable();
                 }
-                long blockSize = pool.blockSize(size);
                 b = pool.carve(blockSize, alignment);
                 if (b != null) {
                     b.requested = size;
                     b.alignment = alignment;
-                    b.allocatedAtNanos = settings.nanoClock().getAsLong();
+                    b.allocatedAtNanos = allocationNanos();
                     if (pool.config.enableStats() && config.enableTracking()) {
                         b.access = new AccessTracker(b.allocatedAtNanos);
                     }
                     if (config.enableDebug()) {
                         b.allocationSite = new Throwable("allocated here");
                     }
-                    handles.register(b);
+                    if (tc != null) {
+                        handles.register(b, tc);
+                    } else {
+                        handles.register(b);
+                    }
                 }
             } finally {
                 pool.lock.unlock();
@@ -273,15 +388,19 @@ public final class PoolEngine implements PooledMemoryManager {
                 checkPressure();
                 return new MemoryHandle(b.handleId);
             }
-            long needed = pool.blockSize(size) + (alignment > Math.max(pool.config.alignment(), Pool.MIN_BLOCK)
+            long needed = blockSize + (alignment > Math.max(pool.config.alignment(), Pool.MIN_BLOCK)
                     ? alignment - Pool.MIN_BLOCK : 0);
             String failure = grow(pool, needed);
             if (failure == null) {
                 continue;
             }
-            if (config.enableAutoGc() && !gcTried) {
+            if (!gcTried) {
                 gcTried = true;
-                autoGc(pool);
+                // Blocks cached by threads are memory too: take them back before giving up.
+                drainCaches();
+                if (config.enableAutoGc()) {
+                    autoGc(pool);
+                }
                 continue;
             }
             long free = Math.max(0, capacity - deviceUsed.get());
@@ -298,7 +417,7 @@ public final class PoolEngine implements PooledMemoryManager {
      */
     private String grow(Pool pool, long needed) {
         long planned;
-        pool.lock.lock();
+        pool.acquire();
         try {
             if (pool.closed) {
                 throw unavailable();
@@ -333,7 +452,7 @@ public final class PoolEngine implements PooledMemoryManager {
                 }
             }
         } finally {
-            pool.lock.lock();
+            pool.acquire();
             try {
                 pool.pending -= planned;
                 if (chunk != null) {
@@ -371,7 +490,7 @@ public final class PoolEngine implements PooledMemoryManager {
     private void reserveUpTo(Pool pool, long bytes) {
         while (true) {
             long missing;
-            pool.lock.lock();
+            pool.acquire();
             try {
                 missing = bytes - pool.reserved - pool.pending;
             } finally {
@@ -398,16 +517,33 @@ public final class PoolEngine implements PooledMemoryManager {
     @Override
     public void deallocate(MemoryHandle handle) {
         Block b = resolve(handle);
+        long id = handle.id();
+        // One compare-and-set decides which of two racing frees of this handle wins.
+        if (!b.claim(id)) {
+            throw invalidHandle(handle);
+        }
         Pool pool = b.pool;
+        ThreadCache tc = localCache != null && pool.type != MemoryType.MAPPED ? cache() : null;
+        handles.unregisterClaimed(id, tc);
+        // Read after the claim: a pin or a map that raced with it either is seen here or sees the claim.
+        if (tc != null && b.pins == 0 && b.mapping == null && !b.isNamed() && b.size <= ThreadCache.MAX_BLOCK
+                && b.size == ThreadCache.classSize(b.size, Math.max(pool.config.alignment(), Pool.MIN_BLOCK))) {
+            b.access = null;
+            b.hint = null;
+            if (tc.push(pool.type.ordinal(), b)) {
+                return;
+            }
+        }
         MappingState mapping;
         boolean released = false;
         long zeroOffset = -1;
         DeviceChunk zeroChunk = null;
         long zeroLength = 0;
-        pool.lock.lock();
+        pool.acquire();
         try {
-            checkLive(pool, b, handle.id());
-            handles.unregister(b, handle.id());
+            if (pool.closed) {
+                return;
+            }
             if (b.isNamed()) {
                 // The other handle of a mapping still names this memory: it stays, views included.
                 return;
@@ -467,11 +603,20 @@ public final class PoolEngine implements PooledMemoryManager {
 
     private void pin(Block b, long id) {
         Pool pool = b.pool;
-        pool.lock.lock();
+        pool.acquire();
         try {
             checkLive(pool, b, id);
             b.pins++;
             pool.inflight++;
+            if (!b.isNamedBy(id)) {
+                // A free claimed the handle without the lock just now: it did not see this pin.
+                b.pins--;
+                pool.inflight--;
+                if (pool.inflight == 0) {
+                    pool.idle.signalAll();
+                }
+                throw invalidHandle(new MemoryHandle(id));
+            }
         } finally {
             pool.lock.unlock();
         }
@@ -480,7 +625,7 @@ public final class PoolEngine implements PooledMemoryManager {
     private void unpin(Block b) {
         Pool pool = b.pool;
         boolean released = false;
-        pool.lock.lock();
+        pool.acquire();
         try {
             b.pins--;
             pool.inflight--;
@@ -609,7 +754,7 @@ public final class PoolEngine implements PooledMemoryManager {
         long freeInReserved = 0;
         long largest = 0;
         for (Pool pool : poolList) {
-            pool.lock.lock();
+            pool.acquire();
             try {
                 reserved += pool.reserved;
                 used += pool.used;
@@ -623,6 +768,10 @@ public final class PoolEngine implements PooledMemoryManager {
         double fragmentation = freeInReserved == 0 ? 0.0 : 1.0 - (double) largest / (double) freeInReserved;
         fragmentation = Math.max(0.0, Math.min(1.0, fragmentation));
         lastFragmentation = fragmentation;
+        // Blocks in thread caches are free for their threads' next allocations: not reported as used.
+        long[] cached = cached();
+        used = Math.max(0, used - cached[0]);
+        live = Math.max(0, live - cached[1]);
         return new MemoryInfo(capacity, used, Math.max(0, capacity - used), reserved, live, fragmentation, bandwidth());
     }
 
@@ -636,8 +785,10 @@ public final class PoolEngine implements PooledMemoryManager {
         checkOpen();
         long used = deviceUsed.get();
         long reserved = Math.max(deviceReserved.get(), used);
-        return new MemoryInfo(capacity, used, Math.max(0, capacity - used), reserved, Math.max(0, deviceLive.get()),
-                lastFragmentation, bandwidth());
+        long[] cached = cached();
+        used = Math.max(0, used - cached[0]);
+        return new MemoryInfo(capacity, used, Math.max(0, capacity - used), reserved,
+                Math.max(0, deviceLive.get() - cached[1]), lastFragmentation, bandwidth());
     }
 
     private MemoryHandleInfo info(Block b, long id) {
@@ -662,7 +813,7 @@ public final class PoolEngine implements PooledMemoryManager {
         checkOpen();
         List<MemoryHandleInfo> out = new ArrayList<>();
         for (Pool pool : poolList) {
-            pool.lock.lock();
+            pool.acquire();
             try {
                 for (Block b : pool.liveBlocks()) {
                     MemoryHandleInfo i = b.handleId != 0 ? info(b, b.handleId) : null;
@@ -698,7 +849,9 @@ public final class PoolEngine implements PooledMemoryManager {
             throw new InvalidMemoryRequestException("Pool configuration is null for the " + type + " pool on " + device);
         }
         Pool pool = pools.get(type);
-        pool.lock.lock();
+        // A new alignment changes class sizes: cached blocks go back to their pools first.
+        drainCaches();
+        pool.acquire();
         try {
             if (cfg.maxSize().isPresent() && cfg.maxSize().getAsLong() < pool.used) {
                 throw new InvalidMemoryRequestException("Cannot set maxSize of the " + type + " pool on " + device + " to "
@@ -727,10 +880,11 @@ public final class PoolEngine implements PooledMemoryManager {
     @Override
     public long trim() {
         checkOpen();
+        drainCaches();
         long released = 0;
         for (Pool pool : poolList) {
             List<DeviceChunk> empty;
-            pool.lock.lock();
+            pool.acquire();
             try {
                 MemoryPoolConfig cfg = pool.config;
                 empty = pool.takeEmptyChunks(cfg.preAllocate() ? cfg.initialSize() : 0);
@@ -754,6 +908,7 @@ public final class PoolEngine implements PooledMemoryManager {
             long t0 = System.nanoTime();
             double before = memoryInfo(device).fragmentationRatio();
             long reservedBefore = deviceReserved.get();
+            drainCaches();
             long moved = 0;
             for (Pool pool : poolList) {
                 moved += defragmentPool(pool);
@@ -769,7 +924,7 @@ public final class PoolEngine implements PooledMemoryManager {
     }
 
     private long defragmentPool(Pool pool) {
-        pool.lock.lock();
+        pool.acquire();
         try {
             if (pool.closed) {
                 throw unavailable();
@@ -850,7 +1005,7 @@ public final class PoolEngine implements PooledMemoryManager {
         }
         Block b = resolve(handle);
         Pool pool = b.pool;
-        pool.lock.lock();
+        pool.acquire();
         try {
             checkLive(pool, b, handle.id());
             MappingState m = b.mapping;
@@ -864,6 +1019,11 @@ public final class PoolEngine implements PooledMemoryManager {
                 }
                 m = new MappingState(arena, staging);
                 b.mapping = m;
+                if (!b.isNamedBy(handle.id())) {
+                    // A free claimed the handle without the lock just now: it did not see this mapping.
+                    closeViews(b, m, false);
+                    throw invalidHandle(handle);
+                }
             }
             MemorySegment base = m.staging != null ? m.staging
                     : upstream.hostSegment(b.chunk.device).orElseThrow().asSlice(b.offset, b.requested);
@@ -891,7 +1051,7 @@ public final class PoolEngine implements PooledMemoryManager {
     public void unmapMemory(MemoryHandle handle) {
         Block b = resolve(handle);
         Pool pool = b.pool;
-        pool.lock.lock();
+        pool.acquire();
         try {
             checkLive(b.pool, b, handle.id());
             if (b.mapping == null) {
@@ -934,7 +1094,7 @@ public final class PoolEngine implements PooledMemoryManager {
         MemoryHandle primary = allocate(size, MemoryType.MAPPED, device);
         Block b = handles.lookup(primary.id());
         long alias;
-        b.pool.lock.lock();
+        b.pool.acquire();
         try {
             alias = peer.handles.registerAlias(b);
         } finally {
@@ -1004,12 +1164,19 @@ public final class PoolEngine implements PooledMemoryManager {
             }
             closed = true;
         }
+        if (coarseClock) {
+            CoarseClock.release();
+        }
+        caches.clear();
+        if (localCache != null) {
+            localCache.remove();
+        }
         long leakedCount = 0;
         long leakedBytes = 0;
         List<String> sites = new ArrayList<>();
         List<DeviceChunk> chunks = new ArrayList<>();
         for (Pool pool : poolList) {
-            pool.lock.lock();
+            pool.acquire();
             try {
                 pool.closed = true;
                 long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
