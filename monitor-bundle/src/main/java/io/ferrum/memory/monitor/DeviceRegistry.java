@@ -52,7 +52,7 @@ final class DeviceRegistry {
         }
     };
     private volatile Map<Device, DeviceMemoryManager> active = Map.of();
-    private volatile Map<Long, DeviceMemoryManager> byPrefix = Map.of();
+    private volatile PrefixTable byPrefix = PrefixTable.EMPTY;
     private volatile List<DeviceMemoryManager> unprefixed = List.of();
 
     synchronized Change add(Entry e) {
@@ -99,7 +99,7 @@ final class DeviceRegistry {
             }
         }
         active = java.util.Collections.unmodifiableMap(a);
-        byPrefix = Map.copyOf(prefixes);
+        byPrefix = new PrefixTable(prefixes);
         unprefixed = List.copyOf(others);
     }
 

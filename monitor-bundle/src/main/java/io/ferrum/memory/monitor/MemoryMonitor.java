@@ -17,6 +17,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
@@ -468,24 +469,103 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
             throw new DeviceUnavailableException(null, "No memory device is available: install and start a backend"
                     + " bundle (for example io.ferrum.memory.cpu)");
         }
-        List<Device> candidates = new ArrayList<>(active.keySet());
-        Map<Device, MemoryInfo> infos = new LinkedHashMap<>();
-        for (Device d : candidates) {
-            MemoryInfo info = quickInfo(active.get(d));
-            if (info != null) {
-                infos.put(d, info);
+        // Fast path: decide on the recent figures; anything unusual goes to the full path below.
+        Routing r = routing;
+        if (r == null || r.active != active || ThreadLocalRandom.current().nextInt(REFRESH) == 0) {
+            r = new Routing(active, figures(active));
+            routing = r;
+        }
+        Device first = null;
+        String firstFailure = null;
+        if (!r.devices.isEmpty()) {
+            Optional<Device> choice = select(strategy, size, requirements, r.devices, r.infos);
+            if (choice != null && choice.isPresent()) {
+                Device d = choice.get();
+                DeviceMemoryManager m = r.managerOf(d);
+                if (m == null) {
+                    throw new MemoryException("Allocation strategy " + strategy.name() + " chose " + d
+                            + ", which was not among the devices offered " + r.devices);
+                }
+                try {
+                    return allocateOn(m, d, size, requirements);
+                } catch (OutOfDeviceMemoryException | DeviceUnavailableException e) {
+                    routing = null;
+                    first = d;
+                    firstFailure = d + " (" + e.getMessage() + ")";
+                }
             }
         }
-        candidates.retainAll(infos.keySet());
-        List<String> tried = new ArrayList<>();
-        for (int attempt = 0; attempt < maxAttempts && !candidates.isEmpty(); attempt++) {
-            Optional<Device> choice;
-            try {
-                choice = strategy.strategy().selectDevice(size, requirements, List.copyOf(candidates), infos);
-            } catch (RuntimeException e) {
-                throw new MemoryException("Allocation strategy " + strategy.name() + " failed choosing a device for "
-                        + size + " bytes: " + e.getMessage(), e);
+        return allocateFresh(size, requirements, strategy, active, first, firstFailure);
+    }
+
+    /** Routed allocations decide on device figures at most about {@value} allocations old (and fresh after a failure). */
+    private static final int REFRESH = 64;
+
+    /** The devices and figures routed allocations decide on; replaced when the devices change. */
+    private record Routing(Map<Device, DeviceMemoryManager> active, List<Device> devices, Map<Device, MemoryInfo> infos,
+                           DeviceMemoryManager[] managers) {
+        Routing(Map<Device, DeviceMemoryManager> active, Map<Device, MemoryInfo> infos) {
+            this(active, List.copyOf(infos.keySet()), Map.copyOf(infos),
+                    infos.keySet().stream().map(active::get).toArray(DeviceMemoryManager[]::new));
+        }
+
+        /** @return the manager of {@code d} if it is one of the devices offered, else null */
+        DeviceMemoryManager managerOf(Device d) {
+            for (int i = 0; i < managers.length; i++) {
+                if (devices.get(i) == d) {
+                    return managers[i];
+                }
             }
+            int i = devices.indexOf(d);
+            return i < 0 ? null : managers[i];
+        }
+    }
+
+    private volatile Routing routing;
+
+    /** @return the lock-free figures of every device that answers, in device order */
+    private static Map<Device, MemoryInfo> figures(Map<Device, DeviceMemoryManager> active) {
+        Map<Device, MemoryInfo> infos = new LinkedHashMap<>();
+        for (Map.Entry<Device, DeviceMemoryManager> e : active.entrySet()) {
+            MemoryInfo info = quickInfo(e.getValue());
+            if (info != null) {
+                infos.put(e.getKey(), info);
+            }
+        }
+        return infos;
+    }
+
+    private static Optional<Device> select(StrategyRegistry.Entry strategy, long size, AllocationRequirements requirements,
+                                           List<Device> devices, Map<Device, MemoryInfo> infos) {
+        try {
+            return strategy.strategy().selectDevice(size, requirements, devices, infos);
+        } catch (RuntimeException e) {
+            throw new MemoryException("Allocation strategy " + strategy.name() + " failed choosing a device for "
+                    + size + " bytes: " + e.getMessage(), e);
+        }
+    }
+
+    private static MemoryHandle allocateOn(DeviceMemoryManager m, Device d, long size, AllocationRequirements requirements) {
+        return requirements.alignment().isPresent()
+                ? m.allocateAligned(size, requirements.alignment().getAsLong(), requirements.memoryType(), d)
+                : m.allocate(size, requirements.memoryType(), d);
+    }
+
+    /** The full path: fresh figures of every device, and up to maxAttempts choices, skipping {@code tried}. */
+    private MemoryHandle allocateFresh(long size, AllocationRequirements requirements, StrategyRegistry.Entry strategy,
+                                       Map<Device, DeviceMemoryManager> active, Device triedFirst, String firstFailure) {
+        Map<Device, MemoryInfo> infos = figures(active);
+        routing = new Routing(active, new LinkedHashMap<>(infos));
+        List<Device> candidates = new ArrayList<>(infos.keySet());
+        List<String> tried = new ArrayList<>();
+        int attempt = 0;
+        if (triedFirst != null) {
+            candidates.remove(triedFirst);
+            tried.add(firstFailure);
+            attempt = 1;
+        }
+        for (; attempt < maxAttempts && !candidates.isEmpty(); attempt++) {
+            Optional<Device> choice = select(strategy, size, requirements, List.copyOf(candidates), infos);
             if (choice == null || choice.isEmpty()) {
                 break;
             }
@@ -496,9 +576,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
             }
             DeviceMemoryManager m = active.get(d);
             try {
-                return requirements.alignment().isPresent()
-                        ? m.allocateAligned(size, requirements.alignment().getAsLong(), requirements.memoryType(), d)
-                        : m.allocate(size, requirements.memoryType(), d);
+                return allocateOn(m, d, size, requirements);
             } catch (OutOfDeviceMemoryException | DeviceUnavailableException e) {
                 tried.add(d + " (" + e.getMessage() + ")");
             }

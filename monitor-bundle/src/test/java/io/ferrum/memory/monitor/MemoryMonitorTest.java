@@ -189,6 +189,28 @@ class MemoryMonitorTest {
     }
 
     @Test
+    void aChoiceMadeOnStaleFiguresThatFailsIsRetriedOnFreshOnes() {
+        MemoryMonitor mon = monitor("");
+        PooledMemoryManager a = device(CPU1, 4 * MiB);
+        PooledMemoryManager b = device(CPU2, 16 * MiB);
+        mon.addManager(a, props(CPU1, 0));
+        mon.addManager(b, props(CPU2, 0));
+        mon.addStrategy(new BestFitStrategy(), strategyProps("best-fit", 0));
+        // The router now holds figures in which cpu:1 (the tighter fit) has 4 MiB free...
+        mon.deallocate(mon.allocate(MiB, AllocationRequirements.defaults()));
+        // ...then cpu:1 fills up behind the router's back.
+        MemoryHandle filler = a.allocate(3 * MiB, CPU1);
+        for (int i = 0; i < 50; i++) {
+            MemoryHandle h = mon.allocate(2 * MiB, AllocationRequirements.defaults());
+            assertEquals(Optional.of(CPU2), mon.owner(h), "allocation " + i + " went to a full device");
+            mon.deallocate(h);
+        }
+        a.deallocate(filler);
+        assertEquals(0, a.memoryInfo().usedBytes());
+        assertEquals(0, b.memoryInfo().usedBytes());
+    }
+
+    @Test
     void withoutAStrategyOrADeviceAllocationSaysWhatIsMissing() {
         MemoryMonitor mon = monitor("");
         mon.addManager(device(CPU1, 8 * MiB), props(CPU1, 0));
