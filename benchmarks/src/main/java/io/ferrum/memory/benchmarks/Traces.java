@@ -27,19 +27,21 @@ public final class Traces {
     }
 
     public static void main(String[] args) {
-        System.out.println("### Workload 2: random-allocation trace (100k steps, p(alloc) = 0.73, live <= 1 GiB, 32 MiB chunks)");
+        System.out.println("### Workload 2: random-allocation trace (100k steps, p(alloc) = 0.73, live <= 1 GiB)");
         System.out.println();
-        System.out.println("| sizes | seed | ns/op | peak live | peak reserved | peak reserved / peak live | after defragment: reserved / live |");
-        System.out.println("|---|---|---|---|---|---|---|");
-        for (long seed : new long[] {1, 2}) {
-            Random r = new Random(seed);
-            randomTrace("uniform 1 B - 1 MiB", seed, () -> 1 + (long) (r.nextDouble() * MiB));
-        }
-        for (long seed : new long[] {1, 2}) {
-            Random r = new Random(seed);
-            double lo = Math.log(64);
-            double hi = Math.log(16 * MiB);
-            randomTrace("log-uniform 64 B - 16 MiB", seed, () -> (long) Math.exp(lo + r.nextDouble() * (hi - lo)));
+        System.out.println("| sizes | seed | chunks | ns/op | peak live | peak reserved | peak reserved / peak live | after defragment: reserved / live |");
+        System.out.println("|---|---|---|---|---|---|---|---|");
+        for (long chunk : new long[] {32 * MiB, 16 * MiB}) {
+            for (long seed : new long[] {1, 2}) {
+                Random r = new Random(seed);
+                randomTrace("uniform 1 B - 1 MiB", seed, chunk, () -> 1 + (long) (r.nextDouble() * MiB));
+            }
+            for (long seed : new long[] {1, 2}) {
+                Random r = new Random(seed);
+                double lo = Math.log(64);
+                double hi = Math.log(16 * MiB);
+                randomTrace("log-uniform 64 B - 16 MiB", seed, chunk, () -> (long) Math.exp(lo + r.nextDouble() * (hi - lo)));
+            }
         }
         System.out.println();
         kvCache();
@@ -57,9 +59,9 @@ public final class Traces {
         return MemoryPoolConfig.builder().initialSize(chunk).growthIncrement(chunk).stats(false).build();
     }
 
-    private static void randomTrace(String name, long seed, LongSupplier sizes) {
+    private static void randomTrace(String name, long seed, long chunk, LongSupplier sizes) {
         Random r = new Random(seed * 31 + 7);
-        try (AdvancedMemoryManager m = Contenders.ferrum(pool(32 * MiB))) {
+        try (AdvancedMemoryManager m = Contenders.ferrum(pool(chunk))) {
             List<MemoryHandle> live = new ArrayList<>();
             List<Long> liveSizes = new ArrayList<>();
             long liveBytes = 0;
@@ -96,7 +98,8 @@ public final class Traces {
             }
             m.defragment(Contenders.CPU).toCompletableFuture().join();
             MemoryInfo after = m.memoryInfo();
-            System.out.printf(Locale.ROOT, "| %s | %d | %.0f | %s | %s | %.3f | %.3f |%n", name, seed, (double) nanos / steps,
+            System.out.printf(Locale.ROOT, "| %s | %d | %s | %.0f | %s | %s | %.3f | %.3f |%n", name, seed, mib(chunk),
+                    (double) nanos / steps,
                     mib(peakLive), mib(peakReserved), (double) peakReserved / peakLive,
                     liveBytes == 0 ? 0.0 : (double) after.reservedBytes() / liveBytes);
         }
@@ -116,6 +119,9 @@ public final class Traces {
             long nanos = 0;
             long stalls = 0;
             double peakFragmentation = 0;
+            long liveBlocks = 0;
+            long peakLive = 0;
+            long peakReserved = 0;
             for (int step = 0; step < 3000; step++) {
                 // Admit sequences while their prompt fits.
                 while (true) {
@@ -135,6 +141,7 @@ public final class Traces {
                         break;
                     }
                     active.add(new Seq(got, new long[] {prompt}, prompt + output));
+                    liveBlocks += got.size();
                     admitted++;
                 }
                 // One decode step: every sequence gains a token; a new block every 16 tokens.
@@ -146,6 +153,7 @@ public final class Traces {
                             s.blocks.add(m.allocate(block, Contenders.CPU));
                             nanos += System.nanoTime() - t0;
                             blockAllocs++;
+                            liveBlocks++;
                         } catch (OutOfDeviceMemoryException full) {
                             stalls++;
                             continue;
@@ -154,19 +162,24 @@ public final class Traces {
                     s.tokens[0]++;
                     if (s.tokens[0] >= s.target) {
                         s.blocks.forEach(m::deallocate);
+                        liveBlocks -= s.blocks.size();
                         active.remove(i);
                     }
                 }
-                peakFragmentation = Math.max(peakFragmentation, m.memoryInfo().fragmentationRatio());
+                MemoryInfo now = m.memoryInfo();
+                peakFragmentation = Math.max(peakFragmentation, now.fragmentationRatio());
+                peakLive = Math.max(peakLive, liveBlocks * block);
+                peakReserved = Math.max(peakReserved, now.reservedBytes());
             }
             MemoryInfo before = m.memoryInfo();
             DefragmentationStats d = m.defragment(Contenders.CPU).toCompletableFuture().join();
             System.out.println("### Workload 3: KV-cache paging (64 KiB blocks, 1 GiB budget, 3000 decode steps)");
             System.out.println();
-            System.out.println("| admitted sequences | block allocations | ns per block allocation | stalled token steps | peak fragmentation | fragmentation before / after defragment | reserved / used at end |");
-            System.out.println("|---|---|---|---|---|---|---|");
-            System.out.printf(Locale.ROOT, "| %d | %d | %.0f | %d | %.3f | %.3f / %.3f | %.3f |%n", admitted, blockAllocs,
-                    (double) nanos / blockAllocs, stalls, peakFragmentation, d.fragmentationBefore(), d.fragmentationAfter(),
+            System.out.println("| admitted sequences | block allocations | ns per block allocation | stalled token steps | peak live | peak reserved | peak reserved / peak live | peak fragmentation | fragmentation before / after defragment | reserved / used at end |");
+            System.out.println("|---|---|---|---|---|---|---|---|---|---|");
+            System.out.printf(Locale.ROOT, "| %d | %d | %.0f | %d | %s | %s | %.3f | %.3f | %.3f / %.3f | %.3f |%n", admitted, blockAllocs,
+                    (double) nanos / blockAllocs, stalls, mib(peakLive), mib(peakReserved), (double) peakReserved / peakLive,
+                    peakFragmentation, d.fragmentationBefore(), d.fragmentationAfter(),
                     before.usedBytes() == 0 ? 0.0 : (double) before.reservedBytes() / before.usedBytes());
         }
     }

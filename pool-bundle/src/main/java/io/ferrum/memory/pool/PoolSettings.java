@@ -21,8 +21,9 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
  *                      across devices; peers must be managers of the same backend (their upstreams
  *                      must understand each other's chunks); not null
  * @param threadCacheBytes how many bytes of freed blocks each platform thread may keep for its own
- *                      next allocations (blocks up to 256 KiB; requests up to that size are rounded
- *                      up to one of 16 size classes per power of two); 0 turns thread caches off.
+ *                      next allocations (a quarter of it for blocks up to 256 KiB, whose requests are
+ *                      rounded up to one of 16 size classes per power of two; blocks up to 1 MiB only
+ *                      by a thread that recently waited for a pool lock); 0 turns thread caches off.
  *                      Caches are also off with a zeroing policy or debug tracking
  */
 public record PoolSettings(long capacityBytes, ZeroingPolicy zeroing, PoolLog log, LongSupplier nanoClock,
@@ -36,8 +37,8 @@ public record PoolSettings(long capacityBytes, ZeroingPolicy zeroing, PoolLog lo
      */
     public static final LongSupplier SYSTEM_NANOS = System::nanoTime;
 
-    /** Default {@link #threadCacheBytes}: 2 MiB per thread and manager. */
-    public static final long DEFAULT_THREAD_CACHE_BYTES = 8L << 20;
+    /** Default {@link #threadCacheBytes}: 32 MiB per thread and manager. */
+    public static final long DEFAULT_THREAD_CACHE_BYTES = 32L << 20;
 
     /**
      * @throws InvalidMemoryRequestException on a negative capacity or a null field

@@ -334,8 +334,26 @@ class PoolEngineTest {
         m.configurePool(CPU, bigger);
         assertEquals(bigger, m.poolConfig(MemoryType.GENERAL));
         long reserved = m.memoryInfo().reservedBytes();
-        m.allocate(MiB, CPU);
+        m.allocate(MiB / 2, CPU);
         assertEquals(reserved + 4 * MiB, m.memoryInfo().reservedBytes(), "new growth increment applies to future growth");
+    }
+
+    @Test
+    void aRequestOfAQuarterOfTheGrowthIncrementOrMoreGetsAChunkOfItsOwnSize() {
+        ArenaUpstream up = new ArenaUpstream(256 * MiB);
+        PooledMemoryManager m = manager(up, pool(4 * MiB, 16 * MiB));
+        m.allocate(MiB, CPU);
+        assertEquals(4 * MiB, m.memoryInfo().reservedBytes(), "the first chunk is the initial size");
+        m.allocate(5 * MiB, CPU);
+        assertEquals(9 * MiB, m.memoryInfo().reservedBytes(), "5 MiB >= 16 MiB / 4: a 5 MiB chunk");
+        m.allocate(4 * MiB, CPU);
+        assertEquals(13 * MiB, m.memoryInfo().reservedBytes(), "4 MiB, exactly a quarter, does not fit the 3 MiB left: its own chunk");
+        m.allocate(3 * MiB, CPU);
+        assertEquals(13 * MiB, m.memoryInfo().reservedBytes(), "3 MiB fits the first chunk's rest");
+        m.allocate(MiB, CPU);
+        assertEquals(29 * MiB, m.memoryInfo().reservedBytes(), "1 MiB < 16 MiB / 4 finds no room: a growth increment");
+        m.allocate(15 * MiB, CPU);
+        assertEquals(29 * MiB, m.memoryInfo().reservedBytes(), "15 MiB fits the rest of that increment");
     }
 
     @Test
@@ -864,6 +882,57 @@ class PoolEngineTest {
         assertRejected(m, InvalidHandleException.class, () -> m.mapMemory(a, MemoryAccess.READ_ONLY));
         assertEquals(1000, m.handleInfo(b).orElseThrow().size());
         assertEquals(1, m.memoryInfo().activeAllocations());
+    }
+
+    @Test
+    void aThreadAloneGivesBlocksAbove256KiBBackToThePoolAtTheirExactSize() {
+        PooledMemoryManager m = manager(new ArenaUpstream(64 * MiB), pool(4 * MiB, 4 * MiB));
+        m.deallocate(m.allocate(600 * KiB, CPU));
+        m.allocate(560 * KiB, CPU);
+        assertEquals(560 * KiB, m.memoryInfo().usedBytes(), "carved at its size, not the 600 KiB block freed before");
+    }
+
+    @Test
+    void aThreadThatWaitedForThePoolLockCachesLargeBlocksAndReusesOneUpTo12Percent() throws Exception {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, pool(4 * MiB, 4 * MiB));
+        // A hole before a live block: defragmentation moves the block, holding the pool lock during the copy.
+        MemoryHandle hole = m.allocate(300 * KiB, CPU);
+        MemoryHandle moved = m.allocate(64 * KiB, CPU);
+        m.deallocate(hole);
+        CountDownLatch inCopy = new CountDownLatch(1);
+        CountDownLatch go = new CountDownLatch(1);
+        up.onCopy = () -> {
+            inCopy.countDown();
+            try {
+                go.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        };
+        Thread defrag = new Thread(() -> m.defragment(CPU).toCompletableFuture().join());
+        defrag.start();
+        assertTrue(inCopy.await(30, TimeUnit.SECONDS));
+        up.onCopy = null;
+        AtomicLong usedAfterReuse = new AtomicLong();
+        AtomicLong usedBeforeReuse = new AtomicLong();
+        Thread worker = new Thread(() -> {
+            m.deallocate(m.allocate(600 * KiB, CPU)); // waits for the pool lock: this thread may now cache large blocks
+            usedBeforeReuse.set(m.memoryInfo().usedBytes());
+            m.allocate(560 * KiB, CPU);
+            usedAfterReuse.set(m.memoryInfo().usedBytes());
+        });
+        worker.start();
+        while (worker.getState() != Thread.State.WAITING && worker.isAlive()) {
+            Thread.onSpinWait();
+        }
+        go.countDown();
+        worker.join(30_000);
+        defrag.join(30_000);
+        assertFalse(worker.isAlive());
+        assertEquals(64 * KiB, usedBeforeReuse.get(), "the cached 600 KiB block counts as free");
+        assertEquals(64 * KiB + 600 * KiB, usedAfterReuse.get(), "560 KiB got the cached 600 KiB block");
+        assertTrue(m.owns(moved));
     }
 
     @Test

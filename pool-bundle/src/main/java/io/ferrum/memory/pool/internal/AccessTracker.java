@@ -30,12 +30,34 @@ final class AccessTracker {
     private long run;
     private boolean runAfterIdle;
 
-    AccessTracker(long createdNanos) {
-        this.lastNanos = createdNanos;
+    /**
+     * Starts over for a new allocation of the same block (a block taken from a thread cache keeps its
+     * tracker, so that the hot path stores no new reference). Writes nothing when the tracker has
+     * recorded nothing: trackers of two threads' blocks may share a cache line. Called by the
+     * allocating thread before the handle is published; a reader holding the block's previous handle
+     * re-checks the handle after its snapshot.
+     */
+    void reset() {
+        if (reads == 0 && writes == 0) {
+            return;
+        }
+        reads = 0;
+        writes = 0;
+        readBytes = 0;
+        writeBytes = 0;
+        lastEnd = -1;
+        sequentialHits = 0;
+        lastNanos = 0;
+        run = 0;
+        runAfterIdle = false;
     }
 
-    synchronized void record(boolean write, long offset, long length, long nanos) {
+    /** @param createdNanos when the block was allocated (the start of the first gap) */
+    synchronized void record(boolean write, long offset, long length, long nanos, long createdNanos) {
         long count = reads + writes;
+        if (count == 0) {
+            lastNanos = createdNanos;
+        }
         if (count > 0 && offset == lastEnd) {
             sequentialHits++;
         }
@@ -57,9 +79,11 @@ final class AccessTracker {
         }
     }
 
-    synchronized MemoryAccessStats snapshot(Instant epoch, long epochNanos) {
+    /** @param createdNanos when the block was allocated (the last access time until there is one) */
+    synchronized MemoryAccessStats snapshot(Instant epoch, long epochNanos, long createdNanos) {
+        long last = reads + writes == 0 ? createdNanos : lastNanos;
         return new MemoryAccessStats(reads, writes, reads == 0 ? 0 : readBytes / reads,
-                writes == 0 ? 0 : writeBytes / writes, epoch.plusNanos(lastNanos - epochNanos), pattern());
+                writes == 0 ? 0 : writeBytes / writes, epoch.plusNanos(last - epochNanos), pattern());
     }
 
     private AccessPatternType pattern() {

@@ -79,9 +79,9 @@ public final class HandleTable {
     /** Issues a new id for {@code b} from {@code cache}'s own spare slots (refilled in a batch when empty). */
     long register(Block b, ThreadCache cache) {
         if (cache.slotCount == 0) {
-            cache.slotCount = takeSlots(cache.slots, cache.slots.length / 2);
+            cache.slotCount = takeSlots(cache.slots, ThreadCache.SLOT_BASE, ThreadCache.SLOTS / 2);
         }
-        long id = issue(cache.slots[--cache.slotCount], b);
+        long id = issue(cache.slots[ThreadCache.SLOT_BASE + --cache.slotCount], b);
         b.handleId = id;
         return id;
     }
@@ -93,16 +93,17 @@ public final class HandleTable {
         return newSlot();
     }
 
-    private synchronized int takeSlots(int[] into, int n) {
+    /** @return how many slots (at least one, at most {@code n}) were written to {@code into} from {@code base} */
+    private synchronized int takeSlots(int[] into, int base, int n) {
         int got = 0;
         while (got < n && freeCount > 0) {
-            into[got++] = freeSlots[--freeCount];
+            into[base + got++] = freeSlots[--freeCount];
         }
         if (got == 0) {
-            into[got++] = newSlot();
+            into[base + got++] = newSlot();
         }
         while (got < n && nextSlot < MAX_SLOTS && (nextSlot & (PAGE - 1)) != 0) {
-            into[got++] = newSlot();
+            into[base + got++] = newSlot();
         }
         return got;
     }
@@ -132,7 +133,11 @@ public final class HandleTable {
         int i = slot & (PAGE - 1);
         int gen = ++page.generations[i];
         long id = (managerId << (SLOT_BITS + GEN_BITS)) | ((long) slot << GEN_BITS) | gen;
-        SLOTS.setRelease(page.blocks, i, b);
+        // A thread that frees and allocates again often gets the same slot for the same block: then
+        // nothing is stored (a reference store costs a GC card mark; the block's name is what counts).
+        if (SLOTS.getAcquire(page.blocks, i) != b) {
+            SLOTS.setRelease(page.blocks, i, b);
+        }
         return id;
     }
 
@@ -156,8 +161,8 @@ public final class HandleTable {
         if (slot < 0) {
             return;
         }
-        if (cache != null && cache.slotCount < cache.slots.length) {
-            cache.slots[cache.slotCount++] = slot;
+        if (cache != null && cache.slotCount < ThreadCache.SLOTS) {
+            cache.slots[ThreadCache.SLOT_BASE + cache.slotCount++] = slot;
         } else {
             giveBack(slot);
         }
@@ -166,18 +171,20 @@ public final class HandleTable {
     /** Returns a stash of spare slots to the shared free list (a cache that is being dropped). */
     synchronized void giveBackAll(ThreadCache cache) {
         for (int k = 0; k < cache.slotCount; k++) {
-            pushFree(cache.slots[k]);
+            pushFree(cache.slots[ThreadCache.SLOT_BASE + k]);
         }
         cache.slotCount = 0;
     }
 
-    /** Empties the slot of {@code id}; @return the slot if it may be reused, -1 if it is retired */
+    /**
+     * Retires {@code id}, whose block no longer carries it (its claim cleared the name, so
+     * {@link #lookup} already fails: the slot keeps pointing at the block until it is reused).
+     *
+     * @return the slot if it may be reused, -1 if it is retired
+     */
     private int clear(long id) {
         int slot = slotOf(id);
-        Page page = pages[slot >>> PAGE_BITS];
-        int i = slot & (PAGE - 1);
-        SLOTS.setRelease(page.blocks, i, (Block) null);
-        return page.generations[i] < MAX_GEN ? slot : -1;
+        return pages[slot >>> PAGE_BITS].generations[slot & (PAGE - 1)] < MAX_GEN ? slot : -1;
     }
 
     private synchronized void giveBack(int slot) {

@@ -69,19 +69,22 @@ public final class Pool {
      * Takes {@link #lock}, spinning briefly first: the lock is held for a fraction of a microsecond
      * on the allocation paths, far less than parking and waking a thread costs (a parked waiter
      * turns two threads sharing a pool into a convoy).
+     *
+     * @return true if another thread held the lock (the caller had to wait)
      */
-    void acquire() {
+    boolean acquire() {
         ReentrantLock l = lock;
         if (l.tryLock()) {
-            return;
+            return false;
         }
         for (int i = 0; i < 256; i++) {
             Thread.onSpinWait();
             if (!l.isLocked() && l.tryLock()) {
-                return;
+                return true;
             }
         }
         l.lock();
+        return true;
     }
 
     /** @return the block size for a request: rounded up to the pool alignment and MIN_BLOCK */
@@ -318,9 +321,11 @@ public final class Pool {
         if (min > room || min < 0) {
             return 0;
         }
+        // A request of a quarter of the growth increment or more gets a chunk of its own size: carved
+        // from a regular chunk it would leave a remainder that only smaller blocks can use.
         long wanted = reserved + pending == 0 && config.initialSize() >= needed
                 ? config.initialSize()
-                : Math.max(needed, config.growthIncrement());
+                : needed >= config.growthIncrement() / 4 ? needed : config.growthIncrement();
         wanted = alignUp(wanted, chunkAlignment);
         long size = Math.max(min, Math.min(wanted, room & -chunkAlignment));
         pending += size;

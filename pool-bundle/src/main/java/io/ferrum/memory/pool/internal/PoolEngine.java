@@ -251,13 +251,30 @@ public final class PoolEngine implements PooledMemoryManager {
                 b.requested = size;
                 b.alignment = unit;
                 b.allocatedAtNanos = allocationNanos();
-                if (cfg.enableStats() && config.enableTracking()) {
-                    b.access = new AccessTracker(b.allocatedAtNanos);
-                }
+                track(b, cfg);
                 return new MemoryHandle(handles.register(b, tc));
             }
         }
         return allocateIn(pool, size, unit, blockSize, tc);
+    }
+
+    /** @return true if a block of {@code size} bytes may go to {@code tc} (large ones only while the thread has credit) */
+    private static boolean cacheable(ThreadCache tc, long size) {
+        return size <= ThreadCache.MAX_CLASS || (size <= ThreadCache.MAX_BLOCK && tc.largeCredit > 0);
+    }
+
+    /** Gives a newly allocated block fresh access statistics when they are on, reusing its tracker if it has one. */
+    private void track(Block b, MemoryPoolConfig cfg) {
+        if (cfg.enableStats() && config.enableTracking()) {
+            AccessTracker t = b.access;
+            if (t == null) {
+                b.access = new AccessTracker();
+            } else {
+                t.reset();
+            }
+        } else if (b.access != null) {
+            b.access = null;
+        }
     }
 
     /** @return now, for an allocation time: to about a millisecond with the system clock, else the settings' clock */
@@ -354,9 +371,12 @@ public final class PoolEngine implements PooledMemoryManager {
     /** Carves from the pool under its lock, growing it if needed; {@code tc}, if any, lends a handle slot. */
     private MemoryHandle allocateIn(Pool pool, long size, long alignment, long blockSize, ThreadCache tc) {
         boolean gcTried = false;
+        boolean ownDrained = false;
         while (true) {
             Block b;
-            pool.acquire();
+            if (pool.acquire() && tc != null) {
+                tc.largeCredit = ThreadCache.LARGE_CREDIT;
+            }
             try {
                 if (pool.closed) {
                     throw unavailable();
@@ -366,9 +386,7 @@ public final class PoolEngine implements PooledMemoryManager {
                     b.requested = size;
                     b.alignment = alignment;
                     b.allocatedAtNanos = allocationNanos();
-                    if (pool.config.enableStats() && config.enableTracking()) {
-                        b.access = new AccessTracker(b.allocatedAtNanos);
-                    }
+                    track(b, pool.config);
                     if (config.enableDebug()) {
                         b.allocationSite = new Throwable("allocated here");
                     }
@@ -387,6 +405,16 @@ public final class PoolEngine implements PooledMemoryManager {
                 }
                 checkPressure();
                 return new MemoryHandle(b.handleId);
+            }
+            if (!ownDrained) {
+                ownDrained = true;
+                // Before the pool grows, the blocks this thread keeps go back to it: a cache must not
+                // make the pool larger than the same calls without it.
+                ThreadCache own = localCache == null ? null : localCache.get();
+                if (own != null && own.count() > 0) {
+                    drain(own);
+                    continue;
+                }
             }
             long needed = blockSize + (alignment > Math.max(pool.config.alignment(), Pool.MIN_BLOCK)
                     ? alignment - Pool.MIN_BLOCK : 0);
@@ -526,11 +554,17 @@ public final class PoolEngine implements PooledMemoryManager {
         ThreadCache tc = localCache != null && pool.type != MemoryType.MAPPED ? cache() : null;
         handles.unregisterClaimed(id, tc);
         // Read after the claim: a pin or a map that raced with it either is seen here or sees the claim.
-        if (tc != null && b.pins == 0 && b.mapping == null && !b.isNamed() && b.size <= ThreadCache.MAX_BLOCK
+        if (tc != null && b.pins == 0 && b.mapping == null && !b.isNamed() && cacheable(tc, b.size)
                 && b.size == ThreadCache.classSize(b.size, Math.max(pool.config.alignment(), Pool.MIN_BLOCK))) {
-            b.access = null;
-            b.hint = null;
+            // The tracker stays for the block's next allocation (reset then): no reference store on
+            // the hot path, which under G1 would dirty a card per call.
+            if (b.hint != null) {
+                b.hint = null;
+            }
             if (tc.push(pool.type.ordinal(), b)) {
+                if (b.size > ThreadCache.MAX_CLASS) {
+                    tc.largeCredit--;
+                }
                 return;
             }
         }
@@ -539,7 +573,9 @@ public final class PoolEngine implements PooledMemoryManager {
         long zeroOffset = -1;
         DeviceChunk zeroChunk = null;
         long zeroLength = 0;
-        pool.acquire();
+        if (pool.acquire() && tc != null) {
+            tc.largeCredit = ThreadCache.LARGE_CREDIT;
+        }
         try {
             if (pool.closed) {
                 return;
@@ -694,11 +730,11 @@ public final class PoolEngine implements PooledMemoryManager {
         }
         AccessTracker sa = s.access;
         if (sa != null) {
-            sa.record(false, srcOffset, size, t1);
+            sa.record(false, srcOffset, size, t1, s.allocatedAtNanos);
         }
         AccessTracker da = d.access;
         if (da != null) {
-            da.record(true, dstOffset, size, t1);
+            da.record(true, dstOffset, size, t1, d.allocatedAtNanos);
         }
     }
 
@@ -1035,10 +1071,10 @@ public final class PoolEngine implements PooledMemoryManager {
             if (t != null) {
                 long now = settings.nanoClock().getAsLong();
                 if (access != MemoryAccess.WRITE_ONLY) {
-                    t.record(false, 0, b.requested, now);
+                    t.record(false, 0, b.requested, now, b.allocatedAtNanos);
                 }
                 if (access != MemoryAccess.READ_ONLY) {
-                    t.record(true, 0, b.requested, now);
+                    t.record(true, 0, b.requested, now, b.allocatedAtNanos);
                 }
             }
             return access == MemoryAccess.READ_ONLY ? view.asReadOnly() : view;
@@ -1134,7 +1170,12 @@ public final class PoolEngine implements PooledMemoryManager {
     public Optional<MemoryAccessStats> accessStats(MemoryHandle handle) {
         Block b = liveOrNull(handle);
         AccessTracker t = b == null ? null : b.access;
-        return t == null ? Optional.empty() : Optional.of(t.snapshot(epoch, epochNanos));
+        if (t == null) {
+            return Optional.empty();
+        }
+        MemoryAccessStats stats = t.snapshot(epoch, epochNanos, b.allocatedAtNanos);
+        // A block freed and reused meanwhile keeps its tracker: its figures are not this handle's.
+        return b.isNamedBy(handle.id()) ? Optional.of(stats) : Optional.empty();
     }
 
     @Override

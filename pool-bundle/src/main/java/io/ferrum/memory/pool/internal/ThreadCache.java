@@ -10,50 +10,82 @@ import java.lang.invoke.VarHandle;
  * <p>Cached blocks are not free in their pool (the pool still counts them as used) and no handle
  * names them. Only the owner thread pushes and pops; other threads only read {@link #bytes()} and
  * {@link #count()} (for the manager's figures, which report cached blocks as free) and drain the
- * cache of a thread that has died. Bins hold blocks of exactly one size class each (class sizes:
- * 16 B steps below 256 B, then 16 steps per power of two, never finer than the pool alignment).
+ * cache of a thread that has died.
  *
- * <p>Bounded: at most {@link #capacityBytes} bytes and {@value #DEPTH} blocks per class; a free that
+ * <p>Up to {@link #MAX_CLASS} (256 KiB), requests are rounded up to a size class (16 B steps below
+ * 256 B, then 16 steps per power of two, never finer than the pool alignment) and a bin holds blocks
+ * of exactly its class size. Above it, up to {@link #MAX_BLOCK} (1 MiB), blocks keep their exact
+ * size (rounding 1 MiB requests by up to 1/16 would waste more than the cache saves) and a bin holds
+ * any block between its class size and the next one: a request takes the first block in its own bin
+ * that is large enough, else any block of the next bin, so a reused block is at most two steps
+ * (12.5 %) larger than asked. Blocks above MAX_CLASS are cached only by a thread that recently
+ * found a pool lock held by another thread ({@link #LARGE_CREDIT} blocks per such wait): they cost
+ * memory (a reused block may be larger than asked, and the cache holds up to a megabyte per block),
+ * which is worth paying only where the pool is contended; a thread alone keeps the exact fit of the
+ * pool.
+ *
+ * <p>Bounded: at most {@link #capacityBytes} bytes, a quarter of it for blocks up to MAX_CLASS (so
+ * that a thread alone, which caches nothing larger, keeps little memory from its pool), and
+ * {@value #DEPTH} blocks per bin; a free that
  * does not fit goes to the pool. The manager drains caches on trim, defragment, configurePool and
  * before it reports out of memory (each thread on its next call, the calling thread at once).
  */
-final class ThreadCache {
-    /** Largest cached block, and largest request rounded up to its class size. */
-    static final long MAX_BLOCK = 256 * 1024;
+final class ThreadCache extends ThreadCacheCounters {
+    /** Largest request rounded up to its class size. */
+    static final long MAX_CLASS = 256 * 1024;
+    /** Largest cached block. */
+    static final long MAX_BLOCK = 1024 * 1024;
     static final int DEPTH = 8;
+    /** Blocks above MAX_CLASS a thread may cache after it waited for a pool lock. */
+    static final int LARGE_CREDIT = 4096;
     /** Bins per pool: 1..15 for 16..240 B, then 16 per power of two from 256 B to MAX_BLOCK. */
     static final int BINS = 16 + 16 * (63 - Long.numberOfLeadingZeros(MAX_BLOCK) - 8) + 1;
+    /**
+     * Unused entries at both ends of every array the owner writes on each call (64 bytes or more):
+     * after a garbage collection two threads' arrays may lie side by side.
+     */
+    static final int PAD = 16;
+    /** Capacity of the spare handle-slot stash, which lives in {@link #slots} from {@link #SLOT_BASE}. */
+    static final int SLOTS = 64;
+    static final int SLOT_BASE = PAD;
     private static final VarHandle BYTES;
     private static final VarHandle COUNT;
 
     static {
         try {
             MethodHandles.Lookup l = MethodHandles.lookup();
-            BYTES = l.findVarHandle(ThreadCache.class, "bytes", long.class);
-            COUNT = l.findVarHandle(ThreadCache.class, "count", int.class);
+            BYTES = l.findVarHandle(ThreadCacheCounters.class, "bytes", long.class);
+            COUNT = l.findVarHandle(ThreadCacheCounters.class, "count", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
     }
 
+    // 64 bytes after the counters (the JVM lays out a subclass's long fields first).
+    long q01;
+    long q02;
+    long q03;
+    long q04;
+    long q05;
+    long q06;
+    long q07;
+    long q08;
+
     final Thread owner = Thread.currentThread();
     final long capacityBytes;
-    /** [pool index][bin] -> stack of blocks, created on first use. */
-    private final Block[][][] bins;
+    /**
+     * Per pool index, created on first use: the stacks of all bins in one array, bin {@code k}'s
+     * stack at {@code PAD + k * DEPTH}.
+     */
+    private final Block[][] stacks;
+    /** Per pool index: the depth of bin {@code k}'s stack at {@code PAD + k}. */
     private final byte[][] depths;
-    /** Spare handle-table slots of this thread. */
-    final int[] slots = new int[64];
-    int slotCount;
-    /** The manager's drain epoch this cache has honoured. */
-    int epoch;
-    @SuppressWarnings("unused") // accessed through BYTES
-    private long bytes;
-    @SuppressWarnings("unused") // accessed through COUNT
-    private int count;
+    /** Spare handle-table slots of this thread, at {@code [SLOT_BASE, SLOT_BASE + slotCount)}. */
+    final int[] slots = new int[PAD + SLOTS + PAD];
 
     ThreadCache(int pools, long capacityBytes, int epoch) {
         this.capacityBytes = capacityBytes;
-        this.bins = new Block[pools][][];
+        this.stacks = new Block[pools][];
         this.depths = new byte[pools][];
         this.epoch = epoch;
     }
@@ -63,14 +95,14 @@ final class ThreadCache {
      * {@code unit}) is rounded up to, or {@code blockSize} itself when it is too large to cache
      */
     static long classSize(long blockSize, long unit) {
-        if (blockSize > MAX_BLOCK || blockSize < 256) {
+        if (blockSize > MAX_CLASS || blockSize < 256) {
             return blockSize;
         }
         long step = Math.max(unit, Long.highestOneBit(blockSize) >>> 4);
         return (blockSize + step - 1) & -step;
     }
 
-    /** @return the bin of a block of exactly a class size (at most MAX_BLOCK) */
+    /** @return the bin of a block of a class size, or (above MAX_CLASS) of the class size just below it; at most MAX_BLOCK */
     static int bin(long size) {
         if (size < 256) {
             return (int) (size >>> 4);
@@ -80,48 +112,80 @@ final class ThreadCache {
         return 16 + (fl - 8) * 16 + sl;
     }
 
-    /** Owner only. @return a cached block of exactly {@code size} bytes of pool {@code p}, or null */
+    /**
+     * Owner only.
+     *
+     * @param size a class size (at most MAX_CLASS) or a block size up to MAX_BLOCK
+     * @return a cached block of pool {@code p}: of exactly {@code size} bytes up to MAX_CLASS, of at
+     * least {@code size} bytes above it; or null
+     */
     Block pop(int p, long size) {
         byte[] d = depths[p];
         if (d == null) {
             return null;
         }
         int bin = bin(size);
-        int n = d[bin];
+        int n = d[PAD + bin];
+        Block[] stack = stacks[p];
+        if (size > MAX_CLASS) {
+            // A bin above MAX_CLASS holds blocks of different sizes: take one large enough, else the next bin's top.
+            for (int k = n - 1; k >= 0; k--) {
+                Block b = stack[PAD + bin * DEPTH + k];
+                if (b.size >= size) {
+                    int top = PAD + bin * DEPTH + n - 1;
+                    if (k != n - 1) {
+                        stack[PAD + bin * DEPTH + k] = stack[top];
+                        stack[top] = b;
+                    }
+                    return taken(d, bin, n - 1, b);
+                }
+            }
+            if (bin + 1 == BINS) {
+                return null;
+            }
+            bin++;
+            n = d[PAD + bin];
+        }
         if (n == 0) {
             return null;
         }
-        Block[] stack = bins[p][bin];
-        Block b = stack[--n];
-        stack[n] = null;
-        d[bin] = (byte) n;
-        BYTES.setOpaque(this, (long) BYTES.getOpaque(this) - b.size);
-        COUNT.setOpaque(this, (int) COUNT.getOpaque(this) - 1);
+        // The entry is left as it is: the next push to this bin is often the same block, and then
+        // stores nothing (a reference store into an old array costs a GC card mark).
+        return taken(d, bin, n - 1, stack[PAD + bin * DEPTH + n - 1]);
+    }
+
+    private Block taken(byte[] d, int bin, int depth, Block b) {
+        d[PAD + bin] = (byte) depth;
+        forget(b);
         return b;
     }
 
-    /** Owner only. @return true if {@code b} (of a class size) was cached, false if the cache is full */
+    /** Owner only. @return true if {@code b} (of a class size, or above MAX_CLASS any size up to MAX_BLOCK) was cached, false if the cache is full */
     boolean push(int p, Block b) {
         long now = (long) BYTES.getOpaque(this);
-        if (now + b.size > capacityBytes) {
+        boolean small = b.size <= MAX_CLASS;
+        if (now + b.size > capacityBytes || small && smallBytes + b.size > capacityBytes / 4) {
             return false;
         }
         byte[] d = depths[p];
         if (d == null) {
-            d = depths[p] = new byte[BINS];
-            bins[p] = new Block[BINS][];
+            d = depths[p] = new byte[PAD + BINS + PAD];
+            stacks[p] = new Block[PAD + BINS * DEPTH + PAD];
         }
         int bin = bin(b.size);
-        int n = d[bin];
+        int n = d[PAD + bin];
         if (n == DEPTH) {
             return false;
         }
-        Block[] stack = bins[p][bin];
-        if (stack == null) {
-            stack = bins[p][bin] = new Block[DEPTH];
+        Block[] stack = stacks[p];
+        int at = PAD + bin * DEPTH + n;
+        if (stack[at] != b) {
+            stack[at] = b;
         }
-        stack[n] = b;
-        d[bin] = (byte) (n + 1);
+        d[PAD + bin] = (byte) (n + 1);
+        if (small) {
+            smallBytes += b.size;
+        }
         BYTES.setOpaque(this, now + b.size);
         COUNT.setOpaque(this, (int) COUNT.getOpaque(this) + 1);
         return true;
@@ -133,17 +197,25 @@ final class ThreadCache {
         if (d == null) {
             return;
         }
+        Block[] stack = stacks[p];
         for (int bin = 0; bin < BINS; bin++) {
-            Block[] stack = bins[p][bin];
-            for (int k = d[bin] - 1; k >= 0; k--) {
-                Block b = stack[k];
-                stack[k] = null;
-                d[bin] = (byte) k;
-                BYTES.setOpaque(this, (long) BYTES.getOpaque(this) - b.size);
-                COUNT.setOpaque(this, (int) COUNT.getOpaque(this) - 1);
+            for (int k = d[PAD + bin] - 1; k >= 0; k--) {
+                int at = PAD + bin * DEPTH + k;
+                Block b = stack[at];
+                stack[at] = null;
+                d[PAD + bin] = (byte) k;
+                forget(b);
                 sink.accept(b);
             }
         }
+    }
+
+    private void forget(Block b) {
+        if (b.size <= MAX_CLASS) {
+            smallBytes -= b.size;
+        }
+        BYTES.setOpaque(this, (long) BYTES.getOpaque(this) - b.size);
+        COUNT.setOpaque(this, (int) COUNT.getOpaque(this) - 1);
     }
 
     /** @return bytes of the cached blocks (any thread; a recent value) */
