@@ -470,10 +470,12 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
                     + " bundle (for example io.ferrum.memory.cpu)");
         }
         // Fast path: decide on the recent figures; anything unusual goes to the full path below.
-        Routing r = routing;
-        if (r == null || r.active != active || ThreadLocalRandom.current().nextInt(REFRESH) == 0) {
-            r = new Routing(active, figures(active));
-            routing = r;
+        int slot = routingSlot();
+        Routing r = routing[slot];
+        int epoch = routingEpoch;
+        if (r == null || r.active != active || r.epoch != epoch || ThreadLocalRandom.current().nextInt(REFRESH) == 0) {
+            r = new Routing(active, figures(active), epoch);
+            routing[slot] = r;
         }
         Device first = null;
         String firstFailure = null;
@@ -489,7 +491,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
                 try {
                     return allocateOn(m, d, size, requirements);
                 } catch (OutOfDeviceMemoryException | DeviceUnavailableException e) {
-                    routing = null;
+                    routingEpoch++;
                     first = d;
                     firstFailure = d + " (" + e.getMessage() + ")";
                 }
@@ -503,10 +505,10 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     /** The devices and figures routed allocations decide on; replaced when the devices change. */
     private record Routing(Map<Device, DeviceMemoryManager> active, List<Device> devices, Map<Device, MemoryInfo> infos,
-                           DeviceMemoryManager[] managers) {
-        Routing(Map<Device, DeviceMemoryManager> active, Map<Device, MemoryInfo> infos) {
+                           DeviceMemoryManager[] managers, int epoch) {
+        Routing(Map<Device, DeviceMemoryManager> active, Map<Device, MemoryInfo> infos, int epoch) {
             this(active, List.copyOf(infos.keySet()), Map.copyOf(infos),
-                    infos.keySet().stream().map(active::get).toArray(DeviceMemoryManager[]::new));
+                    infos.keySet().stream().map(active::get).toArray(DeviceMemoryManager[]::new), epoch);
         }
 
         /** @return the manager of {@code d} if it is one of the devices offered, else null */
@@ -521,7 +523,23 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         }
     }
 
-    private volatile Routing routing;
+    /**
+     * Snapshots by thread, {@value #ROUTING_STRIDE} entries (64 bytes or more) apart: one shared
+     * snapshot, made by one thread, sits in that thread's allocation buffer next to the objects it
+     * allocates next, and every other thread reading it then misses its cache (2 threads: 129 ns per
+     * routed 4 KiB allocate + free against 68 direct). Threads whose ids collide share a slot, which
+     * is only slower. An array rather than a ThreadLocal, so that no thread keeps this bundle's
+     * classes after it is stopped.
+     */
+    private final Routing[] routing = new Routing[ROUTING_SLOTS * ROUTING_STRIDE];
+    private static final int ROUTING_SLOTS = 64;
+    private static final int ROUTING_STRIDE = 16;
+    /** Bumped to make every thread's snapshot stale (after a failed allocation). */
+    private volatile int routingEpoch;
+
+    private static int routingSlot() {
+        return (int) (Thread.currentThread().threadId() & (ROUTING_SLOTS - 1)) * ROUTING_STRIDE;
+    }
 
     /** @return the lock-free figures of every device that answers, in device order */
     private static Map<Device, MemoryInfo> figures(Map<Device, DeviceMemoryManager> active) {
@@ -555,7 +573,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     private MemoryHandle allocateFresh(long size, AllocationRequirements requirements, StrategyRegistry.Entry strategy,
                                        Map<Device, DeviceMemoryManager> active, Device triedFirst, String firstFailure) {
         Map<Device, MemoryInfo> infos = figures(active);
-        routing = new Routing(active, new LinkedHashMap<>(infos));
+        routing[routingSlot()] = new Routing(active, new LinkedHashMap<>(infos), routingEpoch);
         List<Device> candidates = new ArrayList<>(infos.keySet());
         List<String> tried = new ArrayList<>();
         int attempt = 0;

@@ -374,8 +374,9 @@ public final class PoolEngine implements PooledMemoryManager {
         boolean ownDrained = false;
         while (true) {
             Block b;
-            if (pool.acquire() && tc != null) {
-                tc.largeCredit = ThreadCache.LARGE_CREDIT;
+            boolean waited = pool.acquire();
+            if (tc != null) {
+                tc.sawPoolLock(waited);
             }
             try {
                 if (pool.closed) {
@@ -562,9 +563,6 @@ public final class PoolEngine implements PooledMemoryManager {
                 b.hint = null;
             }
             if (tc.push(pool.type.ordinal(), b)) {
-                if (b.size > ThreadCache.MAX_CLASS) {
-                    tc.largeCredit--;
-                }
                 return;
             }
         }
@@ -573,8 +571,9 @@ public final class PoolEngine implements PooledMemoryManager {
         long zeroOffset = -1;
         DeviceChunk zeroChunk = null;
         long zeroLength = 0;
-        if (pool.acquire() && tc != null) {
-            tc.largeCredit = ThreadCache.LARGE_CREDIT;
+        boolean waited = pool.acquire();
+        if (tc != null) {
+            tc.sawPoolLock(waited);
         }
         try {
             if (pool.closed) {

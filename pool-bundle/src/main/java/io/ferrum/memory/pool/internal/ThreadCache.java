@@ -19,7 +19,8 @@ import java.lang.invoke.VarHandle;
  * any block between its class size and the next one: a request takes the first block in its own bin
  * that is large enough, else any block of the next bin, so a reused block is at most two steps
  * (12.5 %) larger than asked. Blocks above MAX_CLASS are cached only by a thread that recently
- * found a pool lock held by another thread ({@link #LARGE_CREDIT} blocks per such wait): they cost
+ * found a pool lock held by another thread (until it has found one free {@link #LARGE_CREDIT} times in
+ * a row; a thread whose large blocks all come from its cache does not go to the pool at all): they cost
  * memory (a reused block may be larger than asked, and the cache holds up to a megabyte per block),
  * which is worth paying only where the pool is contended; a thread alone keeps the exact fit of the
  * pool.
@@ -36,7 +37,10 @@ final class ThreadCache extends ThreadCacheCounters {
     /** Largest cached block. */
     static final long MAX_BLOCK = 1024 * 1024;
     static final int DEPTH = 8;
-    /** Blocks above MAX_CLASS a thread may cache after it waited for a pool lock. */
+    /**
+     * After a wait for a pool lock, how many more times this thread must find a pool lock free
+     * before it stops caching blocks above MAX_CLASS.
+     */
     static final int LARGE_CREDIT = 4096;
     /** Bins per pool: 1..15 for 16..240 B, then 16 per power of two from 256 B to MAX_BLOCK. */
     static final int BINS = 16 + 16 * (63 - Long.numberOfLeadingZeros(MAX_BLOCK) - 8) + 1;
@@ -152,6 +156,15 @@ final class ThreadCache extends ThreadCacheCounters {
         // The entry is left as it is: the next push to this bin is often the same block, and then
         // stores nothing (a reference store into an old array costs a GC card mark).
         return taken(d, bin, n - 1, stack[PAD + bin * DEPTH + n - 1]);
+    }
+
+    /** Owner only: notes that the thread took a pool lock, after waiting for it or not. */
+    void sawPoolLock(boolean waited) {
+        if (waited) {
+            largeCredit = LARGE_CREDIT;
+        } else if (largeCredit > 0) {
+            largeCredit--;
+        }
     }
 
     private Block taken(byte[] d, int bin, int depth, Block b) {

@@ -18,8 +18,8 @@ abstract class ThreadCacheCounters extends BlockPadding {
     /** The manager's drain epoch this cache has honoured. */
     int epoch;
     /**
-     * How many more blocks above {@link ThreadCache#MAX_CLASS} this thread may cache: set when it
-     * found a pool lock held by another thread, used up one per such block cached.
+     * While positive, this thread caches blocks above {@link ThreadCache#MAX_CLASS}: set when it found
+     * a pool lock held by another thread, counted down each time it finds one free.
      */
     int largeCredit;
 }
