@@ -1,0 +1,67 @@
+package io.ferrum.memory.benchmarks;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+import io.ferrum.memory.api.AdvancedMemoryManager;
+import io.ferrum.memory.api.AllocationRequirements;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.pool.PooledMemoryManager;
+import io.ferrum.memory.strategy.bestfit.BestFitStrategy;
+
+/**
+ * The parts of a routed allocation, to read the router's overhead against: the best-fit choice
+ * among one device's figures, and the lock-free figures the router refreshes about once in 64 calls.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 2, time = 1)
+@Measurement(iterations = 3, time = 1)
+@Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-Xms2g", "-Xmx2g"})
+public class RouterPartsBenchmark {
+    AdvancedMemoryManager manager;
+    BestFitStrategy bestFit;
+    List<Device> devices;
+    Map<Device, MemoryInfo> infos;
+    AllocationRequirements requirements;
+
+    @Setup
+    public void setUp() {
+        manager = Contenders.ferrum(true);
+        bestFit = new BestFitStrategy();
+        devices = List.copyOf(List.of(Contenders.CPU));
+        infos = Map.copyOf(Map.of(Contenders.CPU, ((PooledMemoryManager) manager).quickInfo()));
+        requirements = AllocationRequirements.defaults();
+    }
+
+    @TearDown
+    public void tearDown() {
+        manager.close();
+    }
+
+    @Benchmark
+    public Optional<Device> bestFitChoice() {
+        return bestFit.selectDevice(4096, requirements, devices, infos);
+    }
+
+    @Benchmark
+    public MemoryInfo quickInfo() {
+        return ((PooledMemoryManager) manager).quickInfo();
+    }
+}
