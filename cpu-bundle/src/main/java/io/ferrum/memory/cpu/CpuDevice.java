@@ -44,7 +44,7 @@ abstract class CpuDevice {
         this.upstream = new FfmUpstream(device, cfg.capacity(), CpuBackend.HELD_BYTES);
         this.streams = new HostStreamManager(device);
         PoolSettings settings = PoolSettings.defaults().withZeroing(zeroing(cfg.zeroing())).withLog(new OsgiPoolLog(logger))
-                .withPeers(CpuBackend.DEVICES::get);
+                .withPeers(CpuBackend.DEVICES::get).withThreadCache(cfg.threadCacheBytes());
         this.manager = PooledMemoryManager.create(upstream, config, settings, streams);
         CpuBackend.DEVICES.put(device, manager);
 

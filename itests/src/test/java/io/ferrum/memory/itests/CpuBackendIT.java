@@ -116,7 +116,8 @@ public class CpuBackendIT {
         org.osgi.service.cm.Configuration one = configAdmin.createFactoryConfiguration("io.ferrum.memory.cpu.device", "?");
         one.update(props(Map.of("index", 1, "capacity", 64 * MiB, "initialSize", 4 * MiB, "growthIncrement", 4 * MiB)));
         org.osgi.service.cm.Configuration two = configAdmin.createFactoryConfiguration("io.ferrum.memory.cpu.device", "?");
-        two.update(props(Map.of("index", 2, "capacity", 32 * MiB, "initialSize", 2 * MiB, "growthIncrement", 2 * MiB)));
+        two.update(props(Map.of("index", 2, "capacity", 32 * MiB, "initialSize", 2 * MiB, "growthIncrement", 2 * MiB,
+                "threadCacheBytes", 0L)));
 
         DeviceMemoryManager cpu1 = await(DeviceMemoryManager.class, Device.cpu(1));
         DeviceMemoryManager cpu2 = await(DeviceMemoryManager.class, Device.cpu(2));
@@ -126,6 +127,13 @@ public class CpuBackendIT {
         assertEquals(10 * MiB, cpu1.memoryInfo().usedBytes());
         assertTrue(cpu1.memoryInfo().reservedBytes() >= 10 * MiB);
         assertNotNull(await(StreamManager.class, Device.cpu(2)));
+        // Thread caches round small requests to size classes: on by default (cpu:1), off on cpu:2.
+        MemoryHandle classed = cpu1.allocate(17000, Device.cpu(1));
+        assertEquals("17000 B is a 17 KiB class", 10 * MiB + 17 * 1024, cpu1.memoryInfo().usedBytes());
+        MemoryHandle exact = cpu2.allocate(17000, Device.cpu(2));
+        assertEquals("without a thread cache, 17000 B is only aligned to 256", 17152, cpu2.memoryInfo().usedBytes());
+        cpu1.deallocate(classed);
+        cpu2.deallocate(exact);
 
         // cpu:0 and cpu:1 can share memory: two handles, one on each device, over the same bytes.
         AdvancedMemoryManager cpu0 = await(AdvancedMemoryManager.class, Device.cpu());
