@@ -22,7 +22,7 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
  *                      must understand each other's chunks); not null
  * @param threadCacheBytes how many bytes of freed blocks each platform thread may keep for its own
  *                      next allocations (a quarter of it for blocks up to 256 KiB, whose requests are
- *                      rounded up to one of 16 size classes per power of two; blocks up to 1 MiB only
+ *                      rounded up to one of 16 size classes per power of two; blocks up to 4 MiB only
  *                      by a thread that recently waited for a pool lock); 0 turns thread caches off.
  *                      Caches are also off with a zeroing policy or debug tracking
  */

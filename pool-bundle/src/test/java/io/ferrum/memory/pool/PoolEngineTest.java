@@ -933,6 +933,12 @@ class PoolEngineTest {
         assertEquals(64 * KiB, usedBeforeReuse.get(), "the cached 600 KiB block counts as free");
         assertEquals(64 * KiB + 600 * KiB, usedAfterReuse.get(), "560 KiB got the cached 600 KiB block");
         assertTrue(m.owns(moved));
+
+        // This thread never waited, but the pool was contended since it last held the lock: it caches too
+        // (else a thread left alone on the pool, the others served by their caches, would never start).
+        m.deallocate(m.allocate(600 * KiB, CPU));
+        m.allocate(560 * KiB, CPU);
+        assertEquals(64 * KiB + 600 * KiB + 600 * KiB, m.memoryInfo().usedBytes(), "560 KiB got this thread's cached block");
     }
 
     @Test

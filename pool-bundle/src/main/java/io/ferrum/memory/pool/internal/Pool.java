@@ -52,6 +52,8 @@ public final class Pool {
     long live;
     /** Copies in flight on blocks of this pool. */
     int inflight;
+    /** How many times a thread had to wait for {@link #lock} (for thread caches: is this pool contended?). */
+    int waits;
     boolean closed;
 
     private final Block[] heads = new Block[FL_COUNT * SL_COUNT];
@@ -80,10 +82,12 @@ public final class Pool {
         for (int i = 0; i < 256; i++) {
             Thread.onSpinWait();
             if (!l.isLocked() && l.tryLock()) {
+                waits++;
                 return true;
             }
         }
         l.lock();
+        waits++;
         return true;
     }
 

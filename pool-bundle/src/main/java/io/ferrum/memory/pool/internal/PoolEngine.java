@@ -374,9 +374,9 @@ public final class PoolEngine implements PooledMemoryManager {
         boolean ownDrained = false;
         while (true) {
             Block b;
-            boolean waited = pool.acquire();
+            pool.acquire();
             if (tc != null) {
-                tc.sawPoolLock(waited);
+                tc.sawPoolLock(pool);
             }
             try {
                 if (pool.closed) {
@@ -571,9 +571,9 @@ public final class PoolEngine implements PooledMemoryManager {
         long zeroOffset = -1;
         DeviceChunk zeroChunk = null;
         long zeroLength = 0;
-        boolean waited = pool.acquire();
+        pool.acquire();
         if (tc != null) {
-            tc.sawPoolLock(waited);
+            tc.sawPoolLock(pool);
         }
         try {
             if (pool.closed) {

@@ -14,13 +14,14 @@ import java.lang.invoke.VarHandle;
  *
  * <p>Up to {@link #MAX_CLASS} (256 KiB), requests are rounded up to a size class (16 B steps below
  * 256 B, then 16 steps per power of two, never finer than the pool alignment) and a bin holds blocks
- * of exactly its class size. Above it, up to {@link #MAX_BLOCK} (1 MiB), blocks keep their exact
+ * of exactly its class size. Above it, up to {@link #MAX_BLOCK} (4 MiB), blocks keep their exact
  * size (rounding 1 MiB requests by up to 1/16 would waste more than the cache saves) and a bin holds
  * any block between its class size and the next one: a request takes the first block in its own bin
  * that is large enough, else any block of the next bin, so a reused block is at most two steps
  * (12.5 %) larger than asked. Blocks above MAX_CLASS are cached only by a thread that recently
- * found a pool lock held by another thread (until it has found one free {@link #LARGE_CREDIT} times in
- * a row; a thread whose large blocks all come from its cache does not go to the pool at all): they cost
+ * found that some thread had to wait for a pool lock since it last held it (until it has found no new
+ * wait {@link #LARGE_CREDIT} times in a row; a thread whose large blocks all come from its cache does
+ * not go to the pool at all): they cost
  * memory (a reused block may be larger than asked, and the cache holds up to a megabyte per block),
  * which is worth paying only where the pool is contended; a thread alone keeps the exact fit of the
  * pool.
@@ -35,7 +36,7 @@ final class ThreadCache extends ThreadCacheCounters {
     /** Largest request rounded up to its class size. */
     static final long MAX_CLASS = 256 * 1024;
     /** Largest cached block. */
-    static final long MAX_BLOCK = 1024 * 1024;
+    static final long MAX_BLOCK = 4L * 1024 * 1024;
     static final int DEPTH = 8;
     /**
      * After a wait for a pool lock, how many more times this thread must find a pool lock free
@@ -84,6 +85,8 @@ final class ThreadCache extends ThreadCacheCounters {
     private final Block[][] stacks;
     /** Per pool index: the depth of bin {@code k}'s stack at {@code PAD + k}. */
     private final byte[][] depths;
+    /** Per pool index (at {@code PAD + index}): the pool's {@link Pool#waits} when this thread last held its lock. */
+    private final int[] seenWaits;
     /** Spare handle-table slots of this thread, at {@code [SLOT_BASE, SLOT_BASE + slotCount)}. */
     final int[] slots = new int[PAD + SLOTS + PAD];
 
@@ -91,6 +94,7 @@ final class ThreadCache extends ThreadCacheCounters {
         this.capacityBytes = capacityBytes;
         this.stacks = new Block[pools][];
         this.depths = new byte[pools][];
+        this.seenWaits = new int[PAD + pools + PAD];
         this.epoch = epoch;
     }
 
@@ -158,9 +162,15 @@ final class ThreadCache extends ThreadCacheCounters {
         return taken(d, bin, n - 1, stack[PAD + bin * DEPTH + n - 1]);
     }
 
-    /** Owner only: notes that the thread took a pool lock, after waiting for it or not. */
-    void sawPoolLock(boolean waited) {
-        if (waited) {
+    /**
+     * Owner only, holding {@code pool}'s lock: notes whether any thread has waited for that lock
+     * since this thread last held it. Any wait, not only this thread's: once one thread caches its
+     * large blocks it stops taking the lock, and the others would then never see it held.
+     */
+    void sawPoolLock(Pool pool) {
+        int p = PAD + pool.type.ordinal();
+        if (pool.waits != seenWaits[p]) {
+            seenWaits[p] = pool.waits;
             largeCredit = LARGE_CREDIT;
         } else if (largeCredit > 0) {
             largeCredit--;

@@ -18,8 +18,8 @@ abstract class ThreadCacheCounters extends BlockPadding {
     /** The manager's drain epoch this cache has honoured. */
     int epoch;
     /**
-     * While positive, this thread caches blocks above {@link ThreadCache#MAX_CLASS}: set when it found
-     * a pool lock held by another thread, counted down each time it finds one free.
+     * While positive, this thread caches blocks above {@link ThreadCache#MAX_CLASS}: set when it sees
+     * that a thread waited for a pool lock, counted down each time it sees no new wait.
      */
     int largeCredit;
 }
