@@ -942,6 +942,21 @@ class PoolEngineTest {
     }
 
     @Test
+    void aThreadGivesItsCachedBlocksBackBeforeThePoolGrows() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, MiB));
+        List<MemoryHandle> hs = new ArrayList<>();
+        for (int i = 0; i < 16; i++) {
+            hs.add(m.allocate(64 * KiB, CPU));
+        }
+        hs.forEach(m::deallocate); // 8 go to this thread's cache (its depth per bin), 8 back to the pool
+        assertEquals(MiB, m.memoryInfo().reservedBytes());
+        m.allocate(MiB, CPU);
+        assertEquals(MiB, m.memoryInfo().reservedBytes(), "the cached half went back: 1 MiB fits without growth");
+        assertEquals(MiB, up.liveBytes());
+    }
+
+    @Test
     void aMappedBlockIsNeverCachedWithALiveView() {
         PooledMemoryManager m = manager(new ArenaUpstream(64 * MiB), pool(MiB, MiB));
         MemoryHandle a = m.allocate(4096, CPU);

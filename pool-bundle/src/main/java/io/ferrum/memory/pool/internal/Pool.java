@@ -70,25 +70,22 @@ public final class Pool {
     /**
      * Takes {@link #lock}, spinning briefly first: the lock is held for a fraction of a microsecond
      * on the allocation paths, far less than parking and waking a thread costs (a parked waiter
-     * turns two threads sharing a pool into a convoy).
-     *
-     * @return true if another thread held the lock (the caller had to wait)
+     * turns two threads sharing a pool into a convoy). A wait is counted in {@link #waits}.
      */
-    boolean acquire() {
+    void acquire() {
         ReentrantLock l = lock;
         if (l.tryLock()) {
-            return false;
+            return;
         }
         for (int i = 0; i < 256; i++) {
             Thread.onSpinWait();
             if (!l.isLocked() && l.tryLock()) {
                 waits++;
-                return true;
+                return;
             }
         }
         l.lock();
         waits++;
-        return true;
     }
 
     /** @return the block size for a request: rounded up to the pool alignment and MIN_BLOCK */

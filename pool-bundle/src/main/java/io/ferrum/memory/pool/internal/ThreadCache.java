@@ -18,13 +18,11 @@ import java.lang.invoke.VarHandle;
  * size (rounding 1 MiB requests by up to 1/16 would waste more than the cache saves) and a bin holds
  * any block between its class size and the next one: a request takes the first block in its own bin
  * that is large enough, else any block of the next bin, so a reused block is at most two steps
- * (12.5 %) larger than asked. Blocks above MAX_CLASS are cached only by a thread that recently
- * found that some thread had to wait for a pool lock since it last held it (until it has found no new
- * wait {@link #LARGE_CREDIT} times in a row; a thread whose large blocks all come from its cache does
- * not go to the pool at all): they cost
- * memory (a reused block may be larger than asked, and the cache holds up to a megabyte per block),
- * which is worth paying only where the pool is contended; a thread alone keeps the exact fit of the
- * pool.
+ * (12.5 %) larger than asked. Blocks above MAX_CLASS are cached only while their pool is contended:
+ * by a thread that, taking the pool lock, sees that some thread had to wait for it since its own last
+ * visit, until it has then seen no new wait {@link #LARGE_CREDIT} times (see {@link #sawPoolLock}).
+ * They cost memory (a reused block may be larger than asked, and one block may be 4 MiB), which is
+ * worth paying only where the pool is contended; a thread alone keeps the exact fit of the pool.
  *
  * <p>Bounded: at most {@link #capacityBytes} bytes, a quarter of it for blocks up to MAX_CLASS (so
  * that a thread alone, which caches nothing larger, keeps little memory from its pool), and
@@ -39,8 +37,8 @@ final class ThreadCache extends ThreadCacheCounters {
     static final long MAX_BLOCK = 4L * 1024 * 1024;
     static final int DEPTH = 8;
     /**
-     * After a wait for a pool lock, how many more times this thread must find a pool lock free
-     * before it stops caching blocks above MAX_CLASS.
+     * After it sees a new wait for a pool lock, how many more pool-lock visits without one this thread
+     * makes before it stops caching blocks above MAX_CLASS.
      */
     static final int LARGE_CREDIT = 4096;
     /** Bins per pool: 1..15 for 16..240 B, then 16 per power of two from 256 B to MAX_BLOCK. */
