@@ -33,7 +33,7 @@ import io.ferrum.memory.strategy.bestfit.BestFitStrategy;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 2, time = 1)
 @Measurement(iterations = 3, time = 1)
-@Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-Xms2g", "-Xmx2g"})
+@Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-Xms2g", "-Xmx2g", "-XX:+AlwaysPreTouch"})
 public class RouterPartsBenchmark {
     AdvancedMemoryManager manager;
     BestFitStrategy bestFit;

@@ -99,15 +99,8 @@ public final class ArenaUpstream implements DeviceUpstream {
         return ((Chunk) c).segment;
     }
 
-    /** Runs at the start of every device-to-device copy (defragmentation moves), when set. */
-    volatile Runnable onCopy;
-
     @Override
     public void copy(DeviceChunk src, long srcOffset, DeviceChunk dst, long dstOffset, long bytes) {
-        Runnable hook = onCopy;
-        if (hook != null) {
-            hook.run();
-        }
         MemorySegment.copy(seg(src), srcOffset, seg(dst), dstOffset, bytes);
     }
 

@@ -893,52 +893,49 @@ class PoolEngineTest {
     }
 
     @Test
-    void aThreadThatWaitedForThePoolLockCachesLargeBlocksAndReusesOneUpTo12Percent() throws Exception {
-        ArenaUpstream up = new ArenaUpstream(64 * MiB);
-        PooledMemoryManager m = manager(up, pool(4 * MiB, 4 * MiB));
-        // A hole before a live block: defragmentation moves the block, holding the pool lock during the copy.
-        MemoryHandle hole = m.allocate(300 * KiB, CPU);
-        MemoryHandle moved = m.allocate(64 * KiB, CPU);
-        m.deallocate(hole);
-        CountDownLatch inCopy = new CountDownLatch(1);
-        CountDownLatch go = new CountDownLatch(1);
-        up.onCopy = () -> {
-            inCopy.countDown();
-            try {
-                go.await(30, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        };
-        Thread defrag = new Thread(() -> m.defragment(CPU).toCompletableFuture().join());
-        defrag.start();
-        assertTrue(inCopy.await(30, TimeUnit.SECONDS));
-        up.onCopy = null;
-        AtomicLong usedAfterReuse = new AtomicLong();
+    void threadsTakingTurnsOnAPoolCacheLargeBlocksAndReuseOneUpTo12PercentLarger() throws Exception {
+        PooledMemoryManager m = manager(new ArenaUpstream(64 * MiB), pool(4 * MiB, 4 * MiB));
+        MemoryHandle kept = m.allocate(64 * KiB, CPU); // this thread takes the pool lock first
         AtomicLong usedBeforeReuse = new AtomicLong();
+        AtomicLong usedAfterReuse = new AtomicLong();
         Thread worker = new Thread(() -> {
-            m.deallocate(m.allocate(600 * KiB, CPU)); // waits for the pool lock: this thread may now cache large blocks
+            m.deallocate(m.allocate(600 * KiB, CPU)); // the lock came from another thread: cache large blocks
             usedBeforeReuse.set(m.memoryInfo().usedBytes());
             m.allocate(560 * KiB, CPU);
             usedAfterReuse.set(m.memoryInfo().usedBytes());
         });
         worker.start();
-        while (worker.getState() != Thread.State.WAITING && worker.isAlive()) {
-            Thread.onSpinWait();
-        }
-        go.countDown();
         worker.join(30_000);
-        defrag.join(30_000);
         assertFalse(worker.isAlive());
         assertEquals(64 * KiB, usedBeforeReuse.get(), "the cached 600 KiB block counts as free");
         assertEquals(64 * KiB + 600 * KiB, usedAfterReuse.get(), "560 KiB got the cached 600 KiB block");
-        assertTrue(m.owns(moved));
 
-        // This thread never waited, but the pool was contended since it last held the lock: it caches too
-        // (else a thread left alone on the pool, the others served by their caches, would never start).
+        // The worker took the lock since this thread last did: this thread caches too.
         m.deallocate(m.allocate(600 * KiB, CPU));
         m.allocate(560 * KiB, CPU);
         assertEquals(64 * KiB + 600 * KiB + 600 * KiB, m.memoryInfo().usedBytes(), "560 KiB got this thread's cached block");
+        assertTrue(m.owns(kept));
+    }
+
+    @Test
+    void aThreadAloneOnThePoolAgainStopsCachingLargeBlocks() throws Exception {
+        PooledMemoryManager m = manager(new ArenaUpstream(64 * MiB), pool(4 * MiB, 4 * MiB));
+        m.deallocate(m.allocate(64 * KiB, CPU));
+        Thread other = new Thread(() -> m.deallocate(m.allocate(64 * KiB, CPU)));
+        other.start();
+        other.join(30_000);
+        assertFalse(other.isAlive());
+        // More visits to the pool lock in a row than ThreadCache.LARGE_CREDIT (4096): 64 B blocks
+        // that the cache cannot serve, taken and then freed past the cache's depth.
+        List<MemoryHandle> small = new ArrayList<>();
+        for (int i = 0; i < 5000; i++) {
+            small.add(m.allocate(64, CPU));
+        }
+        small.forEach(m::deallocate);
+        long used = m.memoryInfo().usedBytes();
+        m.deallocate(m.allocate(600 * KiB, CPU));
+        m.allocate(560 * KiB, CPU);
+        assertEquals(used + 560 * KiB, m.memoryInfo().usedBytes(), "carved at its size: the 600 KiB block went back");
     }
 
     @Test

@@ -37,6 +37,8 @@ public final class Pool {
     private static final int FL_COUNT = 64;
 
     final MemoryType type;
+    /** No thread id: thread ids are positive. */
+    static final long NO_THREAD = -1;
     final ReentrantLock lock = new ReentrantLock();
     /** Signalled when {@link #inflight} drops to zero, for close. */
     final Condition idle = lock.newCondition();
@@ -52,8 +54,11 @@ public final class Pool {
     long live;
     /** Copies in flight on blocks of this pool. */
     int inflight;
-    /** How many times a thread had to wait for {@link #lock} (for thread caches: is this pool contended?). */
-    int waits;
+    /**
+     * The id of the last thread that took {@link #lock} to allocate or free through its thread cache
+     * (for thread caches: is this pool shared between threads?); {@link #NO_THREAD} before the first.
+     */
+    long lastCacheThread = NO_THREAD;
     boolean closed;
 
     private final Block[] heads = new Block[FL_COUNT * SL_COUNT];
@@ -70,7 +75,7 @@ public final class Pool {
     /**
      * Takes {@link #lock}, spinning briefly first: the lock is held for a fraction of a microsecond
      * on the allocation paths, far less than parking and waking a thread costs (a parked waiter
-     * turns two threads sharing a pool into a convoy). A wait is counted in {@link #waits}.
+     * turns two threads sharing a pool into a convoy).
      */
     void acquire() {
         ReentrantLock l = lock;
@@ -80,12 +85,10 @@ public final class Pool {
         for (int i = 0; i < 256; i++) {
             Thread.onSpinWait();
             if (!l.isLocked() && l.tryLock()) {
-                waits++;
                 return;
             }
         }
         l.lock();
-        waits++;
     }
 
     /** @return the block size for a request: rounded up to the pool alignment and MIN_BLOCK */

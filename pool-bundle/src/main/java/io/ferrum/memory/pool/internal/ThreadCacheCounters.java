@@ -18,8 +18,8 @@ abstract class ThreadCacheCounters extends BlockPadding {
     /** The manager's drain epoch this cache has honoured. */
     int epoch;
     /**
-     * While positive, this thread caches blocks above {@link ThreadCache#MAX_CLASS}: set when it sees
-     * that a thread waited for a pool lock, counted down each time it sees no new wait.
+     * While positive, this thread caches blocks above {@link ThreadCache#MAX_CLASS}: set when it finds
+     * that another thread took a pool lock since its own last visit, counted down on each visit in a row.
      */
     int largeCredit;
 }
