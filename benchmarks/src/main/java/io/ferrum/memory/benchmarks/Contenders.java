@@ -41,6 +41,11 @@ final class Contenders {
 
     /** @return a monitor + router over {@code manager} with best-fit, as DS would wire it */
     static MemoryMonitor router(AdvancedMemoryManager manager) {
+        return router(manager, new BestFitStrategy());
+    }
+
+    /** @return a monitor + router over {@code manager} with {@code strategy} as its only strategy */
+    static MemoryMonitor router(AdvancedMemoryManager manager, AllocationStrategy strategy) {
         MemoryMonitor m = new MemoryMonitor(new MonitorConfig() {
             @Override
             public Class<? extends Annotation> annotationType() {
@@ -63,7 +68,7 @@ final class Contenders {
             }
         }, null);
         m.registerManager(manager.device(), manager);
-        m.addStrategy(new BestFitStrategy(), Map.of(AllocationStrategy.NAME_PROPERTY, "best-fit"));
+        m.addStrategy(strategy, Map.of(AllocationStrategy.NAME_PROPERTY, strategy.name()));
         return m;
     }
 

@@ -19,14 +19,19 @@ import org.openjdk.jmh.annotations.Warmup;
 
 import io.ferrum.memory.api.AdvancedMemoryManager;
 import io.ferrum.memory.api.AllocationRequirements;
+import io.ferrum.memory.api.AllocationStrategy;
 import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.monitor.MemoryMonitor;
 import io.ferrum.memory.pool.PooledMemoryManager;
 import io.ferrum.memory.strategy.bestfit.BestFitStrategy;
 
 /**
  * The parts of a routed allocation, to read the router's overhead against: the best-fit choice
- * among one device's figures, and the lock-free figures the router refreshes about once in 64 calls.
+ * among one device's figures, the lock-free figures the router refreshes about once in 64 calls,
+ * and one 4 KiB allocate + free direct, routed with best-fit, and routed with a strategy that
+ * takes the first device it is offered (the router's own cost without a strategy's).
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -40,6 +45,24 @@ public class RouterPartsBenchmark {
     List<Device> devices;
     Map<Device, MemoryInfo> infos;
     AllocationRequirements requirements;
+    AdvancedMemoryManager routedManager;
+    MemoryMonitor router;
+    AdvancedMemoryManager firstManager;
+    MemoryMonitor firstRouter;
+
+    /** Takes the first device offered: no figures read. */
+    static final class FirstDevice implements AllocationStrategy {
+        @Override
+        public Optional<Device> selectDevice(long size, AllocationRequirements req, List<Device> available,
+                                             Map<Device, MemoryInfo> memoryInfo) {
+            return available.isEmpty() ? Optional.empty() : Optional.of(available.get(0));
+        }
+
+        @Override
+        public String name() {
+            return "first";
+        }
+    }
 
     @Setup
     public void setUp() {
@@ -48,11 +71,40 @@ public class RouterPartsBenchmark {
         devices = List.copyOf(List.of(Contenders.CPU));
         infos = Map.copyOf(Map.of(Contenders.CPU, ((PooledMemoryManager) manager).quickInfo()));
         requirements = AllocationRequirements.defaults();
+        routedManager = Contenders.ferrum(true);
+        router = Contenders.router(routedManager);
+        firstManager = Contenders.ferrum(true);
+        firstRouter = Contenders.router(firstManager, new FirstDevice());
     }
 
     @TearDown
     public void tearDown() {
+        router.deactivate();
+        firstRouter.deactivate();
         manager.close();
+        routedManager.close();
+        firstManager.close();
+    }
+
+    @Benchmark
+    public long direct4k() {
+        MemoryHandle h = manager.allocate(4096, Contenders.CPU);
+        manager.deallocate(h);
+        return h.id();
+    }
+
+    @Benchmark
+    public long routedBestFit4k() {
+        MemoryHandle h = router.allocate(4096, requirements);
+        router.deallocate(h);
+        return h.id();
+    }
+
+    @Benchmark
+    public long routedFirstDevice4k() {
+        MemoryHandle h = firstRouter.allocate(4096, requirements);
+        firstRouter.deallocate(h);
+        return h.id();
     }
 
     @Benchmark

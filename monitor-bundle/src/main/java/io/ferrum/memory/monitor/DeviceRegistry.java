@@ -111,9 +111,11 @@ final class DeviceRegistry {
     /** @return the manager that issued {@code handleId}, or null */
     DeviceMemoryManager ownerOf(long handleId, io.ferrum.memory.api.MemoryHandle handle) {
         DeviceMemoryManager m = byPrefix.get(handleId & PREFIX_MASK);
-        if (m != null) {
-            return m;
-        }
+        return m != null ? m : askUnprefixed(handle);
+    }
+
+    /** @return the manager without a handle prefix that owns {@code handle}, or null (kept out of the hot lookup) */
+    private DeviceMemoryManager askUnprefixed(io.ferrum.memory.api.MemoryHandle handle) {
         for (DeviceMemoryManager o : unprefixed) {
             if (o.owns(handle)) {
                 return o;

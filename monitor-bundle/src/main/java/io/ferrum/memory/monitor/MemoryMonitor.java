@@ -453,30 +453,13 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     @Override
     public MemoryHandle allocate(long size, AllocationRequirements requirements) {
-        if (size <= 0) {
-            throw new InvalidMemoryRequestException("Invalid allocation size " + size + " bytes: the size must be more than zero");
-        }
-        if (requirements == null) {
-            throw new InvalidMemoryRequestException("Allocation requirements are null; use AllocationRequirements.defaults()");
-        }
         StrategyRegistry.Entry strategy = strategies.active();
-        if (strategy == null) {
-            throw new DeviceUnavailableException(null, "No allocation strategy is available: install and start a"
-                    + " strategy bundle (for example io.ferrum.memory.strategy.bestfit)");
-        }
         Map<Device, DeviceMemoryManager> active = registry.active();
-        if (active.isEmpty()) {
-            throw new DeviceUnavailableException(null, "No memory device is available: install and start a backend"
-                    + " bundle (for example io.ferrum.memory.cpu)");
+        if (size <= 0 || requirements == null || strategy == null || active.isEmpty()) {
+            throw cannotRoute(size, requirements, strategy);
         }
         // Fast path: decide on the recent figures; anything unusual goes to the full path below.
-        int slot = routingSlot();
-        Routing r = routing[slot];
-        int epoch = routingEpoch;
-        if (r == null || r.active != active || r.epoch != epoch || ThreadLocalRandom.current().nextInt(REFRESH) == 0) {
-            r = new Routing(active, figures(active), epoch);
-            routing[slot] = r;
-        }
+        Routing r = routing(active);
         Device first = null;
         String firstFailure = null;
         if (!r.devices.isEmpty()) {
@@ -485,8 +468,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
                 Device d = choice.get();
                 DeviceMemoryManager m = r.managerOf(d);
                 if (m == null) {
-                    throw new MemoryException("Allocation strategy " + strategy.name() + " chose " + d
-                            + ", which was not among the devices offered " + r.devices);
+                    throw notOffered(strategy, d, r.devices);
                 }
                 try {
                     return allocateOn(m, d, size, requirements);
@@ -498,6 +480,43 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
             }
         }
         return allocateFresh(size, requirements, strategy, active, first, firstFailure);
+    }
+
+    /**
+     * The checks of {@link #allocate}, in order, once one of them failed (kept out of the hot
+     * method, so that the compiler inlines it whole).
+     */
+    private static RuntimeException cannotRoute(long size, AllocationRequirements requirements,
+                                                StrategyRegistry.Entry strategy) {
+        if (size <= 0) {
+            return new InvalidMemoryRequestException("Invalid allocation size " + size + " bytes: the size must be more than zero");
+        }
+        if (requirements == null) {
+            return new InvalidMemoryRequestException("Allocation requirements are null; use AllocationRequirements.defaults()");
+        }
+        if (strategy == null) {
+            return new DeviceUnavailableException(null, "No allocation strategy is available: install and start a"
+                    + " strategy bundle (for example io.ferrum.memory.strategy.bestfit)");
+        }
+        return new DeviceUnavailableException(null, "No memory device is available: install and start a backend"
+                + " bundle (for example io.ferrum.memory.cpu)");
+    }
+
+    private static MemoryException notOffered(StrategyRegistry.Entry strategy, Device d, List<Device> offered) {
+        return new MemoryException("Allocation strategy " + strategy.name() + " chose " + d
+                + ", which was not among the devices offered " + offered);
+    }
+
+    /** @return the calling thread's routing snapshot, made anew when stale or about once in {@value #REFRESH} calls */
+    private Routing routing(Map<Device, DeviceMemoryManager> active) {
+        int slot = routingSlot();
+        Routing r = routing[slot];
+        int epoch = routingEpoch;
+        if (r == null || r.active != active || r.epoch != epoch || ThreadLocalRandom.current().nextInt(REFRESH) == 0) {
+            r = new Routing(active, figures(active), epoch);
+            routing[slot] = r;
+        }
+        return r;
     }
 
     /** Routed allocations decide on device figures at most about {@value} allocations old (and fresh after a failure). */
@@ -606,22 +625,29 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     }
 
     private DeviceMemoryManager route(MemoryHandle handle) {
+        if (handle != null && handle.isValid()) {
+            DeviceMemoryManager m = registry.ownerOf(handle.id(), handle);
+            if (m != null) {
+                return m;
+            }
+        }
+        throw unroutable(handle);
+    }
+
+    /** @return why {@code handle} has no manager (kept out of {@link #route}, so that it inlines) */
+    private RuntimeException unroutable(MemoryHandle handle) {
         if (handle == null) {
-            throw new InvalidHandleException(null, "Handle is null");
+            return new InvalidHandleException(null, "Handle is null");
         }
         if (!handle.isValid()) {
-            throw new InvalidHandleException(handle, "The zero handle names no allocation");
-        }
-        DeviceMemoryManager m = registry.ownerOf(handle.id(), handle);
-        if (m != null) {
-            return m;
+            return new InvalidHandleException(handle, "The zero handle names no allocation");
         }
         Device gone = registry.departedDevice(handle.id());
         if (gone != null) {
-            throw new DeviceUnavailableException(gone, "Handle " + handle + " belongs to " + gone
+            return new DeviceUnavailableException(gone, "Handle " + handle + " belongs to " + gone
                     + ", which went away (its backend stopped or its configuration was deleted); its memory was released");
         }
-        throw new InvalidHandleException(handle, "Handle " + handle
+        return new InvalidHandleException(handle, "Handle " + handle
                 + " is not known to any device: it was freed, or it was never allocated");
     }
 

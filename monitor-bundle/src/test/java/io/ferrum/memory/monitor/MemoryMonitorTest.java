@@ -158,12 +158,21 @@ class MemoryMonitorTest {
         assertEquals(65536, mon.handleInfo(aligned).orElseThrow().alignment());
         mon.deallocate(h);
         assertFalse(a.owns(h));
-        assertThrows(InvalidHandleException.class, () -> mon.deallocate(h));
-        assertThrows(InvalidHandleException.class, () -> mon.deallocate(MemoryHandle.INVALID));
+        assertTrue(assertThrows(InvalidHandleException.class, () -> mon.deallocate(h)).getMessage()
+                .contains("is not live on"), "the owner's own message: a double free");
+        assertTrue(assertThrows(InvalidHandleException.class, () -> mon.deallocate(MemoryHandle.INVALID)).getMessage()
+                .contains("zero handle"));
+        assertTrue(assertThrows(InvalidHandleException.class, () -> mon.deallocate(null)).getMessage().contains("null"));
+        assertTrue(assertThrows(InvalidHandleException.class, () -> mon.deallocate(new MemoryHandle(0xFFFFF_000001_00001L)))
+                .getMessage().contains("not known to any device"));
         assertEquals(Optional.empty(), mon.owner(h));
         assertEquals(Map.of(CPU1, a.memoryInfo(), CPU2, b.memoryInfo()).keySet(), mon.globalMemoryInfo().keySet());
-        assertThrows(InvalidMemoryRequestException.class, () -> mon.allocate(0, AllocationRequirements.defaults()));
-        assertThrows(InvalidMemoryRequestException.class, () -> mon.allocate(1, null));
+        assertTrue(assertThrows(InvalidMemoryRequestException.class, () -> mon.allocate(0, AllocationRequirements.defaults()))
+                .getMessage().contains("size 0"));
+        assertTrue(assertThrows(InvalidMemoryRequestException.class, () -> mon.allocate(-1, null))
+                .getMessage().contains("size -1"), "the size is checked first");
+        assertTrue(assertThrows(InvalidMemoryRequestException.class, () -> mon.allocate(1, null))
+                .getMessage().contains("requirements are null"));
     }
 
     @Test
