@@ -17,7 +17,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
@@ -454,11 +453,11 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     @Override
     public MemoryHandle allocate(long size, AllocationRequirements requirements) {
         StrategyRegistry.Entry strategy = strategies.active();
-        Map<Device, DeviceMemoryManager> active = registry.active();
-        if (size <= 0 || requirements == null || strategy == null || active.isEmpty()) {
+        if (size <= 0 || requirements == null || strategy == null) {
             throw cannotRoute(size, requirements, strategy);
         }
         // Fast path: decide on the recent figures; anything unusual goes to the full path below.
+        Map<Device, DeviceMemoryManager> active = registry.active();
         Routing r = routing(active);
         Device first = null;
         String firstFailure = null;
@@ -479,6 +478,10 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
                 }
             }
         }
+        if (active.isEmpty()) {
+            throw new DeviceUnavailableException(null, "No memory device is available: install and start a backend"
+                    + " bundle (for example io.ferrum.memory.cpu)");
+        }
         return allocateFresh(size, requirements, strategy, active, first, firstFailure);
     }
 
@@ -494,12 +497,8 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         if (requirements == null) {
             return new InvalidMemoryRequestException("Allocation requirements are null; use AllocationRequirements.defaults()");
         }
-        if (strategy == null) {
-            return new DeviceUnavailableException(null, "No allocation strategy is available: install and start a"
-                    + " strategy bundle (for example io.ferrum.memory.strategy.bestfit)");
-        }
-        return new DeviceUnavailableException(null, "No memory device is available: install and start a backend"
-                + " bundle (for example io.ferrum.memory.cpu)");
+        return new DeviceUnavailableException(null, "No allocation strategy is available: install and start a"
+                + " strategy bundle (for example io.ferrum.memory.strategy.bestfit)");
     }
 
     private static MemoryException notOffered(StrategyRegistry.Entry strategy, Device d, List<Device> offered) {
@@ -507,19 +506,27 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
                 + ", which was not among the devices offered " + offered);
     }
 
-    /** @return the calling thread's routing snapshot, made anew when stale or about once in {@value #REFRESH} calls */
+    /** @return the calling thread's routing snapshot, made anew when stale and every {@value #REFRESH} calls */
     private Routing routing(Map<Device, DeviceMemoryManager> active) {
         int slot = routingSlot();
         Routing r = routing[slot];
-        int epoch = routingEpoch;
-        if (r == null || r.active != active || r.epoch != epoch || ThreadLocalRandom.current().nextInt(REFRESH) == 0) {
-            r = new Routing(active, figures(active), epoch);
-            routing[slot] = r;
+        int left = routingCalls[slot] - 1;
+        if (r == null || r.active != active || r.epoch != routingEpoch || left < 0) {
+            return freshRouting(slot, active);
         }
+        routingCalls[slot] = left;
         return r;
     }
 
-    /** Routed allocations decide on device figures at most about {@value} allocations old (and fresh after a failure). */
+    /** Makes the snapshot of {@code slot} anew (a method of its own, so that {@link #routing} inlines). */
+    private Routing freshRouting(int slot, Map<Device, DeviceMemoryManager> active) {
+        Routing r = new Routing(active, figures(active), routingEpoch);
+        routing[slot] = r;
+        routingCalls[slot] = REFRESH - 1;
+        return r;
+    }
+
+    /** Routed allocations decide on device figures at most {@value} allocations of their thread old (and fresh after a failure). */
     private static final int REFRESH = 64;
 
     /** The devices and figures routed allocations decide on; replaced when the devices change. */
@@ -551,6 +558,8 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
      * classes after it is stopped.
      */
     private final Routing[] routing = new Routing[ROUTING_SLOTS * ROUTING_STRIDE];
+    /** Per slot of {@link #routing}: routed calls left before its snapshot is made anew (a counter rather than a random draw: cheaper). */
+    private final int[] routingCalls = new int[ROUTING_SLOTS * ROUTING_STRIDE];
     private static final int ROUTING_SLOTS = 64;
     private static final int ROUTING_STRIDE = 16;
     /** Bumped to make every thread's snapshot stale (after a failed allocation). */
@@ -592,7 +601,9 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     private MemoryHandle allocateFresh(long size, AllocationRequirements requirements, StrategyRegistry.Entry strategy,
                                        Map<Device, DeviceMemoryManager> active, Device triedFirst, String firstFailure) {
         Map<Device, MemoryInfo> infos = figures(active);
-        routing[routingSlot()] = new Routing(active, new LinkedHashMap<>(infos), routingEpoch);
+        int slot = routingSlot();
+        routing[slot] = new Routing(active, new LinkedHashMap<>(infos), routingEpoch);
+        routingCalls[slot] = REFRESH;
         List<Device> candidates = new ArrayList<>(infos.keySet());
         List<String> tried = new ArrayList<>();
         int attempt = 0;

@@ -22,22 +22,27 @@ final class StrategyRegistry {
 
     private volatile List<Entry> entries = List.of();
     private volatile String configured = "";
+    /** The entry {@link #active()} returns, chosen again on every change (the router reads it on every call). */
+    private volatile Entry active;
 
     synchronized void add(Entry e) {
         List<Entry> l = new ArrayList<>(entries);
         l.add(e);
         l.sort(PRECEDENCE);
         entries = List.copyOf(l);
+        active = choose();
     }
 
     synchronized void remove(AllocationStrategy s) {
         List<Entry> l = new ArrayList<>(entries);
         l.removeIf(e -> e.strategy == s);
         entries = List.copyOf(l);
+        active = choose();
     }
 
-    void configure(String name) {
+    synchronized void configure(String name) {
         configured = name == null ? "" : name.strip();
+        active = choose();
     }
 
     String configured() {
@@ -51,6 +56,11 @@ final class StrategyRegistry {
 
     /** @return the active strategy, or null when none is present */
     Entry active() {
+        return active;
+    }
+
+    /** @return the configured strategy if present, else the first in precedence order, else null */
+    private Entry choose() {
         List<Entry> l = entries;
         String name = configured;
         if (!name.isEmpty()) {

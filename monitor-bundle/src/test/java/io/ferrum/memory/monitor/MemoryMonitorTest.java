@@ -198,6 +198,34 @@ class MemoryMonitorTest {
     }
 
     @Test
+    void aThreadsRoutingFiguresAreAtMost64CallsOld() {
+        MemoryMonitor mon = monitor("");
+        PooledMemoryManager a = device(CPU1, 4 * MiB);
+        PooledMemoryManager b = device(CPU2, 16 * MiB);
+        mon.addManager(a, props(CPU1, 0));
+        mon.addManager(b, props(CPU2, 0));
+        mon.addStrategy(new BestFitStrategy(), strategyProps("best-fit", 0));
+        // Best-fit for 1 MiB: cpu:1 (4 MiB free) scores 0, cpu:2 (16 MiB free) -0.1875.
+        MemoryHandle first = mon.allocate(MiB, AllocationRequirements.defaults());
+        assertEquals(Optional.of(CPU1), mon.owner(first));
+        mon.deallocate(first);
+        // Behind the router's back cpu:2 fills to 2 MiB free: now it scores 0.75 and should win.
+        MemoryHandle filler = b.allocate(14 * MiB, CPU2);
+        int stale = 0;
+        for (int i = 0; i < 64; i++) {
+            MemoryHandle h = mon.allocate(MiB, AllocationRequirements.defaults());
+            if (mon.owner(h).equals(Optional.of(CPU1))) {
+                stale++;
+            }
+            mon.deallocate(h);
+        }
+        assertTrue(stale < 64, "64 routed calls on the same figures, then fresh ones: " + stale + " went to cpu:1");
+        MemoryHandle fresh = mon.allocate(MiB, AllocationRequirements.defaults());
+        assertEquals(Optional.of(CPU2), mon.owner(fresh), "decided on figures read since the change");
+        assertTrue(b.owns(filler));
+    }
+
+    @Test
     void aChoiceMadeOnStaleFiguresThatFailsIsRetriedOnFreshOnes() {
         MemoryMonitor mon = monitor("");
         PooledMemoryManager a = device(CPU1, 4 * MiB);

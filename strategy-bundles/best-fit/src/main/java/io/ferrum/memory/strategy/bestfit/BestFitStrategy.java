@@ -31,6 +31,10 @@ public final class BestFitStrategy implements AllocationStrategy {
     @Override
     public Optional<Device> selectDevice(long size, AllocationRequirements requirements, List<Device> available,
                                          Map<Device, MemoryInfo> memoryInfo) {
+        // Scores are computed only once a second device qualifies: one that qualifies alone wins
+        // whatever its score (the router asks on every allocation, mostly with one device).
+        Device only = null;
+        MemoryInfo onlyInfo = null;
         Device best = null;
         double bestScore = Double.NEGATIVE_INFINITY;
         for (Device device : available) {
@@ -38,13 +42,27 @@ public final class BestFitStrategy implements AllocationStrategy {
             if (info == null || info.totalBytes() == 0 || info.freeBytes() < size) {
                 continue;
             }
-            double score = score(size, info) + preferenceBonus(requirements.preferenceOf(device));
+            if (only == null && best == null) {
+                only = device;
+                onlyInfo = info;
+                continue;
+            }
+            if (only != null) {
+                best = only;
+                bestScore = fullScore(size, onlyInfo, requirements, only);
+                only = null;
+            }
+            double score = fullScore(size, info, requirements, device);
             if (score > bestScore) {
                 bestScore = score;
                 best = device;
             }
         }
-        return Optional.ofNullable(best);
+        return Optional.ofNullable(only != null ? only : best);
+    }
+
+    private static double fullScore(long size, MemoryInfo info, AllocationRequirements requirements, Device device) {
+        return score(size, info) + preferenceBonus(requirements.preferenceOf(device));
     }
 
     /** @return the seed's fit score of {@code size} bytes on a device described by {@code info} */

@@ -45,6 +45,9 @@ class BestFitStrategyTest {
     @Test
     void theTightestFitWins() {
         assertEquals(Optional.of(B), s.selectDevice(100, none, List.of(A, B, C), infos));
+        assertEquals(Optional.of(B), s.selectDevice(100, none, List.of(C, A, B), infos), "wherever it stands");
+        assertEquals(Optional.of(B), s.selectDevice(100, none, List.of(B, C, A), infos));
+        assertEquals(Optional.of(C), s.selectDevice(100, none, List.of(Z, C), infos), "alone, the worst score still wins");
     }
 
     @Test
