@@ -3,6 +3,7 @@
 
 Usage: jmh_tables.py allocfree-1t.json allocfree-2t.json   (churn: ns/op +- error, heap B/op)
        jmh_tables.py copy.json                              (copies: ns/op +- error, GB/s)
+       jmh_tables.py --forks headline-mixed-2t.json         (each fork's mean and range, to see bimodal runs)
 """
 import json
 import sys
@@ -76,8 +77,22 @@ def copies(path):
         print(f"| {n} | " + " | ".join(cells) + " |")
 
 
+def forks(path):
+    rs = json.load(open(path))
+    n = max(len(r["primaryMetric"]["rawData"]) for r in rs)
+    print("| contender | " + " | ".join(f"fork {i + 1}: mean (min-max)" for i in range(n)) + " |")
+    print("|---" * (n + 1) + "|")
+    for r in rs:
+        name = r["benchmark"].rsplit(".", 1)[1]
+        size = r.get("params", {}).get("size")
+        cells = [f"{fmt(sum(f) / len(f))} ({fmt(min(f))}-{fmt(max(f))})" for f in r["primaryMetric"]["rawData"]]
+        print(f"| {name}{'' if size is None else ', ' + size} | " + " | ".join(cells) + " |")
+
+
 if __name__ == "__main__":
-    if any("copy" in p for p in sys.argv[1:]):
+    if sys.argv[1] == "--forks":
+        forks(sys.argv[2])
+    elif any("copy" in p for p in sys.argv[1:]):
         copies(sys.argv[1])
     else:
         churn(sys.argv[1:])

@@ -46,6 +46,11 @@ public final class Block extends BlockPadding {
     boolean freePending;
     volatile MappingState mapping;
     AccessTracker access;
+    /**
+     * While the block sits in a thread cache: the handle-table slot it keeps, which still points at
+     * it, for its next handle (-1: none, take a spare one). Written and read by the cache's owner only.
+     */
+    int keptSlot = -1;
     MemoryUsageHint hint;
     Throwable allocationSite;
 

@@ -20,9 +20,11 @@ import io.ferrum.memory.api.MemoryException;
  * <p>Slots live in pages of {@value #PAGE} that never move once created (growth copies only the
  * page directory), so a slot can be written without the table's lock. Each slot has exactly one
  * owner at a time: the table's free list (guarded by the table's monitor), a thread cache's stash
- * of spare slots (its owner thread only), or the live block it names. A thread with a
+ * of spare slots (its owner thread only), the live block it names, or a block in a thread cache,
+ * which keeps the slot it had (still pointing at it) for its next handle. A thread with a
  * {@link ThreadCache} takes spare slots in batches and keeps the slots it frees, so the hot
- * allocate/free path takes no lock here.
+ * allocate/free path takes no lock here, and a block that goes through its cache and back is named
+ * again on its own slot, so that path stores no reference here either (only the generation).
  */
 public final class HandleTable {
     private static final int SLOT_BITS = 24;
@@ -82,6 +84,21 @@ public final class HandleTable {
             cache.slotCount = takeSlots(cache.slots, ThreadCache.SLOT_BASE, ThreadCache.SLOTS / 2);
         }
         long id = issue(cache.slots[ThreadCache.SLOT_BASE + --cache.slotCount], b);
+        b.handleId = id;
+        return id;
+    }
+
+    /**
+     * Issues a new id for {@code b}, just taken from {@code cache}: on the slot the block kept while
+     * it was cached, which still points at it (so nothing is stored but the generation), else as
+     * {@link #register(Block, ThreadCache)}.
+     */
+    long registerCached(Block b, ThreadCache cache) {
+        int slot = b.keptSlot;
+        if (slot < 0) {
+            return register(b, cache);
+        }
+        long id = issue(slot, b);
         b.handleId = id;
         return id;
     }
@@ -153,17 +170,32 @@ public final class HandleTable {
     }
 
     /**
-     * Forgets {@code id}, already claimed (cleared from its block) by the caller, keeping the slot in
-     * {@code cache}'s stash when there is room.
+     * Forgets {@code id}, already claimed (cleared from its block) by the caller.
+     *
+     * @return the slot, now the caller's to keep with the block it cached or to {@link #recycle}; -1
+     * if the slot is retired
      */
-    void unregisterClaimed(long id, ThreadCache cache) {
-        int slot = clear(id);
+    int unregisterClaimed(long id) {
+        return clear(id);
+    }
+
+    /** Takes back a slot from {@link #unregisterClaimed}: into {@code cache}'s stash when there is room. */
+    void recycle(int slot, ThreadCache cache) {
         if (slot < 0) {
             return;
         }
         if (cache != null && cache.slotCount < ThreadCache.SLOTS) {
             cache.slots[ThreadCache.SLOT_BASE + cache.slotCount++] = slot;
         } else {
+            giveBack(slot);
+        }
+    }
+
+    /** Returns the slot {@code b} kept while cached to the shared free list (a block leaving a cache for its pool). */
+    void releaseKept(Block b) {
+        int slot = b.keptSlot;
+        if (slot >= 0) {
+            b.keptSlot = -1;
             giveBack(slot);
         }
     }

@@ -252,7 +252,7 @@ public final class PoolEngine implements PooledMemoryManager {
                 b.alignment = unit;
                 b.allocatedAtNanos = allocationNanos();
                 track(b, cfg);
-                return new MemoryHandle(handles.register(b, tc));
+                return new MemoryHandle(handles.registerCached(b, tc));
             }
         }
         return allocateIn(pool, size, unit, blockSize, tc);
@@ -311,6 +311,7 @@ public final class PoolEngine implements PooledMemoryManager {
             pool.acquire();
             try {
                 tc.drain(pool.type.ordinal(), b -> {
+                    handles.releaseKept(b);
                     if (!pool.closed) {
                         pool.release(b);
                     }
@@ -553,19 +554,25 @@ public final class PoolEngine implements PooledMemoryManager {
         }
         Pool pool = b.pool;
         ThreadCache tc = localCache != null && pool.type != MemoryType.MAPPED ? cache() : null;
-        handles.unregisterClaimed(id, tc);
+        int slot = handles.unregisterClaimed(id);
         // Read after the claim: a pin or a map that raced with it either is seen here or sees the claim.
         if (tc != null && b.pins == 0 && b.mapping == null && !b.isNamed() && cacheable(tc, b.size)
                 && b.size == ThreadCache.classSize(b.size, Math.max(pool.config.alignment(), Pool.MIN_BLOCK))) {
-            // The tracker stays for the block's next allocation (reset then): no reference store on
-            // the hot path, which under G1 would dirty a card per call.
+            // The tracker stays for the block's next allocation (reset then), and so does the handle
+            // slot, which still points at the block: no reference store on the hot path, which under
+            // G1 would dirty a card per call.
             if (b.hint != null) {
                 b.hint = null;
+            }
+            if (b.keptSlot != slot) {
+                b.keptSlot = slot;
             }
             if (tc.push(pool.type.ordinal(), b)) {
                 return;
             }
+            b.keptSlot = -1;
         }
+        handles.recycle(slot, tc);
         MappingState mapping;
         boolean released = false;
         long zeroOffset = -1;
