@@ -135,14 +135,26 @@ class MemoryMonitorTest {
         }
     }
 
-    @Test
-    void routesAllocationsThroughTheStrategyAndHandlesBackToTheirOwner() {
+    /** A monitor over cpu:1 ({@code aBytes}) and cpu:2 (16 MiB) with best-fit. */
+    private record TwoDevices(MemoryMonitor mon, PooledMemoryManager a, PooledMemoryManager b) {
+    }
+
+    private TwoDevices twoDevicesWithBestFit(long aBytes) {
         MemoryMonitor mon = monitor("");
-        PooledMemoryManager a = device(CPU1, 8 * MiB);
+        PooledMemoryManager a = device(CPU1, aBytes);
         PooledMemoryManager b = device(CPU2, 16 * MiB);
         mon.addManager(a, props(CPU1, 0));
         mon.addManager(b, props(CPU2, 0));
         mon.addStrategy(new BestFitStrategy(), strategyProps("best-fit", 0));
+        return new TwoDevices(mon, a, b);
+    }
+
+    @Test
+    void routesAllocationsThroughTheStrategyAndHandlesBackToTheirOwner() {
+        TwoDevices t = twoDevicesWithBestFit(8 * MiB);
+        MemoryMonitor mon = t.mon();
+        PooledMemoryManager a = t.a();
+        PooledMemoryManager b = t.b();
         assertEquals(Optional.of("best-fit"), mon.activeStrategy());
         a.allocate(3 * MiB, CPU1);
         // best-fit: cpu:1 scores 1 - 3/8 - |3/8 - 1/2|/2 = 0.5625, cpu:2 scores 1 - 14/16 - 1/4 = -0.125
@@ -199,12 +211,9 @@ class MemoryMonitorTest {
 
     @Test
     void aThreadsRoutingFiguresAreAtMost64CallsOld() {
-        MemoryMonitor mon = monitor("");
-        PooledMemoryManager a = device(CPU1, 4 * MiB);
-        PooledMemoryManager b = device(CPU2, 16 * MiB);
-        mon.addManager(a, props(CPU1, 0));
-        mon.addManager(b, props(CPU2, 0));
-        mon.addStrategy(new BestFitStrategy(), strategyProps("best-fit", 0));
+        TwoDevices t = twoDevicesWithBestFit(4 * MiB);
+        MemoryMonitor mon = t.mon();
+        PooledMemoryManager b = t.b();
         // Best-fit for 1 MiB: cpu:1 (4 MiB free) scores 0, cpu:2 (16 MiB free) -0.1875.
         MemoryHandle first = mon.allocate(MiB, AllocationRequirements.defaults());
         assertEquals(Optional.of(CPU1), mon.owner(first));
@@ -227,12 +236,10 @@ class MemoryMonitorTest {
 
     @Test
     void aChoiceMadeOnStaleFiguresThatFailsIsRetriedOnFreshOnes() {
-        MemoryMonitor mon = monitor("");
-        PooledMemoryManager a = device(CPU1, 4 * MiB);
-        PooledMemoryManager b = device(CPU2, 16 * MiB);
-        mon.addManager(a, props(CPU1, 0));
-        mon.addManager(b, props(CPU2, 0));
-        mon.addStrategy(new BestFitStrategy(), strategyProps("best-fit", 0));
+        TwoDevices t = twoDevicesWithBestFit(4 * MiB);
+        MemoryMonitor mon = t.mon();
+        PooledMemoryManager a = t.a();
+        PooledMemoryManager b = t.b();
         // The router now holds figures in which cpu:1 (the tighter fit) has 4 MiB free...
         mon.deallocate(mon.allocate(MiB, AllocationRequirements.defaults()));
         // ...then cpu:1 fills up behind the router's back.
