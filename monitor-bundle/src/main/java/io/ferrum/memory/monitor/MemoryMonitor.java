@@ -558,7 +558,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
      * classes after it is stopped.
      */
     private final Routing[] routing = new Routing[ROUTING_SLOTS * ROUTING_STRIDE];
-    /** Per slot of {@link #routing}: routed calls left before its snapshot is made anew (a counter rather than a random draw: cheaper). */
+    /** Per slot of {@link #routing}: routed calls left before its snapshot is made anew (a count, so that figures are never more than {@value #REFRESH} calls old). */
     private final int[] routingCalls = new int[ROUTING_SLOTS * ROUTING_STRIDE];
     private static final int ROUTING_SLOTS = 64;
     private static final int ROUTING_STRIDE = 16;
