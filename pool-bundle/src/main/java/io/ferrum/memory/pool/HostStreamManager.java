@@ -211,8 +211,10 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         Stream s = stream(handle);
         synchronized (s) {
             CompletableFuture<Void> f = s.tail.thenRunAsync(work, executor);
-            s.tail = f.exceptionally(e -> null);
-            return f;
+            CompletableFuture<Void> settled = f.exceptionally(e -> null);
+            s.tail = settled;
+            // Completes after the stream's tail: whoever sees this work done finds the stream ready.
+            return settled.thenCompose(v -> f);
         }
     }
 

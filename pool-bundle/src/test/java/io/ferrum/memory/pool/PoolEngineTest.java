@@ -938,15 +938,20 @@ class PoolEngineTest {
         assertEquals(used + 560 * KiB, m.memoryInfo().usedBytes(), "carved at its size: the 600 KiB block went back");
     }
 
-    @Test
-    void aThreadGivesItsCachedBlocksBackBeforeThePoolGrows() {
-        ArenaUpstream up = new ArenaUpstream(64 * MiB);
-        PooledMemoryManager m = manager(up, pool(MiB, MiB));
+    /** Allocates 16 blocks of 64 KiB, then frees them: the cache keeps 8 (its depth per bin), the pool gets 8. */
+    private static void fill1MiBWith64KiBBlocksAndFreeThem(PooledMemoryManager m) {
         List<MemoryHandle> hs = new ArrayList<>();
         for (int i = 0; i < 16; i++) {
             hs.add(m.allocate(64 * KiB, CPU));
         }
-        hs.forEach(m::deallocate); // 8 go to this thread's cache (its depth per bin), 8 back to the pool
+        hs.forEach(m::deallocate);
+    }
+
+    @Test
+    void aThreadGivesItsCachedBlocksBackBeforeThePoolGrows() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, MiB));
+        fill1MiBWith64KiBBlocksAndFreeThem(m); // 8 go to this thread's cache (its depth per bin), 8 back to the pool
         assertEquals(MiB, m.memoryInfo().reservedBytes());
         m.allocate(MiB, CPU);
         assertEquals(MiB, m.memoryInfo().reservedBytes(), "the cached half went back: 1 MiB fits without growth");
@@ -969,21 +974,13 @@ class PoolEngineTest {
     void trimAndDefragmentTakeTheCallersCachedBlocksBack() {
         ArenaUpstream up = new ArenaUpstream(64 * MiB);
         PooledMemoryManager m = manager(up, pool(MiB, MiB));
-        List<MemoryHandle> hs = new ArrayList<>();
-        for (int i = 0; i < 16; i++) {
-            hs.add(m.allocate(64 * KiB, CPU));
-        }
-        hs.forEach(m::deallocate);
+        fill1MiBWith64KiBBlocksAndFreeThem(m);
         assertEquals(MiB, up.liveBytes(), "cached blocks keep their chunk");
         assertEquals(MiB, m.trim());
         assertEquals(0, up.liveBytes());
         assertEquals(0, m.memoryInfo().reservedBytes());
 
-        hs.clear();
-        for (int i = 0; i < 16; i++) {
-            hs.add(m.allocate(64 * KiB, CPU));
-        }
-        hs.forEach(m::deallocate);
+        fill1MiBWith64KiBBlocksAndFreeThem(m);
         DefragmentationStats d = m.defragment(CPU).toCompletableFuture().join();
         assertEquals(MiB, d.memoryFreed());
         assertEquals(0, up.liveBytes());

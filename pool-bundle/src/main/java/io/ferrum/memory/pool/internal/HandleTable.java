@@ -163,20 +163,22 @@ public final class HandleTable {
         if (id == 0 || !isOwn(id) || !b.claim(id)) {
             return;
         }
-        int slot = clear(id);
+        int slot = unregisterClaimed(id);
         if (slot >= 0) {
             giveBack(slot);
         }
     }
 
     /**
-     * Forgets {@code id}, already claimed (cleared from its block) by the caller.
+     * Forgets {@code id}, already claimed (cleared from its block) by the caller: {@link #lookup}
+     * already fails for it, and the slot keeps pointing at the block until it is issued again.
      *
      * @return the slot, now the caller's to keep with the block it cached or to {@link #recycle}; -1
-     * if the slot is retired
+     * if the slot's generations are spent (it is retired)
      */
     int unregisterClaimed(long id) {
-        return clear(id);
+        int slot = slotOf(id);
+        return pages[slot >>> PAGE_BITS].generations[slot & (PAGE - 1)] < MAX_GEN ? slot : -1;
     }
 
     /** Takes back a slot from {@link #unregisterClaimed}: into {@code cache}'s stash when there is room. */
@@ -206,17 +208,6 @@ public final class HandleTable {
             pushFree(cache.slots[ThreadCache.SLOT_BASE + k]);
         }
         cache.slotCount = 0;
-    }
-
-    /**
-     * Retires {@code id}, whose block no longer carries it (its claim cleared the name, so
-     * {@link #lookup} already fails: the slot keeps pointing at the block until it is reused).
-     *
-     * @return the slot if it may be reused, -1 if it is retired
-     */
-    private int clear(long id) {
-        int slot = slotOf(id);
-        return pages[slot >>> PAGE_BITS].generations[slot & (PAGE - 1)] < MAX_GEN ? slot : -1;
     }
 
     private synchronized void giveBack(int slot) {

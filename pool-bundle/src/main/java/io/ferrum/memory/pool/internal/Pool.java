@@ -36,9 +36,10 @@ public final class Pool {
     private static final int SL_COUNT = 1 << SL_BITS;
     private static final int FL_COUNT = 64;
 
-    final MemoryType type;
     /** No thread id: thread ids are positive. */
     static final long NO_THREAD = -1;
+
+    final MemoryType type;
     final ReentrantLock lock = new ReentrantLock();
     /** Signalled when {@link #inflight} drops to zero, for close. */
     final Condition idle = lock.newCondition();
