@@ -47,10 +47,11 @@ public final class Block extends BlockPadding {
     volatile MappingState mapping;
     AccessTracker access;
     /**
-     * While the block sits in a thread cache: the handle-table slot it keeps, which still points at
-     * it, for its next handle (-1: none, take a spare one). Written and read by the cache's owner only.
+     * While the block sits in a thread cache: its last handle id, whose slot it keeps (the slot still
+     * points at it) and whose generation the next one follows (0: none, take a spare slot). Written
+     * and read by the cache's owner only.
      */
-    int keptSlot = -1;
+    long keptId;
     MemoryUsageHint hint;
     Throwable allocationSite;
 

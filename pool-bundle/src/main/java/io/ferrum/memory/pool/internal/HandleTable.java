@@ -23,8 +23,12 @@ import io.ferrum.memory.api.MemoryException;
  * of spare slots (its owner thread only), the live block it names, or a block in a thread cache,
  * which keeps the slot it had (still pointing at it) for its next handle. A thread with a
  * {@link ThreadCache} takes spare slots in batches and keeps the slots it frees, so the hot
- * allocate/free path takes no lock here, and a block that goes through its cache and back is named
- * again on its own slot, so that path stores no reference here either (only the generation).
+ * allocate/free path takes no lock here. A block that goes through its cache and back is named
+ * again on its own slot from the id it kept ({@link Block#keptId}): that path writes nothing here at
+ * all. The slot's generation lives in the id of the block that owns the slot and is written back to
+ * the table only when the slot leaves the block ({@link #recycle}, {@link #releaseKept}). Two
+ * threads' slots may share a cache line of the generations array; a write per call there would
+ * move that line between their cores on every allocate and free.
  */
 public final class HandleTable {
     private static final int SLOT_BITS = 24;
@@ -90,15 +94,15 @@ public final class HandleTable {
 
     /**
      * Issues a new id for {@code b}, just taken from {@code cache}: on the slot the block kept while
-     * it was cached, which still points at it (so nothing is stored but the generation), else as
-     * {@link #register(Block, ThreadCache)}.
+     * it was cached, which still points at it, with the generation after the kept id's (nothing is
+     * written to the table), else as {@link #register(Block, ThreadCache)}.
      */
     long registerCached(Block b, ThreadCache cache) {
-        int slot = b.keptSlot;
-        if (slot < 0) {
+        long kept = b.keptId;
+        if (kept == 0) {
             return register(b, cache);
         }
-        long id = issue(slot, b);
+        long id = kept + 1;
         b.handleId = id;
         return id;
     }
@@ -144,7 +148,7 @@ public final class HandleTable {
         return slot;
     }
 
-    /** By the slot's owner: bumps the generation and points the slot at {@code b}. */
+    /** By the slot's owner, a slot from the free list or a stash: bumps the generation and points the slot at {@code b}. */
     private long issue(int slot, Block b) {
         Page page = pages[slot >>> PAGE_BITS];
         int i = slot & (PAGE - 1);
@@ -163,29 +167,28 @@ public final class HandleTable {
         if (id == 0 || !isOwn(id) || !b.claim(id)) {
             return;
         }
-        int slot = unregisterClaimed(id);
-        if (slot >= 0) {
-            giveBack(slot);
-        }
+        recycle(id, null);
     }
 
     /**
-     * Forgets {@code id}, already claimed (cleared from its block) by the caller: {@link #lookup}
-     * already fails for it, and the slot keeps pointing at the block until it is issued again.
-     *
-     * @return the slot, now the caller's to keep with the block it cached or to {@link #recycle}; -1
-     * if the slot's generations are spent (it is retired)
+     * @return true if the slot of {@code id}, a name just claimed, may name a block again (a block
+     * in a thread cache may keep it); false if its generations are spent
      */
-    int unregisterClaimed(long id) {
-        int slot = slotOf(id);
-        return pages[slot >>> PAGE_BITS].generations[slot & (PAGE - 1)] < MAX_GEN ? slot : -1;
+    static boolean reusable(long id) {
+        return (int) (id & MAX_GEN) < MAX_GEN;
     }
 
-    /** Takes back a slot from {@link #unregisterClaimed}: into {@code cache}'s stash when there is room. */
-    void recycle(int slot, ThreadCache cache) {
-        if (slot < 0) {
+    /**
+     * Takes back the slot of {@code id}, already claimed (cleared from its block) by the caller, so
+     * that {@link #lookup} already fails for it: its generation goes back to the table, and the slot
+     * into {@code cache}'s stash when there is room, else to the shared free list. A slot whose
+     * generations are spent is retired instead.
+     */
+    void recycle(long id, ThreadCache cache) {
+        if (!reusable(id)) {
             return;
         }
+        int slot = writeBack(id);
         if (cache != null && cache.slotCount < ThreadCache.SLOTS) {
             cache.slots[ThreadCache.SLOT_BASE + cache.slotCount++] = slot;
         } else {
@@ -195,11 +198,18 @@ public final class HandleTable {
 
     /** Returns the slot {@code b} kept while cached to the shared free list (a block leaving a cache for its pool). */
     void releaseKept(Block b) {
-        int slot = b.keptSlot;
-        if (slot >= 0) {
-            b.keptSlot = -1;
-            giveBack(slot);
+        long kept = b.keptId;
+        if (kept != 0) {
+            b.keptId = 0;
+            giveBack(writeBack(kept));
         }
+    }
+
+    /** By the slot's owner, as the slot leaves the block that owned it: stores the generation of {@code id}, the block's last name. @return the slot */
+    private int writeBack(long id) {
+        int slot = slotOf(id);
+        pages[slot >>> PAGE_BITS].generations[slot & (PAGE - 1)] = (int) (id & MAX_GEN);
+        return slot;
     }
 
     /** Returns a stash of spare slots to the shared free list (a cache that is being dropped). */
@@ -219,6 +229,11 @@ public final class HandleTable {
             freeSlots = Arrays.copyOf(freeSlots, freeSlots.length * 2);
         }
         freeSlots[freeCount++] = slot;
+    }
+
+    /** @return the generation the table holds for {@code slot} (tests: the table is not written while a block owns the slot) */
+    int storedGeneration(int slot) {
+        return pages[slot >>> PAGE_BITS].generations[slot & (PAGE - 1)];
     }
 
     /** @return the live block named by {@code id}, or null */

@@ -554,25 +554,23 @@ public final class PoolEngine implements PooledMemoryManager {
         }
         Pool pool = b.pool;
         ThreadCache tc = localCache != null && pool.type != MemoryType.MAPPED ? cache() : null;
-        int slot = handles.unregisterClaimed(id);
         // Read after the claim: a pin or a map that raced with it either is seen here or sees the claim.
         if (tc != null && b.pins == 0 && b.mapping == null && !b.isNamed() && cacheable(tc, b.size)
                 && b.size == ThreadCache.classSize(b.size, Math.max(pool.config.alignment(), Pool.MIN_BLOCK))) {
             // The tracker stays for the block's next allocation (reset then), and so does the handle
-            // slot, which still points at the block: no reference store on the hot path, which under
-            // G1 would dirty a card per call.
+            // slot, which still points at the block: no reference store on the hot path (under G1 a
+            // card mark per call), and no write to the handle table (its lines are shared).
             if (b.hint != null) {
                 b.hint = null;
             }
-            if (b.keptSlot != slot) {
-                b.keptSlot = slot;
-            }
+            // A slot whose generations are spent is not kept: it retires, and the block takes a spare one next time.
+            b.keptId = HandleTable.reusable(id) ? id : 0;
             if (tc.push(pool.type.ordinal(), b)) {
                 return;
             }
-            b.keptSlot = -1;
+            b.keptId = 0;
         }
-        handles.recycle(slot, tc);
+        handles.recycle(id, tc);
         MappingState mapping;
         boolean released = false;
         long zeroOffset = -1;

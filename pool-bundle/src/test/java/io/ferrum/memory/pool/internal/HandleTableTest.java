@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.stream.IntStream;
+
 import org.junit.jupiter.api.Test;
 
 /** The handle table's slot ownership on the thread-cache paths: kept slots, their return, retirement. */
@@ -21,10 +23,10 @@ class HandleTableTest {
         return (int) (id & ((1 << 20) - 1));
     }
 
-    /** What a free into the cache does: claim the name, keep the slot with the block. */
+    /** What a free into the cache does: claim the name, keep the slot with the block unless its generations are spent. */
     private void freeIntoCache(Block b, long id) {
         assertTrue(b.claim(id));
-        b.keptSlot = table.unregisterClaimed(id);
+        b.keptId = HandleTable.reusable(id) ? id : 0;
     }
 
     @Test
@@ -41,6 +43,27 @@ class HandleTableTest {
         assertSame(b, table.lookup(second));
         assertNull(table.lookup(first), "the old name stays dead");
         assertEquals(spare, cache.slotCount, "no spare slot taken");
+        assertEquals(generationOf(first), table.storedGeneration(slotOf(first)),
+                "naming a cached block again writes nothing to the table");
+    }
+
+    @Test
+    void aSlotLeavingItsBlockCarriesOnAfterTheGenerationsUsedWhileCached() {
+        Block b = new Block(null, 0, 64);
+        long last = table.register(b, cache);
+        for (int k = 0; k < 5; k++) {
+            freeIntoCache(b, last);
+            last = table.registerCached(b, cache);
+        }
+        // Freed for good (not cached): the slot goes to the thread's stash and names the next block.
+        assertTrue(b.claim(last));
+        table.recycle(last, cache);
+        Block other = new Block(null, 64, 64);
+        long next = table.register(other, cache);
+        assertEquals(slotOf(last), slotOf(next), "the stash hands out the slot it got last");
+        assertEquals(generationOf(last) + 1, generationOf(next), "after every generation the cached block used");
+        assertNull(table.lookup(last), "no earlier name of the slot names the new block");
+        assertSame(other, table.lookup(next));
     }
 
     @Test
@@ -48,13 +71,17 @@ class HandleTableTest {
         Block b = new Block(null, 0, 64);
         long id = table.register(b, cache);
         freeIntoCache(b, id);
+        long again = table.registerCached(b, cache);
+        freeIntoCache(b, again);
         table.releaseKept(b);
-        assertEquals(-1, b.keptSlot);
+        assertEquals(0, b.keptId);
 
         Block other = new Block(null, 64, 64);
         long next = table.register(other);
         assertEquals(slotOf(id), slotOf(next), "the slot went back to the free list and is reused from there");
+        assertEquals(generationOf(again) + 1, generationOf(next), "after the generation its cached block used");
         assertNull(table.lookup(id));
+        assertNull(table.lookup(again));
         assertSame(other, table.lookup(next));
     }
 
@@ -65,17 +92,17 @@ class HandleTableTest {
         int slot = slotOf(id);
         long last = id;
         while (true) {
-            assertTrue(b.claim(last));
-            int kept = table.unregisterClaimed(last);
-            if (kept < 0) {
+            freeIntoCache(b, last);
+            if (b.keptId == 0) {
                 break;
             }
-            b.keptSlot = kept;
             last = table.registerCached(b, cache);
             assertEquals(slot, slotOf(last));
         }
         assertEquals((1 << 20) - 1, generationOf(last), "retired after its last generation");
-        b.keptSlot = -1;
+        table.recycle(last, cache);
+        assertTrue(IntStream.range(0, cache.slotCount)
+                .noneMatch(k -> cache.slots[ThreadCache.SLOT_BASE + k] == slot), "a spent slot does not go to the stash");
         long fresh = table.registerCached(b, cache);
         assertNotEquals(slot, slotOf(fresh), "a retired slot is never issued again");
         assertSame(b, table.lookup(fresh));
