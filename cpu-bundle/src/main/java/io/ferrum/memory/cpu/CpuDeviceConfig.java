@@ -58,7 +58,7 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
 
     @AttributeDefinition(description = "Bytes of freed blocks each platform thread may keep for its own next allocations,"
             + " without taking a pool lock (a quarter for blocks up to 256 KiB; blocks up to 4 MiB only while other"
-            + " threads use the same pool); reported as free and given back on trim, defragment and before an allocation fails."
+            + " threads allocate on the same device too); reported as free and given back on trim, defragment and before an allocation fails."
             + " 0 turns thread caches off.")
     long threadCacheBytes() default 32L << 20;
 }

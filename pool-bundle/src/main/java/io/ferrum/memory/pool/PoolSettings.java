@@ -23,7 +23,7 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
  * @param threadCacheBytes how many bytes of freed blocks each platform thread may keep for its own
  *                      next allocations (a quarter of it for blocks up to 256 KiB, whose requests are
  *                      rounded up to one of 16 size classes per power of two; blocks up to 4 MiB only
- *                      while other threads use their pool too); 0 turns thread caches off.
+ *                      while other threads use the manager too); 0 turns thread caches off.
  *                      Caches are also off with a zeroing policy or debug tracking
  */
 public record PoolSettings(long capacityBytes, ZeroingPolicy zeroing, PoolLog log, LongSupplier nanoClock,

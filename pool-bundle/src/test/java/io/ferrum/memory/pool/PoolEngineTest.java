@@ -15,6 +15,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -925,13 +927,47 @@ class PoolEngineTest {
         other.start();
         other.join(30_000);
         assertFalse(other.isAlive());
-        // More visits to the pool lock in a row than ThreadCache.LARGE_CREDIT (4096): 64 B blocks
-        // that the cache cannot serve, taken and then freed past the cache's depth.
+        visitThePoolLockInARow(m, 2500); // more than ThreadCache.CHECK_EVERY (4096) visits; the other thread has ended
+        assertLargeBlockGoesBackAtItsExactSize(m);
+    }
+
+    @Test
+    void aThreadKeepsCachingLargeBlocksWhileAnotherIsServedByItsCacheAloneAndStopsWhenItIsIdle() throws Exception {
+        PooledMemoryManager m = manager(new ArenaUpstream(64 * MiB), pool(4 * MiB, 4 * MiB));
+        m.deallocate(m.allocate(64 * KiB, CPU)); // this thread takes the pool lock first
+        ExecutorService other = Executors.newSingleThreadExecutor();
+        try {
+            Runnable churn64KiB = () -> m.deallocate(m.allocate(64 * KiB, CPU));
+            other.submit(churn64KiB).get(); // the other thread takes the lock (a turn), then keeps its block cached
+            for (int round = 0; round < 3; round++) {
+                // More visits in a row than CHECK_EVERY, so each round checks at least once; the other
+                // thread's calls between rounds never reach the pool lock: its cache serves them.
+                visitThePoolLockInARow(m, 2100);
+                other.submit(churn64KiB).get();
+            }
+            long used = m.memoryInfo().usedBytes();
+            m.deallocate(m.allocate(600 * KiB, CPU));
+            m.allocate(560 * KiB, CPU);
+            assertEquals(used + 600 * KiB, m.memoryInfo().usedBytes(), "560 KiB got the cached 600 KiB block");
+
+            // The other thread lives on but calls no more: two checks later this thread stops.
+            visitThePoolLockInARow(m, 4200);
+            assertLargeBlockGoesBackAtItsExactSize(m);
+        } finally {
+            other.shutdownNow();
+        }
+    }
+
+    /** Allocates {@code n} blocks of 64 B and frees them: about 2n visits to the pool lock in a row (the cache keeps 8). */
+    private static void visitThePoolLockInARow(PooledMemoryManager m, int n) {
         List<MemoryHandle> small = new ArrayList<>();
-        for (int i = 0; i < 5000; i++) {
+        for (int i = 0; i < n; i++) {
             small.add(m.allocate(64, CPU));
         }
         small.forEach(m::deallocate);
+    }
+
+    private static void assertLargeBlockGoesBackAtItsExactSize(PooledMemoryManager m) {
         long used = m.memoryInfo().usedBytes();
         m.deallocate(m.allocate(600 * KiB, CPU));
         m.allocate(560 * KiB, CPU);

@@ -258,9 +258,9 @@ public final class PoolEngine implements PooledMemoryManager {
         return allocateIn(pool, size, unit, blockSize, tc);
     }
 
-    /** @return true if a block of {@code size} bytes may go to {@code tc} (large ones only while the thread has credit) */
+    /** @return true if a block of {@code size} bytes may go to {@code tc} (large ones only while the thread caches them) */
     private static boolean cacheable(ThreadCache tc, long size) {
-        return size <= ThreadCache.MAX_CLASS || (size <= ThreadCache.MAX_BLOCK && tc.largeCredit > 0);
+        return size <= ThreadCache.MAX_CLASS || (size <= ThreadCache.MAX_BLOCK && tc.cachesLarge);
     }
 
     /** Gives a newly allocated block fresh access statistics when they are on, reusing its tracker if it has one. */
@@ -377,7 +377,7 @@ public final class PoolEngine implements PooledMemoryManager {
             Block b;
             pool.acquire();
             if (tc != null) {
-                tc.sawPoolLock(pool);
+                tc.sawPoolLock(pool, caches);
             }
             try {
                 if (pool.closed) {
@@ -578,7 +578,7 @@ public final class PoolEngine implements PooledMemoryManager {
         long zeroLength = 0;
         pool.acquire();
         if (tc != null) {
-            tc.sawPoolLock(pool);
+            tc.sawPoolLock(pool, caches);
         }
         try {
             if (pool.closed) {

@@ -18,12 +18,10 @@ import java.lang.invoke.VarHandle;
  * size (rounding 1 MiB requests by up to 1/16 would waste more than the cache saves) and a bin holds
  * any block between its class size and the next one: a request takes the first block in its own bin
  * that is large enough, else any block of the next bin, so a reused block is at most two steps
- * (12.5 %) larger than asked. Blocks above MAX_CLASS are cached only while their pool is shared:
- * by a thread that, taking the pool lock, finds that another thread took it since its own last visit,
- * until it has then taken it {@link #LARGE_CREDIT} times in a row (see {@link #sawPoolLock}). They
- * cost memory (a reused block may be larger than asked, and one block may be 4 MiB), which is worth
- * paying only where the pool's lines would move between cores; a thread alone keeps the exact fit of
- * the pool.
+ * (12.5 %) larger than asked. Blocks above MAX_CLASS are cached only while other threads use the
+ * manager too (see {@link #sawPoolLock}): they cost memory (a reused block may be larger than asked,
+ * and one block may be 4 MiB), which is worth paying only where the pool's lines would move between
+ * cores; a thread alone keeps the exact fit of the pool.
  *
  * <p>Bounded: at most {@link #capacityBytes} bytes, a quarter of it for blocks up to MAX_CLASS (so
  * that a thread alone, which caches nothing larger, keeps little memory from its pool), and
@@ -38,10 +36,10 @@ final class ThreadCache extends ThreadCacheCounters {
     static final long MAX_BLOCK = 4L * 1024 * 1024;
     static final int DEPTH = 8;
     /**
-     * After another thread took a pool's lock, how many visits to that lock in a row this thread
-     * makes before it stops caching blocks above MAX_CLASS.
+     * Every this many visits to a pool's lock in a row by itself, a thread checks whether other
+     * threads still use the manager, and stops caching blocks above MAX_CLASS if none did.
      */
-    static final int LARGE_CREDIT = 4096;
+    static final int CHECK_EVERY = 4096;
     /** Bins per pool: 1..15 for 16..240 B, then 16 per power of two from 256 B to MAX_BLOCK. */
     static final int BINS = 16 + 16 * (63 - Long.numberOfLeadingZeros(MAX_BLOCK) - 8) + 1;
     /**
@@ -57,12 +55,14 @@ final class ThreadCache extends ThreadCacheCounters {
     static final int SLOT_BASE = PAD;
     private static final VarHandle BYTES;
     private static final VarHandle COUNT;
+    private static final VarHandle CALLS;
 
     static {
         try {
             MethodHandles.Lookup l = MethodHandles.lookup();
             BYTES = l.findVarHandle(ThreadCacheCounters.class, "bytes", long.class);
             COUNT = l.findVarHandle(ThreadCacheCounters.class, "count", int.class);
+            CALLS = l.findVarHandle(ThreadCacheCounters.class, "calls", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -96,6 +96,7 @@ final class ThreadCache extends ThreadCacheCounters {
         this.stacks = new Block[pools][];
         this.depths = new byte[pools][];
         this.epoch = epoch;
+        this.untilCheck = CHECK_EVERY;
     }
 
     /**
@@ -128,6 +129,7 @@ final class ThreadCache extends ThreadCacheCounters {
      * least {@code size} bytes above it; or null
      */
     Block pop(int p, long size) {
+        CALLS.setOpaque(this, (long) CALLS.getOpaque(this) + 1);
         byte[] d = depths[p];
         if (d == null) {
             return null;
@@ -164,22 +166,36 @@ final class ThreadCache extends ThreadCacheCounters {
 
     /**
      * Owner only, holding {@code pool}'s lock on an allocate or free that the cache could not serve:
-     * notes whether another thread's cache path held that lock since this thread last did. Then the
-     * pool's lock and free lists move between cores on every visit (a 2 MiB allocate+free: 175 ns
-     * for one thread, 1.5 us each for two), whether or not anyone waits, and this thread caches
-     * large blocks for its next {@link #LARGE_CREDIT} visits in a row by itself. Any other thread,
-     * not only one that waited: a thread that caches its large blocks stops taking the lock, and
-     * two threads taking turns seldom wait.
+     * decides whether this thread caches blocks above MAX_CLASS. It starts to when another thread's
+     * cache path held that lock since this thread last did: then the pool's lock and free lists move
+     * between cores on every visit (a 2 MiB allocate+free: 175 ns for one thread, 1.5 us each for
+     * two), whether or not anyone waits. Every {@link #CHECK_EVERY} visits in a row by itself, it
+     * checks whether another live thread has called the manager's caches since its last check (at the
+     * first check: ever), and stops if none has. A thread whose cache serves every call never takes
+     * the lock, but the blocks it holds are the neighbours whose lines a free on the pool reads while
+     * the owner writes them: counting only visits to the lock, one of two threads stopped caching
+     * for good in about one 2-thread run of three, at 1.5-2x the time per call.
+     *
+     * @param caches every cache of the manager, this one included
      */
-    void sawPoolLock(Pool pool) {
+    void sawPoolLock(Pool pool, Iterable<ThreadCache> caches) {
         long last = pool.lastCacheThread;
         if (last != ownerId) {
             pool.lastCacheThread = ownerId;
             if (last != Pool.NO_THREAD) {
-                largeCredit = LARGE_CREDIT;
+                cachesLarge = true;
+                untilCheck = CHECK_EVERY;
             }
-        } else if (largeCredit > 0) {
-            largeCredit--;
+        } else if (--untilCheck <= 0) {
+            untilCheck = CHECK_EVERY;
+            long others = 0;
+            for (ThreadCache c : caches) {
+                if (c != this && c.owner.isAlive()) {
+                    others += c.calls();
+                }
+            }
+            cachesLarge = others != othersCalls;
+            othersCalls = others;
         }
     }
 
@@ -250,6 +266,11 @@ final class ThreadCache extends ThreadCacheCounters {
     /** @return bytes of the cached blocks (any thread; a recent value) */
     long bytes() {
         return (long) BYTES.getOpaque(this);
+    }
+
+    /** @return how many allocations the owner has asked this cache for (any thread; a recent value) */
+    long calls() {
+        return (long) CALLS.getOpaque(this);
     }
 
     /** @return number of cached blocks (any thread; a recent value) */

@@ -18,8 +18,14 @@ abstract class ThreadCacheCounters extends BlockPadding {
     /** The manager's drain epoch this cache has honoured. */
     int epoch;
     /**
-     * While positive, this thread caches blocks above {@link ThreadCache#MAX_CLASS}: set when it finds
-     * that another thread took a pool lock since its own last visit, counted down on each visit in a row.
+     * Calls of the owner on this cache (one per cached-path allocation, hit or miss); written by
+     * the owner, read by other threads through {@link ThreadCache#calls()} to tell whether it is busy.
      */
-    int largeCredit;
+    long calls;
+    /** The sum of the other live caches' {@link #calls} at this thread's last check; owner only. */
+    long othersCalls;
+    /** Pool-lock visits in a row by this thread until it checks whether other threads use the manager; owner only. */
+    int untilCheck;
+    /** While true, this thread caches blocks above {@link ThreadCache#MAX_CLASS}; owner only. */
+    boolean cachesLarge;
 }
