@@ -172,9 +172,10 @@ final class ThreadCache extends ThreadCacheCounters {
      * two), whether or not anyone waits. Every {@link #CHECK_EVERY} visits in a row by itself, it
      * checks whether another live thread has called the manager's caches since its last check (at the
      * first check: ever), and stops if none has. A thread whose cache serves every call never takes
-     * the lock, but the blocks it holds are the neighbours whose lines a free on the pool reads while
-     * the owner writes them: counting only visits to the lock, one of two threads stopped caching
-     * for good in about one 2-thread run of three, at 1.5-2x the time per call.
+     * the lock, yet the pool is not the other thread's alone (its blocks are likely neighbours of
+     * the busy thread's, whose lines that thread writes on every call): counting only visits to the
+     * lock, one of two threads stopped caching for good in about one 2-thread run of three, at
+     * 1.5-2x the time per call.
      *
      * @param caches every cache of the manager, this one included
      */
