@@ -2,6 +2,8 @@ package io.ferrum.memory.monitor;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -461,6 +463,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         Routing r = routing(active);
         Device first = null;
         String firstFailure = null;
+        boolean firstOutOfMemory = false;
         if (!r.devices.isEmpty()) {
             Optional<Device> choice = select(strategy, size, requirements, r.devices, r.infos);
             if (choice != null && choice.isPresent()) {
@@ -475,6 +478,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
                     routingEpoch++;
                     first = d;
                     firstFailure = d + " (" + e.getMessage() + ")";
+                    firstOutOfMemory = e instanceof OutOfDeviceMemoryException;
                 }
             }
         }
@@ -482,7 +486,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
             throw new DeviceUnavailableException(null, "No memory device is available: install and start a backend"
                     + " bundle (for example io.ferrum.memory.cpu)");
         }
-        return allocateFresh(size, requirements, strategy, active, first, firstFailure);
+        return allocateFresh(size, requirements, strategy, active, first, firstFailure, firstOutOfMemory);
     }
 
     /**
@@ -518,9 +522,17 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         return r;
     }
 
-    /** Makes the snapshot of {@code slot} anew (a method of its own, so that {@link #routing} inlines). */
+    /**
+     * Makes the snapshot of {@code slot} anew (a method of its own, so that {@link #routing} inlines):
+     * when only its count ran out, with the same devices and new figures of each.
+     */
     private Routing freshRouting(int slot, Map<Device, DeviceMemoryManager> active) {
-        Routing r = new Routing(active, figures(active), routingEpoch);
+        Routing old = routing[slot];
+        int epoch = routingEpoch;
+        Routing r = old != null && old.active == active && old.epoch == epoch ? old.withNewFigures() : null;
+        if (r == null) {
+            r = new Routing(active, figures(active), epoch);
+        }
         routing[slot] = r;
         routingCalls[slot] = REFRESH - 1;
         return r;
@@ -535,6 +547,26 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         Routing(Map<Device, DeviceMemoryManager> active, Map<Device, MemoryInfo> infos, int epoch) {
             this(active, List.copyOf(infos.keySet()), Map.copyOf(infos),
                     infos.keySet().stream().map(active::get).toArray(DeviceMemoryManager[]::new), epoch);
+        }
+
+        /**
+         * @return the same devices with their figures read again; null if a device no longer answers
+         * (then the device list is made anew)
+         */
+        Routing withNewFigures() {
+            if (managers.length == 1) {
+                MemoryInfo info = quickInfo(managers[0]);
+                return info == null ? null : new Routing(active, devices, Map.of(devices.get(0), info), managers, epoch);
+            }
+            Map<Device, MemoryInfo> fresh = new HashMap<>(managers.length * 2);
+            for (int i = 0; i < managers.length; i++) {
+                MemoryInfo info = quickInfo(managers[i]);
+                if (info == null) {
+                    return null;
+                }
+                fresh.put(devices.get(i), info);
+            }
+            return new Routing(active, devices, Collections.unmodifiableMap(fresh), managers, epoch);
         }
 
         /** @return the manager of {@code d} if it is one of the devices offered, else null */
@@ -599,7 +631,8 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     /** The full path: fresh figures of every device, and up to maxAttempts choices, skipping {@code tried}. */
     private MemoryHandle allocateFresh(long size, AllocationRequirements requirements, StrategyRegistry.Entry strategy,
-                                       Map<Device, DeviceMemoryManager> active, Device triedFirst, String firstFailure) {
+                                       Map<Device, DeviceMemoryManager> active, Device triedFirst, String firstFailure,
+                                       boolean firstOutOfMemory) {
         Map<Device, MemoryInfo> infos = figures(active);
         int slot = routingSlot();
         routing[slot] = new Routing(active, new LinkedHashMap<>(infos), routingEpoch);
@@ -607,6 +640,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         List<Device> candidates = new ArrayList<>(infos.keySet());
         List<String> tried = new ArrayList<>();
         int attempt = 0;
+        boolean outOfMemory = firstOutOfMemory;
         if (triedFirst != null) {
             candidates.remove(triedFirst);
             tried.add(firstFailure);
@@ -627,7 +661,14 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
                 return allocateOn(m, d, size, requirements);
             } catch (OutOfDeviceMemoryException | DeviceUnavailableException e) {
                 tried.add(d + " (" + e.getMessage() + ")");
+                outOfMemory |= e instanceof OutOfDeviceMemoryException;
             }
+        }
+        if (!outOfMemory && (!tried.isEmpty() || infos.isEmpty())) {
+            // Nothing ran out of memory: every device tried had gone away, or none answers.
+            throw new DeviceUnavailableException(null, "No device is available to allocate " + size + " bytes: "
+                    + (tried.isEmpty() ? "none of " + active.keySet() + " answers" : "tried " + tried
+                    + (candidates.isEmpty() ? "" : "; not tried " + candidates)));
         }
         long maxFree = infos.values().stream().mapToLong(MemoryInfo::freeBytes).max().orElse(0);
         throw new OutOfDeviceMemoryException(null, size, maxFree, "No device could allocate " + size + " bytes with strategy "

@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
@@ -232,6 +233,63 @@ class MemoryMonitorTest {
         MemoryHandle fresh = mon.allocate(MiB, AllocationRequirements.defaults());
         assertEquals(Optional.of(CPU2), mon.owner(fresh), "decided on figures read since the change");
         assertTrue(b.owns(filler));
+    }
+
+    @Test
+    void aDeviceThatStopsAnsweringWhileRegisteredLeavesTheFiguresOfTheNextRefresh() {
+        MemoryMonitor mon = monitor("");
+        PooledMemoryManager a = device(CPU1, 4 * MiB);
+        PooledMemoryManager b = device(CPU2, 16 * MiB);
+        mon.addManager(a, props(CPU1, 0));
+        mon.addManager(b, props(CPU2, 0));
+        List<List<Device>> offered = new ArrayList<>();
+        AllocationStrategy cpu1First = new AllocationStrategy() {
+            @Override
+            public Optional<Device> selectDevice(long size, AllocationRequirements r, List<Device> available,
+                                                 Map<Device, MemoryInfo> infos) {
+                offered.add(List.copyOf(available));
+                assertEquals(Set.copyOf(available), infos.keySet(), "figures for exactly the devices offered");
+                return available.contains(CPU1) ? Optional.of(CPU1) : available.stream().findFirst();
+            }
+
+            @Override
+            public String name() {
+                return "cpu1-first";
+            }
+        };
+        mon.addStrategy(cpu1First, strategyProps("cpu1-first", 0));
+        mon.deallocate(mon.allocate(MiB, AllocationRequirements.defaults())); // this thread's figures: both devices
+        assertEquals(List.of(CPU1, CPU2), offered.get(0));
+        b.close(); // never chosen here, still registered, but failing
+        for (int i = 0; i < 3 * 64; i++) { // past several refreshes of the figures
+            MemoryHandle h = mon.allocate(MiB, AllocationRequirements.defaults());
+            assertEquals(Optional.of(CPU1), mon.owner(h), "allocation " + i);
+            mon.deallocate(h);
+        }
+        assertEquals(List.of(CPU1), offered.get(offered.size() - 1), "cpu:2 left the figures");
+        assertTrue(offered.stream().filter(o -> o.contains(CPU2)).count() <= 64, "within one refresh");
+
+        a.close(); // no device answers now
+        for (int i = 0; i < 3 * 64; i++) {
+            DeviceUnavailableException e = assertThrows(DeviceUnavailableException.class,
+                    () -> mon.allocate(MiB, AllocationRequirements.defaults()));
+            assertTrue(e.getMessage().startsWith("No device is available to allocate 1048576 bytes"), "allocation " + i + ": " + e);
+        }
+    }
+
+    @Test
+    void theOnlyDeviceStoppingToAnswerJustBeforeARefreshMakesTheNextAllocationUnavailable() {
+        MemoryMonitor mon = monitor("");
+        PooledMemoryManager a = device(CPU1, 4 * MiB);
+        mon.addManager(a, props(CPU1, 0));
+        mon.addStrategy(new BestFitStrategy(), strategyProps("best-fit", 0));
+        for (int i = 0; i < 64; i++) { // the figures read at the first call serve 63 more
+            mon.deallocate(mon.allocate(MiB, AllocationRequirements.defaults()));
+        }
+        a.close();
+        DeviceUnavailableException e = assertThrows(DeviceUnavailableException.class,
+                () -> mon.allocate(MiB, AllocationRequirements.defaults()));
+        assertEquals("No device is available to allocate 1048576 bytes: none of [cpu:1] answers", e.getMessage());
     }
 
     @Test
