@@ -53,8 +53,17 @@ public final class HandleTable {
     private int[] freeSlots = new int[64];
     private int freeCount;
     private int nextSlot;
+    /** Slots whose generations are spent (guarded by the monitor). */
+    private int retired;
+    private final int slotLimit;
 
     public HandleTable() {
+        this(MAX_SLOTS);
+    }
+
+    /** @param slotLimit how many slots the table may use (tests: a small table fills quickly), at most 2^24 */
+    HandleTable(int slotLimit) {
+        this.slotLimit = slotLimit;
         AtomicLong counter = (AtomicLong) System.getProperties().computeIfAbsent(COUNTER_KEY, k -> new AtomicLong());
         long id = counter.incrementAndGet() & MANAGER_MASK;
         if (id == 0) {
@@ -123,7 +132,7 @@ public final class HandleTable {
         if (got == 0) {
             into[base + got++] = newSlot();
         }
-        while (got < n && nextSlot < MAX_SLOTS && (nextSlot & (PAGE - 1)) != 0) {
+        while (got < n && nextSlot < slotLimit && (nextSlot & (PAGE - 1)) != 0) {
             into[base + got++] = newSlot();
         }
         return got;
@@ -131,9 +140,8 @@ public final class HandleTable {
 
     /** Under the monitor: a never-used slot, adding a page when the last one is full. */
     private int newSlot() {
-        if (nextSlot == MAX_SLOTS) {
-            throw new MemoryException("Handle table of manager " + managerId + " is full: " + MAX_SLOTS
-                    + " live allocations; free some before allocating more");
+        if (nextSlot == slotLimit) {
+            throw full();
         }
         int slot = nextSlot++;
         int p = slot >>> PAGE_BITS;
@@ -186,6 +194,7 @@ public final class HandleTable {
      */
     void recycle(long id, ThreadCache cache) {
         if (!reusable(id)) {
+            retire();
             return;
         }
         int slot = writeBack(id);
@@ -210,6 +219,24 @@ public final class HandleTable {
         int slot = slotOf(id);
         pages[slot >>> PAGE_BITS].generations[slot & (PAGE - 1)] = (int) (id & MAX_GEN);
         return slot;
+    }
+
+    /** Counts a slot whose generations are spent: it is never issued again. */
+    synchronized void retire() {
+        retired++;
+    }
+
+    /** Under the monitor: the error for a table that has no slot left, saying where the slots are. */
+    private MemoryException full() {
+        String where = "Handle table of manager " + managerId + " has no slot left for a new handle: ";
+        if (retired == slotLimit) {
+            return new MemoryException(where + "all " + slotLimit + " slots are retired (each named " + MAX_GEN
+                    + " blocks, so that no stale handle can name a later one); this manager can issue no more handles:"
+                    + " close it and use a new one");
+        }
+        return new MemoryException(where + retired + " of its " + slotLimit + " slots are retired (each named " + MAX_GEN
+                + " blocks, so that no stale handle can name a later one), the other " + (slotLimit - retired)
+                + " name live allocations or are spares of thread caches; free some allocations before allocating more");
     }
 
     /** Returns a stash of spare slots to the shared free list (a cache that is being dropped). */

@@ -564,8 +564,12 @@ public final class PoolEngine implements PooledMemoryManager {
                 b.hint = null;
             }
             // A slot whose generations are spent is not kept: it retires, and the block takes a spare one next time.
-            b.keptId = HandleTable.reusable(id) ? id : 0;
+            boolean keep = HandleTable.reusable(id);
+            b.keptId = keep ? id : 0;
             if (tc.push(pool.type.ordinal(), b)) {
+                if (!keep) {
+                    handles.retire();
+                }
                 return;
             }
             b.keptId = 0;

@@ -4,11 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.stream.IntStream;
 
 import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.MemoryException;
 
 /** The handle table's slot ownership on the thread-cache paths: kept slots, their return, retirement. */
 class HandleTableTest {
@@ -107,5 +110,48 @@ class HandleTableTest {
         assertNotEquals(slot, slotOf(fresh), "a retired slot is never issued again");
         assertSame(b, table.lookup(fresh));
         assertNull(table.lookup(last));
+    }
+
+    /** Names {@code b} on its slot through every generation, then frees it: the slot retires. @return the slot */
+    private static int spendASlot(HandleTable t, Block b, ThreadCache cache) {
+        long last = t.register(b);
+        while (HandleTable.reusable(last)) {
+            assertTrue(b.claim(last));
+            b.keptId = last;
+            last = t.registerCached(b, cache);
+        }
+        assertTrue(b.claim(last));
+        t.recycle(last, null);
+        return slotOf(last);
+    }
+
+    @Test
+    void aFullTableSaysHowManyOfItsSlotsAreRetired() {
+        HandleTable small = new HandleTable(2);
+        assertEquals(0, spendASlot(small, new Block(null, 0, 64), cache));
+        Block live = new Block(null, 64, 64);
+        long other = small.register(live); // slot 1, the last one
+        assertEquals(1, slotOf(other));
+
+        MemoryException e = assertThrows(MemoryException.class, () -> small.register(new Block(null, 128, 64)));
+        assertEquals("Handle table of manager " + small.managerId() + " has no slot left for a new handle: 1 of its 2 slots"
+                + " are retired (each named 1048575 blocks, so that no stale handle can name a later one), the other 1 name"
+                + " live allocations or are spares of thread caches; free some allocations before allocating more", e.getMessage());
+        assertSame(live, small.lookup(other), "the failed call changed nothing");
+
+        assertTrue(live.claim(other));
+        small.recycle(other, null);
+        long again = small.register(new Block(null, 128, 64));
+        assertEquals(1, slotOf(again), "a freed slot serves again; the retired one never does");
+    }
+
+    @Test
+    void aTableWhoseSlotsAreAllRetiredSaysItCanIssueNoMore() {
+        HandleTable tiny = new HandleTable(1);
+        spendASlot(tiny, new Block(null, 0, 64), cache);
+        MemoryException e = assertThrows(MemoryException.class, () -> tiny.register(new Block(null, 64, 64)));
+        assertEquals("Handle table of manager " + tiny.managerId() + " has no slot left for a new handle: all 1 slots are"
+                + " retired (each named 1048575 blocks, so that no stale handle can name a later one); this manager can"
+                + " issue no more handles: close it and use a new one", e.getMessage());
     }
 }
