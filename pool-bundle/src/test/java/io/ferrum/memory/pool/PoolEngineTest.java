@@ -938,12 +938,12 @@ class PoolEngineTest {
         ExecutorService other = Executors.newSingleThreadExecutor();
         try {
             Runnable churn64KiB = () -> m.deallocate(m.allocate(64 * KiB, CPU));
-            other.submit(churn64KiB).get(); // the other thread takes the lock (a turn), then keeps its block cached
+            other.submit(churn64KiB).get(30, TimeUnit.SECONDS); // the other thread takes the lock (a turn), then keeps its block cached
             for (int round = 0; round < 3; round++) {
                 // More visits in a row than CHECK_EVERY, so each round checks at least once; the other
                 // thread's calls between rounds never reach the pool lock: its cache serves them.
                 visitThePoolLockInARow(m, 2100);
-                other.submit(churn64KiB).get();
+                other.submit(churn64KiB).get(30, TimeUnit.SECONDS);
             }
             long used = m.memoryInfo().usedBytes();
             m.deallocate(m.allocate(600 * KiB, CPU));

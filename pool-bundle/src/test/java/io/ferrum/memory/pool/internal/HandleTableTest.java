@@ -27,7 +27,7 @@ class HandleTableTest {
     }
 
     /** What a free into the cache does: claim the name, keep the slot with the block unless its generations are spent. */
-    private void freeIntoCache(Block b, long id) {
+    private static void freeIntoCache(Block b, long id) {
         assertTrue(b.claim(id));
         b.keptId = HandleTable.reusable(id) ? id : 0;
     }
@@ -91,19 +91,8 @@ class HandleTableTest {
     @Test
     void aSlotWhoseGenerationsAreSpentIsRetiredNotKept() {
         Block b = new Block(null, 0, 64);
-        long id = table.register(b, cache);
-        int slot = slotOf(id);
-        long last = id;
-        while (true) {
-            freeIntoCache(b, last);
-            if (b.keptId == 0) {
-                break;
-            }
-            last = table.registerCached(b, cache);
-            assertEquals(slot, slotOf(last));
-        }
-        assertEquals((1 << 20) - 1, generationOf(last), "retired after its last generation");
-        table.recycle(last, cache);
+        long last = spendASlot(table, b, cache);
+        int slot = slotOf(last);
         assertTrue(IntStream.range(0, cache.slotCount)
                 .noneMatch(k -> cache.slots[ThreadCache.SLOT_BASE + k] == slot), "a spent slot does not go to the stash");
         long fresh = table.registerCached(b, cache);
@@ -112,23 +101,32 @@ class HandleTableTest {
         assertNull(table.lookup(last));
     }
 
-    /** Names {@code b} on its slot through every generation, then frees it: the slot retires. @return the slot */
-    private static int spendASlot(HandleTable t, Block b, ThreadCache cache) {
+    /**
+     * Names {@code b} on one slot through every generation, going through {@code cache} each time
+     * (a spent slot is not kept), then frees it into {@code cache}: the slot retires.
+     *
+     * @return the slot's last id
+     */
+    private static long spendASlot(HandleTable t, Block b, ThreadCache cache) {
         long last = t.register(b);
-        while (HandleTable.reusable(last)) {
-            assertTrue(b.claim(last));
-            b.keptId = last;
+        int slot = slotOf(last);
+        while (true) {
+            freeIntoCache(b, last);
+            if (b.keptId == 0) {
+                break;
+            }
             last = t.registerCached(b, cache);
+            assertEquals(slot, slotOf(last));
         }
-        assertTrue(b.claim(last));
-        t.recycle(last, null);
-        return slotOf(last);
+        assertEquals((1 << 20) - 1, generationOf(last), "retired after its last generation");
+        t.recycle(last, cache);
+        return last;
     }
 
     @Test
     void aFullTableSaysHowManyOfItsSlotsAreRetired() {
         HandleTable small = new HandleTable(2);
-        assertEquals(0, spendASlot(small, new Block(null, 0, 64), cache));
+        assertEquals(0, slotOf(spendASlot(small, new Block(null, 0, 64), cache)));
         Block live = new Block(null, 64, 64);
         long other = small.register(live); // slot 1, the last one
         assertEquals(1, slotOf(other));
