@@ -554,6 +554,9 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
          * (then the device list is made anew)
          */
         Routing withNewFigures() {
+            // One device: Map.of, whose get is an equals on one key; the strategy looks its figures up
+            // on every call, and a hashed map hashes the Device record each time (measured: routed
+            // best-fit 4 KiB 93 ns with Map.of, 105-114 ns with the loop below for one device too).
             if (managers.length == 1) {
                 MemoryInfo info = quickInfo(managers[0]);
                 return info == null ? null : new Routing(active, devices, Map.of(devices.get(0), info), managers, epoch);
