@@ -13,7 +13,9 @@ import io.ferrum.memory.api.MemoryUsageHint;
  * lock, and are cleared only by {@link #claim} (one compare-and-set, so exactly one free of a name
  * wins). {@link #pins} and {@link #mapping} are volatile too: a free that claims a name without the
  * lock reads them after its claim, and pin and map re-read the name after setting them, so at least
- * one side always sees the other (the free then finishes under the lock).
+ * one side always sees the other (the free then finishes under the lock). {@link #names} counts the
+ * names: the claim that takes it to zero, and only that one, gives the memory back, so two handles
+ * of one mapping freed at once release it once.
  *
  * <p>A block may sit in a {@link ThreadCache}: not free in its pool, named by nothing; only the
  * cache's owner thread touches its live-block fields then. A block has one name (its handle) or two when it is the memory of a {@link
@@ -44,6 +46,10 @@ public final class Block extends BlockPadding {
     volatile int pins;
     /** Freed by its owner while pinned: the memory returns to the pool when the last pin goes. */
     boolean freePending;
+    /** How many handles name the block (0, 1, or 2 for a mapping); changed only by compare-and-set. */
+    volatile int names;
+    /** Freed, and its bytes already cleared for {@code zeroing=on-free}: it may go back to the free lists. */
+    boolean scrubbed;
     volatile MappingState mapping;
     AccessTracker access;
     /**
@@ -66,22 +72,54 @@ public final class Block extends BlockPadding {
         return id != 0 && (handleId == id || aliasId == id);
     }
 
-    /** Clears the name {@code id} atomically; @return true if this call cleared it (false: not a name of this block) */
-    boolean claim(long id) {
-        if (id == 0) {
-            return false;
+    /**
+     * Clears the name {@code id} atomically.
+     *
+     * @return the names left after this call cleared {@code id} (0: it was the last, the caller
+     * gives the memory back), or -1 when {@code id} is not a name of this block (another call
+     * cleared it first)
+     */
+    int claim(long id) {
+        if (id == 0 || !(HANDLE.compareAndSet(this, id, 0L) || ALIAS.compareAndSet(this, id, 0L))) {
+            return -1;
         }
-        return HANDLE.compareAndSet(this, id, 0L) || ALIAS.compareAndSet(this, id, 0L);
+        return (int) NAMES.getAndAdd(this, -1) - 1;
+    }
+
+    /** Gives a block that no handle names its first name, {@code id}. */
+    void nameFirst(long id) {
+        NAMES.setRelease(this, 1);
+        handleId = id;
+    }
+
+    /** Counts one more name, unless the last one is already being freed. @return true if counted */
+    boolean addName() {
+        while (true) {
+            int n = names;
+            if (n == 0) {
+                return false;
+            }
+            if (NAMES.compareAndSet(this, n, n + 1)) {
+                return true;
+            }
+        }
+    }
+
+    /** Takes back a name counted by {@link #addName} that was never issued. @return the names left */
+    int dropUnissuedName() {
+        return (int) NAMES.getAndAdd(this, -1) - 1;
     }
 
     private static final VarHandle HANDLE;
     private static final VarHandle ALIAS;
+    private static final VarHandle NAMES;
 
     static {
         try {
             MethodHandles.Lookup l = MethodHandles.lookup();
             HANDLE = l.findVarHandle(Block.class, "handleId", long.class);
             ALIAS = l.findVarHandle(Block.class, "aliasId", long.class);
+            NAMES = l.findVarHandle(Block.class, "names", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }

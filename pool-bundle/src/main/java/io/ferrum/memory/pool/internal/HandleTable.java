@@ -15,7 +15,8 @@ import io.ferrum.memory.api.MemoryException;
  * the generation grows each time a slot is reused, so a freed handle never names a later block. A
  * slot whose generation is exhausted is retired, never reused: stale handles cannot come back to
  * life. Manager numbers come from a JVM-wide counter kept in the system properties, so they stay
- * unique even across updates of the pool bundle (a static field would restart at 1).
+ * unique even across updates of the pool bundle (a static field would restart at 1); once all
+ * 2^20 - 1 are given out, no manager can be made until the JVM restarts.
  *
  * <p>Slots live in pages of {@value #PAGE} that never move once created (growth copies only the
  * page directory), so a slot can be written without the table's lock. Each slot has exactly one
@@ -63,11 +64,23 @@ public final class HandleTable {
 
     /** @param slotLimit how many slots the table may use (tests: a small table fills quickly), at most 2^24 */
     HandleTable(int slotLimit) {
+        this(slotLimit, (AtomicLong) System.getProperties().computeIfAbsent(COUNTER_KEY, k -> new AtomicLong()));
+    }
+
+    /**
+     * @param slotLimit how many slots the table may use, at most 2^24
+     * @param managers  the JVM's count of manager numbers given out (tests: one of their own)
+     * @throws MemoryException when every manager number is spent: numbers are never reused, since a
+     *                         stale handle of a closed manager would name a block of the new one
+     */
+    HandleTable(int slotLimit, AtomicLong managers) {
         this.slotLimit = slotLimit;
-        AtomicLong counter = (AtomicLong) System.getProperties().computeIfAbsent(COUNTER_KEY, k -> new AtomicLong());
-        long id = counter.incrementAndGet() & MANAGER_MASK;
-        if (id == 0) {
-            id = counter.incrementAndGet() & MANAGER_MASK;
+        long id = managers.incrementAndGet();
+        if (id > MANAGER_MASK || id <= 0) {
+            managers.decrementAndGet();
+            throw new MemoryException("No manager number is left for a new memory manager: all " + MANAGER_MASK
+                    + " were given out in this JVM, and a number is never given twice (a stale handle of a closed"
+                    + " manager would name a block of the new one); restart the JVM");
         }
         this.managerId = id;
     }
@@ -80,11 +93,14 @@ public final class HandleTable {
     /** Issues a new id for {@code b} from the shared free list and records it as the block's handle. */
     public long register(Block b) {
         long id = issue(takeSlot(), b);
-        b.handleId = id;
+        b.nameFirst(id);
         return id;
     }
 
-    /** Issues a second id for {@code b} (a mapping's other handle), possibly in another manager's table. */
+    /**
+     * Issues a second id for {@code b} (a mapping's other handle), possibly in another manager's
+     * table; the caller has counted the name ({@link Block#addName}).
+     */
     public long registerAlias(Block b) {
         long id = issue(takeSlot(), b);
         b.aliasId = id;
@@ -97,7 +113,7 @@ public final class HandleTable {
             cache.slotCount = takeSlots(cache.slots, ThreadCache.SLOT_BASE, ThreadCache.SLOTS / 2);
         }
         long id = issue(cache.slots[ThreadCache.SLOT_BASE + --cache.slotCount], b);
-        b.handleId = id;
+        b.nameFirst(id);
         return id;
     }
 
@@ -112,7 +128,7 @@ public final class HandleTable {
             return register(b, cache);
         }
         long id = kept + 1;
-        b.handleId = id;
+        b.nameFirst(id);
         return id;
     }
 
@@ -172,7 +188,7 @@ public final class HandleTable {
 
     /** Forgets {@code id}, one of {@code b}'s names in this table; the id is never valid again. */
     public void unregister(Block b, long id) {
-        if (id == 0 || !isOwn(id) || !b.claim(id)) {
+        if (id == 0 || !isOwn(id) || b.claim(id) < 0) {
             return;
         }
         recycle(id, null);

@@ -40,9 +40,13 @@ public final class Pool {
     static final long NO_THREAD = -1;
 
     final MemoryType type;
+    /** The manager whose device this pool's chunks are on (a peer's alias of a block frees through it). */
+    final PoolEngine engine;
     final ReentrantLock lock = new ReentrantLock();
     /** Signalled when {@link #inflight} drops to zero, for close. */
     final Condition idle = lock.newCondition();
+    /** Signalled when a growth ends, for allocations that waited for it rather than growing too. */
+    final Condition grown = lock.newCondition();
     final List<PoolChunk> chunks = new ArrayList<>();
     private final AtomicLong deviceUsed;
     private final AtomicLong deviceLive;
@@ -53,8 +57,13 @@ public final class Pool {
     long pending;
     long used;
     long live;
-    /** Copies in flight on blocks of this pool. */
+    /**
+     * Work on this pool's memory outside its lock: pins (copies, fills, scrubs) and upstream calls
+     * (a growth, a trim's release). Close releases the chunks only once it is zero.
+     */
     int inflight;
+    /** Closed while {@link #inflight} was not zero: whoever ends the last of that work releases the chunks. */
+    boolean releaseWhenIdle;
     /**
      * The id of the last thread that took {@link #lock} to allocate or free through its thread cache
      * (for thread caches: is this pool shared between threads?); {@link #NO_THREAD} before the first.
@@ -66,7 +75,8 @@ public final class Pool {
     private long flBitmap;
     private final int[] slBitmap = new int[FL_COUNT];
 
-    Pool(MemoryType type, MemoryPoolConfig config, AtomicLong deviceUsed, AtomicLong deviceLive) {
+    Pool(PoolEngine engine, MemoryType type, MemoryPoolConfig config, AtomicLong deviceUsed, AtomicLong deviceLive) {
+        this.engine = engine;
         this.type = type;
         this.config = config;
         this.deviceUsed = deviceUsed;
@@ -202,14 +212,21 @@ public final class Pool {
      */
     Block carve(long size, long alignment) {
         long unit = Math.max(config.alignment(), MIN_BLOCK);
-        long needed = alignment <= unit ? size : size + alignment - MIN_BLOCK;
-        Block b = findFree(needed);
+        Block b = findFree(alignment <= unit ? size : size + alignment - MIN_BLOCK);
         if (b == null) {
             return null;
         }
+        long pad = padTo(b, alignment);
+        if (b.size - pad < size) {
+            // A free block from before the pool's alignment was raised, or at the start of a chunk
+            // less aligned than the pool: look again with room for the padding.
+            b = findFree(size + alignment - MIN_BLOCK);
+            if (b == null) {
+                return null;
+            }
+            pad = padTo(b, alignment);
+        }
         removeFree(b);
-        long address = b.chunk.device.address() + b.offset;
-        long pad = alignUp(address, alignment) - address;
         if (pad > 0) {
             // Front padding stays free; the block proper starts after it.
             Block rest = new Block(b.chunk, b.offset + pad, b.size - pad);
@@ -236,6 +253,12 @@ public final class Pool {
         return b;
     }
 
+    /** @return bytes from the start of free block {@code b} to its first address that is a multiple of {@code alignment} */
+    private static long padTo(Block b, long alignment) {
+        long address = b.chunk.device.address() + b.offset;
+        return alignUp(address, alignment) - address;
+    }
+
     /** Returns a live block's memory to the free lists, coalescing with free neighbours. */
     void release(Block b) {
         b.chunk.usedBytes -= b.size;
@@ -251,6 +274,7 @@ public final class Pool {
         b.hint = null;
         b.allocationSite = null;
         b.freePending = false;
+        b.scrubbed = false;
         coalesceAndList(b);
     }
 
@@ -390,6 +414,19 @@ public final class Pool {
         return out;
     }
 
+    /** @return every block that is not free (live, freed while pinned, or in a thread cache), in chunk and address order */
+    List<Block> allocatedBlocks() {
+        List<Block> out = new ArrayList<>();
+        for (PoolChunk c : chunks) {
+            for (Block b = c.first; b != null; b = b.nextPhys) {
+                if (!b.free) {
+                    out.add(b);
+                }
+            }
+        }
+        return out;
+    }
+
     /** @return free bytes inside the reserved chunks */
     long freeInReserved() {
         return reserved - used;
@@ -403,18 +440,19 @@ public final class Pool {
      * valid (blocks keep their identity) and contents move with them. Runs under the lock; the
      * copies go to the upstream, which must give memmove semantics for overlapping ranges.
      *
+     * @param scrub clear the bytes a moved block leaves behind (zeroing on free: free memory holds only zeros)
      * @return blocks moved
      */
-    long compact(DeviceUpstream upstream) {
+    long compact(DeviceUpstream upstream, boolean scrub) {
         long moved = 0;
         for (PoolChunk c : chunks) {
-            moved += slideDown(c, upstream);
+            moved += slideDown(c, upstream, scrub);
         }
-        moved += evacuateEmptiest(upstream);
+        moved += evacuateEmptiest(upstream, scrub);
         return moved;
     }
 
-    private long slideDown(PoolChunk c, DeviceUpstream upstream) {
+    private long slideDown(PoolChunk c, DeviceUpstream upstream, boolean scrub) {
         long moved = 0;
         Block x = c.first;
         while (x != null) {
@@ -425,6 +463,14 @@ public final class Pool {
                 removeFree(x);
                 long target = x.offset;
                 upstream.copy(c.device, n.offset, c.device, target, n.requested);
+                if (scrub) {
+                    // The part of n's old bytes that its new place does not cover is free now.
+                    long from = Math.max(n.offset, target + n.requested);
+                    long end = n.offset + n.requested;
+                    if (end > from) {
+                        upstream.fill(c.device, from, end - from, (byte) 0);
+                    }
+                }
                 Block p = x.prevPhys;
                 Block after = n.nextPhys;
                 n.prevPhys = p;
@@ -463,7 +509,7 @@ public final class Pool {
      * Empties the emptiest chunks into chunks that are fuller than they are (never into emptier or
      * empty ones: that would only move data around without letting a chunk go).
      */
-    private long evacuateEmptiest(DeviceUpstream upstream) {
+    private long evacuateEmptiest(DeviceUpstream upstream, boolean scrub) {
         long moved = 0;
         List<PoolChunk> byUse = new ArrayList<>(chunks);
         byUse.sort(Comparator.comparingLong(c -> c.usedBytes));
@@ -494,6 +540,9 @@ public final class Pool {
                     break;
                 }
                 upstream.copy(c.device, b.offset, dest.chunk.device, dest.offset, b.requested);
+                if (scrub) {
+                    upstream.fill(c.device, b.offset, b.requested, (byte) 0);
+                }
                 swapPlaces(b, dest);
                 // dest now sits where b was, in c: it is free space (c's free blocks stay unlisted).
                 dest.free = true;

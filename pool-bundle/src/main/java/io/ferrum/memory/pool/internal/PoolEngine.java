@@ -12,8 +12,10 @@ import java.util.OptionalDouble;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
@@ -52,8 +54,14 @@ import io.ferrum.memory.pool.ZeroingPolicy;
  * bookkeeping (carving, releasing, pinning), never across an upstream call except during
  * defragmentation of that pool. Copies pin their blocks under the lock and run outside it; a pinned
  * or mapped block is never moved or reused. Growth books its size as pending under the lock, asks
- * the upstream outside it, then adds the chunk: limits hold under any concurrency. Handle lookups
+ * the upstream outside it, then adds the chunk: limits hold under any concurrency; an allocation
+ * that finds a growth in flight large enough waits for it instead of growing too. Handle lookups
  * take no lock.
+ *
+ * <p>Work outside a pool's lock on its memory (a pin: a copy, a zeroing fill; a growth; a trim's
+ * release) counts in {@link Pool#inflight}. {@link #close()} releases a pool's chunks only when that
+ * count is zero: it waits for it, and after its wait (or at once, interrupted) leaves the release to
+ * whoever ends the last such work; the upstream is closed after the last chunk is released.
  */
 public final class PoolEngine implements PooledMemoryManager {
     private static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
@@ -66,7 +74,7 @@ public final class PoolEngine implements PooledMemoryManager {
     private final long chunkAlignment;
     private final EnumMap<MemoryType, Pool> pools = new EnumMap<>(MemoryType.class);
     private final Pool[] poolList;
-    private final HandleTable handles = new HandleTable();
+    private final HandleTable handles;
     private final AtomicLong deviceReserved = new AtomicLong();
     private final AtomicLong deviceUsed = new AtomicLong();
     private final AtomicLong deviceLive = new AtomicLong();
@@ -84,8 +92,20 @@ public final class PoolEngine implements PooledMemoryManager {
     private volatile MemoryPressure lastPressure = MemoryPressure.LOW;
     private volatile Consumer<MemoryPressure> pressureCallback;
     private volatile boolean closed;
-    /** Per-thread caches of freed small blocks; null when the settings turn them off. */
-    private final ThreadLocal<ThreadCache> localCache;
+    /** The close itself and each pool whose release waits for its last work; the upstream closes at zero. */
+    private final AtomicInteger closeHolds = new AtomicInteger(1);
+    /**
+     * Aliases this manager issued for blocks of other managers (a mapping across devices), with
+     * their ids: they die when this manager closes, so the memory does not stay named forever.
+     */
+    private final ConcurrentHashMap<Block, Long> issuedAliases = new ConcurrentHashMap<>();
+    /**
+     * Per-thread caches of freed small blocks; null when the settings turn them off. A thread's entry
+     * is a one-element {@code Object[]} holding its {@link ThreadCache}: close empties every holder,
+     * so a thread that outlives the manager keeps only a JDK array in its thread-local map, never a
+     * class of this bundle (which would keep the whole bundle revision in memory after an update).
+     */
+    private final ThreadLocal<Object[]> localCache;
     private final CopyOnWriteArrayList<ThreadCache> caches = new CopyOnWriteArrayList<>();
     /** Bumped to make every thread drain its cache on its next call. */
     private volatile int cacheEpoch;
@@ -94,9 +114,16 @@ public final class PoolEngine implements PooledMemoryManager {
 
     public PoolEngine(DeviceUpstream upstream, MemoryManagerConfig config, PoolSettings settings,
                       HostStreamManager streams) {
+        this(upstream, config, settings, streams, null);
+    }
+
+    /** @param handles the handle table (tests: a small one), or null for a full-size one */
+    PoolEngine(DeviceUpstream upstream, MemoryManagerConfig config, PoolSettings settings,
+               HostStreamManager streams, HandleTable handles) {
         if (upstream == null || config == null || settings == null) {
             throw new InvalidMemoryRequestException("A pooled manager needs an upstream, a configuration and settings");
         }
+        this.handles = handles != null ? handles : new HandleTable();
         this.upstream = upstream;
         this.device = upstream.device();
         this.config = config;
@@ -118,7 +145,7 @@ public final class PoolEngine implements PooledMemoryManager {
             CoarseClock.acquire();
         }
         for (MemoryType type : MemoryType.values()) {
-            pools.put(type, new Pool(type, config.poolConfig(type), deviceUsed, deviceLive));
+            pools.put(type, new Pool(this, type, config.poolConfig(type), deviceUsed, deviceLive));
         }
         this.poolList = pools.values().toArray(new Pool[0]);
         this.localCache = settings.threadCacheBytes() > 0 && settings.zeroing() == ZeroingPolicy.NONE
@@ -252,10 +279,31 @@ public final class PoolEngine implements PooledMemoryManager {
                 b.alignment = unit;
                 b.allocatedAtNanos = allocationNanos();
                 track(b, cfg);
-                return new MemoryHandle(handles.registerCached(b, tc));
+                long id;
+                try {
+                    id = handles.registerCached(b, tc);
+                } catch (RuntimeException e) {
+                    returnToPool(b); // a full handle table: the block must not be lost
+                    throw e;
+                }
+                return new MemoryHandle(id);
             }
         }
         return allocateIn(pool, size, unit, blockSize, tc);
+    }
+
+    /** Gives a block taken from a thread cache back to its pool (its allocation failed). */
+    private void returnToPool(Block b) {
+        Pool pool = b.pool;
+        pool.acquire();
+        try {
+            handles.releaseKept(b);
+            if (!pool.closed) {
+                pool.release(b);
+            }
+        } finally {
+            pool.lock.unlock();
+        }
     }
 
     /** @return true if a block of {@code size} bytes may go to {@code tc} (large ones only while the thread caches them) */
@@ -287,19 +335,62 @@ public final class PoolEngine implements PooledMemoryManager {
      * call; null for virtual threads (a cache each would hold too much) and when caches are off
      */
     private ThreadCache cache() {
-        ThreadCache tc = localCache.get();
+        Object[] holder = localCache.get();
+        ThreadCache tc = holder == null ? null : (ThreadCache) holder[0];
         if (tc == null) {
-            if (Thread.currentThread().isVirtual()) {
-                return null;
-            }
-            tc = new ThreadCache(poolList.length, settings.threadCacheBytes(), cacheEpoch);
-            localCache.set(tc);
-            caches.add(tc);
+            return holder == null ? newCache() : null;
         } else if (tc.epoch != cacheEpoch) {
             tc.epoch = cacheEpoch;
             drain(tc);
         }
         return tc;
+    }
+
+    /** @return a new cache for the calling thread, or null (a virtual thread; a closed manager) */
+    private ThreadCache newCache() {
+        if (Thread.currentThread().isVirtual() || closed) {
+            return null;
+        }
+        // A thread that comes may follow threads that went: their blocks go back to the pools now,
+        // not at the next trim (short-lived threads would otherwise grow the pools without bound).
+        sweepDeadCaches();
+        ThreadCache tc = new ThreadCache(poolList.length, settings.threadCacheBytes(), cacheEpoch);
+        Object[] holder = {tc};
+        tc.holder = holder;
+        localCache.set(holder);
+        caches.add(tc);
+        if (closed) {
+            // Close ran meanwhile and did not see this cache.
+            holder[0] = null;
+            caches.remove(tc);
+            return null;
+        }
+        return tc;
+    }
+
+    /** @return the calling thread's cache if it has one, without creating it */
+    private ThreadCache ownCache() {
+        Object[] holder = localCache == null ? null : localCache.get();
+        return holder == null ? null : (ThreadCache) holder[0];
+    }
+
+    /**
+     * Drains the caches of threads that have died and drops them. @return true if any held blocks
+     */
+    private boolean sweepDeadCaches() {
+        boolean any = false;
+        // One sweeper at a time: a dead thread's cache has no owner to order its draining.
+        synchronized (caches) {
+            for (ThreadCache tc : caches) {
+                if (!tc.owner.isAlive()) {
+                    any |= tc.count() > 0;
+                    drain(tc);
+                    handles.giveBackAll(tc);
+                    caches.remove(tc);
+                }
+            }
+        }
+        return any;
     }
 
     /** Gives every block of {@code tc} back to its pool (the owner, or anyone once the owner has died). */
@@ -333,18 +424,12 @@ public final class PoolEngine implements PooledMemoryManager {
         synchronized (caches) {
             cacheEpoch++;
         }
-        ThreadCache own = localCache.get();
+        ThreadCache own = ownCache();
         if (own != null) {
             own.epoch = cacheEpoch;
             drain(own);
         }
-        for (ThreadCache tc : caches) {
-            if (!tc.owner.isAlive()) {
-                drain(tc);
-                handles.giveBackAll(tc);
-                caches.remove(tc);
-            }
-        }
+        sweepDeadCaches();
     }
 
     /** @return bytes and count of blocks held in thread caches, as {bytes, count} */
@@ -373,8 +458,10 @@ public final class PoolEngine implements PooledMemoryManager {
     private MemoryHandle allocateIn(Pool pool, long size, long alignment, long blockSize, ThreadCache tc) {
         boolean gcTried = false;
         boolean ownDrained = false;
+        boolean zero = settings.zeroing() == ZeroingPolicy.ON_ALLOCATE;
         while (true) {
             Block b;
+            long id = 0;
             pool.acquire();
             if (tc != null) {
                 tc.sawPoolLock(pool, caches);
@@ -392,34 +479,50 @@ public final class PoolEngine implements PooledMemoryManager {
                     if (config.enableDebug()) {
                         b.allocationSite = new Throwable("allocated here");
                     }
-                    if (tc != null) {
-                        handles.register(b, tc);
-                    } else {
-                        handles.register(b);
+                    try {
+                        id = tc != null ? handles.register(b, tc) : handles.register(b);
+                    } catch (RuntimeException e) {
+                        pool.release(b); // a full handle table: the carved block must not be lost
+                        throw e;
+                    }
+                    if (zero) {
+                        // Pinned while it is cleared outside the lock: compaction cannot move it, nor
+                        // close release its chunk, under the fill.
+                        b.pins++;
+                        pool.inflight++;
                     }
                 }
             } finally {
                 pool.lock.unlock();
             }
             if (b != null) {
-                if (settings.zeroing() == ZeroingPolicy.ON_ALLOCATE) {
-                    upstream.fill(b.chunk.device, b.offset, size, (byte) 0);
+                if (zero) {
+                    try {
+                        upstream.fill(b.chunk.device, b.offset, size, (byte) 0);
+                    } finally {
+                        unpin(b);
+                    }
                 }
                 checkPressure();
-                return new MemoryHandle(b.handleId);
+                return new MemoryHandle(id);
             }
             if (!ownDrained) {
                 ownDrained = true;
-                // Before the pool grows, the blocks this thread keeps go back to it: a cache must not
-                // make the pool larger than the same calls without it.
-                ThreadCache own = localCache == null ? null : localCache.get();
-                if (own != null && own.count() > 0) {
+                // Before the pool grows, the blocks this thread keeps and those of threads that have
+                // died go back to it: a cache must not make the pool larger than the same calls without it.
+                ThreadCache own = ownCache();
+                boolean drained = own != null && own.count() > 0;
+                if (drained) {
                     drain(own);
+                }
+                if (localCache != null && sweepDeadCaches() || drained) {
                     continue;
                 }
             }
-            long needed = blockSize + (alignment > Math.max(pool.config.alignment(), Pool.MIN_BLOCK)
-                    ? alignment - Pool.MIN_BLOCK : 0);
+            // Room for the padding when the block's alignment is more than the pool's (free blocks
+            // start at multiples of the pool's) or than the chunks' (a new chunk's start).
+            long unit = Math.max(pool.config.alignment(), Pool.MIN_BLOCK);
+            long needed = blockSize + (alignment > unit || alignment > chunkAlignment ? alignment - Pool.MIN_BLOCK : 0);
             String failure = grow(pool, needed);
             if (failure == null) {
                 continue;
@@ -452,6 +555,15 @@ public final class PoolEngine implements PooledMemoryManager {
             if (pool.closed) {
                 throw unavailable();
             }
+            if (pool.pending >= needed) {
+                // A growth in flight can hold this block too: wait for it instead of reserving a
+                // second chunk (four threads' first allocations would reserve four), then carve again.
+                pool.grown.awaitUninterruptibly();
+                if (pool.closed) {
+                    throw unavailable();
+                }
+                return null;
+            }
             planned = pool.planGrowth(needed, chunkAlignment);
             if (planned == 0) {
                 return pool.config.enableAutoExpansion()
@@ -459,46 +571,108 @@ public final class PoolEngine implements PooledMemoryManager {
                           + Bytes.human(pool.limit()) + " (maxSize)"
                         : "the pool holds " + Bytes.human(pool.reserved) + " and may not grow (enableAutoExpansion=false)";
             }
+            pool.inflight++;
         } finally {
             pool.lock.unlock();
         }
         DeviceChunk chunk = null;
         String failure = null;
-        long size = 0;
         try {
-            size = bookDevice(planned, needed);
+            long size = bookDevice(planned, needed);
             if (size == 0) {
                 failure = "the device's pools already hold " + Bytes.human(deviceReserved.get()) + " of its "
                         + Bytes.human(capacity) + " capacity";
             } else {
                 try {
-                    chunk = upstream.reserve(size);
+                    DeviceChunk c = upstream.reserve(size);
+                    if (settings.zeroing() == ZeroingPolicy.ON_FREE) {
+                        // Free memory holds only zeros under this policy; the upstream's need not.
+                        try {
+                            upstream.fill(c, 0, c.size(), (byte) 0);
+                        } catch (RuntimeException | Error e) {
+                            upstream.release(c);
+                            throw e;
+                        }
+                    }
+                    chunk = c;
                 } catch (OutOfDeviceMemoryException e) {
-                    deviceReserved.addAndGet(-size);
                     failure = "the device refused a chunk of " + Bytes.human(size) + " (" + e.getMessage() + ")";
-                } catch (RuntimeException e) {
-                    deviceReserved.addAndGet(-size);
-                    throw e;
+                } catch (LinkageError e) {
+                    // The backend's classes went away under the call (its bundle was refreshed).
+                    throw new DeviceUnavailableException(device, "The backend of " + device + " was updated or"
+                            + " refreshed while a chunk was reserved (" + e + "); use the manager of its new revision", e);
+                } finally {
+                    // Any failure, an Error too: the booked capacity goes back.
+                    if (chunk == null) {
+                        deviceReserved.addAndGet(-size);
+                    }
                 }
             }
         } finally {
+            List<DeviceChunk> release;
             pool.acquire();
             try {
                 pool.pending -= planned;
                 if (chunk != null) {
-                    if (pool.closed) {
-                        deviceReserved.addAndGet(-chunk.size());
-                        upstream.release(chunk);
-                        chunk = null;
-                    } else {
-                        pool.addChunk(chunk);
-                    }
+                    // Even into a closed pool: its close releases it, now or when this work ends.
+                    pool.addChunk(chunk);
                 }
+                pool.grown.signalAll();
+                release = leave(pool);
             } finally {
                 pool.lock.unlock();
             }
+            releaseDeferred(release);
         }
         return failure;
+    }
+
+    /**
+     * Under the pool's lock: one piece of work outside the lock ({@link Pool#inflight}) has ended.
+     *
+     * @return the chunks to release, when it was the last work on a pool that close left to it; else null
+     */
+    private static List<DeviceChunk> leave(Pool pool) {
+        if (--pool.inflight > 0) {
+            return null;
+        }
+        pool.idle.signalAll();
+        if (!pool.releaseWhenIdle) {
+            return null;
+        }
+        pool.releaseWhenIdle = false;
+        return pool.takeAllChunks();
+    }
+
+    /** Outside the locks: releases what {@link #leave} handed over and ends the close when it was the last. */
+    private void releaseDeferred(List<DeviceChunk> chunks) {
+        if (chunks == null) {
+            return;
+        }
+        releaseChunks(chunks);
+        finishClose();
+    }
+
+    private void releaseChunks(List<DeviceChunk> chunks) {
+        for (DeviceChunk c : chunks) {
+            try {
+                upstream.release(c);
+            } catch (RuntimeException e) {
+                settings.log().warn(device + ": releasing a chunk of " + c.size() + " bytes failed", e);
+            }
+            deviceReserved.addAndGet(-c.size());
+        }
+    }
+
+    /** Drops one hold on the upstream (the close's own, or a pool's deferred release); the last closes it. */
+    private void finishClose() {
+        if (closeHolds.decrementAndGet() == 0) {
+            try {
+                upstream.close();
+            } catch (RuntimeException e) {
+                settings.log().warn(device + ": closing the upstream failed", e);
+            }
+        }
     }
 
     /** Books {@code size} bytes of device capacity, shrinking towards {@code needed} if that is all there is. */
@@ -548,14 +722,25 @@ public final class PoolEngine implements PooledMemoryManager {
     public void deallocate(MemoryHandle handle) {
         Block b = resolve(handle);
         long id = handle.id();
-        // One compare-and-set decides which of two racing frees of this handle wins.
-        if (!b.claim(id)) {
+        // One compare-and-set decides which of two racing frees of this handle wins; the count of
+        // names left decides which of a mapping's two handles, freed at once, gives the memory back.
+        int left = b.claim(id);
+        if (left < 0) {
             throw invalidHandle(handle);
         }
         Pool pool = b.pool;
+        if (pool.engine != this) {
+            // An alias this manager issued for a peer's block: the slot is ours, the memory the peer's.
+            issuedAliases.remove(b);
+            handles.recycle(id, null);
+            if (left == 0) {
+                pool.engine.lastNameGone(b, null);
+            }
+            return;
+        }
         ThreadCache tc = localCache != null && pool.type != MemoryType.MAPPED ? cache() : null;
         // Read after the claim: a pin or a map that raced with it either is seen here or sees the claim.
-        if (tc != null && b.pins == 0 && b.mapping == null && !b.isNamed() && cacheable(tc, b.size)
+        if (tc != null && left == 0 && b.pins == 0 && b.mapping == null && cacheable(tc, b.size)
                 && b.size == ThreadCache.classSize(b.size, Math.max(pool.config.alignment(), Pool.MIN_BLOCK))) {
             // The tracker stays for the block's next allocation (reset then), and so does the handle
             // slot, which still points at the block: no reference store on the hot path (under G1 a
@@ -575,56 +760,61 @@ public final class PoolEngine implements PooledMemoryManager {
             b.keptId = 0;
         }
         handles.recycle(id, tc);
-        MappingState mapping;
+        if (left == 0) {
+            lastNameGone(b, tc);
+        }
+    }
+
+    /**
+     * The last handle of {@code b}, a block of this manager, was claimed: closes its views and gives
+     * its memory back, at once or when its last pin goes, cleared first under zeroing on free.
+     *
+     * @param tc the calling thread's cache, told that it visits the pool lock; or null
+     */
+    private void lastNameGone(Block b, ThreadCache tc) {
+        Pool pool = b.pool;
         boolean released = false;
-        long zeroOffset = -1;
-        DeviceChunk zeroChunk = null;
-        long zeroLength = 0;
+        boolean scrub = false;
         pool.acquire();
         if (tc != null) {
             tc.sawPoolLock(pool, caches);
         }
         try {
+            MappingState mapping = b.mapping;
+            if (mapping != null) {
+                // Close every view before the memory can go to anyone else, closed pool or not.
+                closeViews(b, mapping, false);
+            }
             if (pool.closed) {
                 return;
             }
-            if (b.isNamed()) {
-                // The other handle of a mapping still names this memory: it stays, views included.
-                return;
-            }
-            mapping = b.mapping;
-            if (mapping != null) {
-                // Close every view before the memory can go to anyone else.
-                closeViews(b, mapping, false);
-            }
             if (b.pins > 0) {
                 b.freePending = true;
+            } else if (settings.zeroing() == ZeroingPolicy.ON_FREE) {
+                // Cleared outside the lock while pinned; the unpin after it releases the block.
+                b.freePending = true;
+                b.pins++;
+                pool.inflight++;
+                scrub = true;
             } else {
-                if (settings.zeroing() == ZeroingPolicy.ON_FREE) {
-                    zeroChunk = b.chunk.device;
-                    zeroOffset = b.offset;
-                    zeroLength = b.requested;
-                    b.pins++;
-                    pool.inflight++;
-                    b.freePending = true;
-                } else {
-                    pool.release(b);
-                    released = true;
-                }
+                pool.release(b);
+                released = true;
             }
         } finally {
             pool.lock.unlock();
         }
-        if (zeroChunk != null) {
-            try {
-                upstream.fill(zeroChunk, zeroOffset, zeroLength, (byte) 0);
-            } finally {
-                unpin(b);
-            }
-        }
-        if (released || zeroChunk != null) {
+        if (scrub) {
+            scrub(b);
+            unpin(b);
+        } else if (released) {
             checkPressure();
         }
+    }
+
+    /** Clears the bytes of a freed block that a scrub pinned (zeroing on free), outside the lock. */
+    private void scrub(Block b) {
+        upstream.fill(b.chunk.device, b.offset, b.requested, (byte) 0);
+        b.scrubbed = true;
     }
 
     private void closeViews(Block b, MappingState mapping, boolean writeBack) {
@@ -655,10 +845,7 @@ public final class PoolEngine implements PooledMemoryManager {
             if (!b.isNamedBy(id)) {
                 // A free claimed the handle without the lock just now: it did not see this pin.
                 b.pins--;
-                pool.inflight--;
-                if (pool.inflight == 0) {
-                    pool.idle.signalAll();
-                }
+                leave(pool);
                 throw invalidHandle(new MemoryHandle(id));
             }
         } finally {
@@ -666,25 +853,43 @@ public final class PoolEngine implements PooledMemoryManager {
         }
     }
 
+    /**
+     * Ends a pin. The last pin of a freed block releases it (clearing it first under zeroing on
+     * free, pinned again for that); the last work on a closed pool releases its chunks.
+     */
     private void unpin(Block b) {
         Pool pool = b.pool;
-        boolean released = false;
-        pool.acquire();
-        try {
-            b.pins--;
-            pool.inflight--;
-            if (b.pins == 0 && b.freePending && !pool.closed) {
-                pool.release(b);
-                released = true;
+        while (true) {
+            boolean released = false;
+            boolean scrub = false;
+            List<DeviceChunk> release = null;
+            pool.acquire();
+            try {
+                if (b.pins == 1 && b.freePending && !pool.closed) {
+                    if (settings.zeroing() == ZeroingPolicy.ON_FREE && !b.scrubbed) {
+                        scrub = true; // keeps its pin for the scrub
+                    } else {
+                        b.pins = 0;
+                        pool.release(b);
+                        released = true;
+                    }
+                } else {
+                    b.pins--;
+                }
+                if (!scrub) {
+                    release = leave(pool);
+                }
+            } finally {
+                pool.lock.unlock();
             }
-            if (pool.inflight == 0) {
-                pool.idle.signalAll();
+            if (!scrub) {
+                releaseDeferred(release);
+                if (released) {
+                    checkPressure();
+                }
+                return;
             }
-        } finally {
-            pool.lock.unlock();
-        }
-        if (released) {
-            checkPressure();
+            scrub(b);
         }
     }
 
@@ -772,7 +977,7 @@ public final class PoolEngine implements PooledMemoryManager {
                 throw e;
             }
         }
-        return streams.submit(stream, () -> {
+        Runnable work = () -> {
             transfers.acquireUninterruptibly();
             try {
                 doCopy(s, transfer.srcOffset(), d, transfer.dstOffset(), transfer.size());
@@ -783,7 +988,18 @@ public final class PoolEngine implements PooledMemoryManager {
                 }
                 unpin(s);
             }
-        });
+        };
+        try {
+            // The stream manager either refuses the work here (it will never run) or runs it once.
+            return streams.submit(stream, work);
+        } catch (RuntimeException | Error e) {
+            // Refused (the stream was destroyed meanwhile, the stream manager closed): no pin stays.
+            if (d != s) {
+                unpin(d);
+            }
+            unpin(s);
+            throw e;
+        }
     }
 
     // ================================================================ information
@@ -860,7 +1076,9 @@ public final class PoolEngine implements PooledMemoryManager {
             pool.acquire();
             try {
                 for (Block b : pool.liveBlocks()) {
-                    MemoryHandleInfo i = b.handleId != 0 ? info(b, b.handleId) : null;
+                    // A mapping's block may be named by its alias alone (its first handle was freed).
+                    long id = b.handleId != 0 ? b.handleId : b.aliasId;
+                    MemoryHandleInfo i = id != 0 ? info(b, id) : null;
                     if (i != null) {
                         out.add(i);
                     }
@@ -893,17 +1111,31 @@ public final class PoolEngine implements PooledMemoryManager {
             throw new InvalidMemoryRequestException("Pool configuration is null for the " + type + " pool on " + device);
         }
         Pool pool = pools.get(type);
+        if (cfg.initialSize() > capacity) {
+            throw new InvalidMemoryRequestException("Cannot set initialSize of the " + type + " pool on " + device
+                    + " to " + Bytes.exact(cfg.initialSize()) + ": the device has " + Bytes.exact(capacity));
+        }
+        // Validated before anything changes: a refused call leaves the caches, and so every figure, as they were.
+        // Blocks in thread caches count in pool.used; whatever they hold, less than what is live cannot do.
+        if (cfg.maxSize().isPresent()) {
+            long liveAtLeast;
+            pool.acquire();
+            try {
+                liveAtLeast = pool.used - cached()[0];
+            } finally {
+                pool.lock.unlock();
+            }
+            if (cfg.maxSize().getAsLong() < liveAtLeast) {
+                throw maxSizeBelowUse(type, cfg, liveAtLeast);
+            }
+        }
         // A new alignment changes class sizes: cached blocks go back to their pools first.
         drainCaches();
         pool.acquire();
         try {
             if (cfg.maxSize().isPresent() && cfg.maxSize().getAsLong() < pool.used) {
-                throw new InvalidMemoryRequestException("Cannot set maxSize of the " + type + " pool on " + device + " to "
-                        + Bytes.exact(cfg.maxSize().getAsLong()) + ": its live blocks already use " + Bytes.exact(pool.used));
-            }
-            if (cfg.initialSize() > capacity) {
-                throw new InvalidMemoryRequestException("Cannot set initialSize of the " + type + " pool on " + device
-                        + " to " + Bytes.exact(cfg.initialSize()) + ": the device has " + Bytes.exact(capacity));
+                // Only other threads' cached blocks, not yet back, can bring a call here.
+                throw maxSizeBelowUse(type, cfg, pool.used);
             }
             pool.config = cfg;
         } finally {
@@ -912,6 +1144,11 @@ public final class PoolEngine implements PooledMemoryManager {
         if (cfg.preAllocate() && cfg.initialSize() > 0) {
             reserveUpTo(pool, cfg.initialSize());
         }
+    }
+
+    private InvalidMemoryRequestException maxSizeBelowUse(MemoryType type, MemoryPoolConfig cfg, long used) {
+        return new InvalidMemoryRequestException("Cannot set maxSize of the " + type + " pool on " + device + " to "
+                + Bytes.exact(cfg.maxSize().getAsLong()) + ": its live blocks already use " + Bytes.exact(used));
     }
 
     @Override
@@ -930,15 +1167,32 @@ public final class PoolEngine implements PooledMemoryManager {
             List<DeviceChunk> empty;
             pool.acquire();
             try {
+                if (pool.closed) {
+                    throw unavailable();
+                }
                 MemoryPoolConfig cfg = pool.config;
                 empty = pool.takeEmptyChunks(cfg.preAllocate() ? cfg.initialSize() : 0);
+                if (empty.isEmpty()) {
+                    continue;
+                }
+                pool.inflight++; // a close waits until these are released: the upstream closes after
             } finally {
                 pool.lock.unlock();
             }
-            for (DeviceChunk c : empty) {
-                upstream.release(c);
-                deviceReserved.addAndGet(-c.size());
-                released += c.size();
+            List<DeviceChunk> release;
+            try {
+                releaseChunks(empty);
+                for (DeviceChunk c : empty) {
+                    released += c.size();
+                }
+            } finally {
+                pool.acquire();
+                try {
+                    release = leave(pool);
+                } finally {
+                    pool.lock.unlock();
+                }
+                releaseDeferred(release);
             }
         }
         return released;
@@ -973,7 +1227,7 @@ public final class PoolEngine implements PooledMemoryManager {
             if (pool.closed) {
                 throw unavailable();
             }
-            return pool.compact(upstream);
+            return pool.compact(upstream, settings.zeroing() == ZeroingPolicy.ON_FREE);
         } finally {
             pool.lock.unlock();
         }
@@ -1137,17 +1391,48 @@ public final class PoolEngine implements PooledMemoryManager {
         }
         MemoryHandle primary = allocate(size, MemoryType.MAPPED, device);
         Block b = handles.lookup(primary.id());
+        if (b == null || !b.addName()) {
+            // Freed meanwhile by someone who guessed the new handle.
+            throw invalidHandle(primary);
+        }
         long alias;
-        b.pool.acquire();
         try {
             alias = peer.handles.registerAlias(b);
-        } finally {
-            b.pool.lock.unlock();
+        } catch (RuntimeException e) {
+            if (b.dropUnissuedName() == 0) {
+                lastNameGone(b, null);
+            }
+            deallocateQuietly(primary);
+            throw e;
+        }
+        if (peer != this) {
+            peer.issuedAliases.put(b, alias);
+            if (peer.closed) {
+                // The peer closed meanwhile and may not have seen this alias: it dies now.
+                peer.dropAlias(b, alias);
+            }
         }
         MemoryHandle second = new MemoryHandle(alias);
         return sourceDevice.equals(device)
                 ? new MemoryMapping(primary, second, sourceDevice, targetDevice, size)
                 : new MemoryMapping(second, primary, sourceDevice, targetDevice, size);
+    }
+
+    private void deallocateQuietly(MemoryHandle h) {
+        try {
+            deallocate(h);
+        } catch (RuntimeException ignored) {
+            // already freed by whoever freed it
+        }
+    }
+
+    /** Ends an alias this manager issued for a peer's block (this manager closes), if it is still live. */
+    private void dropAlias(Block b, long alias) {
+        issuedAliases.remove(b);
+        int left = b.claim(alias);
+        if (left == 0) {
+            b.pool.engine.lastNameGone(b, null);
+        }
     }
 
     /** Runs {@code action} on a live block that stays put (pinned) while it runs. */
@@ -1216,24 +1501,36 @@ public final class PoolEngine implements PooledMemoryManager {
         if (coarseClock) {
             CoarseClock.release();
         }
+        // Every thread's entry is emptied, not only the closing thread's: a thread that used this
+        // manager and lives on must not keep its cache, and with it this bundle's classes.
+        for (ThreadCache tc : caches) {
+            Object[] holder = tc.holder;
+            if (holder != null) {
+                holder[0] = null;
+            }
+        }
         caches.clear();
         if (localCache != null) {
             localCache.remove();
         }
+        // Aliases this manager issued for peers' blocks die with it: their memory is not named forever.
+        for (Map.Entry<Block, Long> e : issuedAliases.entrySet()) {
+            dropAlias(e.getKey(), e.getValue());
+        }
         long leakedCount = 0;
         long leakedBytes = 0;
+        int deferred = 0;
         List<String> sites = new ArrayList<>();
         List<DeviceChunk> chunks = new ArrayList<>();
         for (Pool pool : poolList) {
             pool.acquire();
             try {
                 pool.closed = true;
+                pool.grown.signalAll();
                 long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
                 while (pool.inflight > 0) {
                     long left = deadline - System.nanoTime();
                     if (left <= 0) {
-                        settings.log().warn(device + ": " + pool.inflight + " copies still running after 30 s at close;"
-                                + " releasing the pool anyway", null);
                         break;
                     }
                     try {
@@ -1243,7 +1540,15 @@ public final class PoolEngine implements PooledMemoryManager {
                         break;
                     }
                 }
-                for (Block b : pool.liveBlocks()) {
+                for (Block b : pool.allocatedBlocks()) {
+                    // Every view goes, of blocks still named and of blocks a racing free has claimed alike.
+                    if (b.mapping != null) {
+                        b.mapping.arena.close();
+                        b.mapping = null;
+                    }
+                    if (!b.isNamed()) {
+                        continue;
+                    }
                     leakedCount++;
                     leakedBytes += b.requested;
                     if (b.allocationSite != null && sites.size() < 20) {
@@ -1251,25 +1556,25 @@ public final class PoolEngine implements PooledMemoryManager {
                         sites.add(new MemoryHandle(b.handleId != 0 ? b.handleId : b.aliasId) + " (" + b.requested + " bytes) at "
                                 + (st.length > 2 ? st[2] : st.length > 0 ? st[st.length - 1] : "?"));
                     }
-                    if (b.mapping != null) {
-                        b.mapping.arena.close();
-                        b.mapping = null;
-                    }
                     handles.unregister(b, b.handleId);
                     // An alias in another manager's table stays there, and answers "unavailable".
                 }
-                chunks.addAll(pool.takeAllChunks());
+                if (pool.inflight == 0) {
+                    chunks.addAll(pool.takeAllChunks());
+                } else {
+                    // Copies still run on this memory: whoever ends the last of them releases it.
+                    pool.releaseWhenIdle = true;
+                    closeHolds.incrementAndGet();
+                    deferred += pool.inflight;
+                }
             } finally {
                 pool.lock.unlock();
             }
         }
-        for (DeviceChunk c : chunks) {
-            try {
-                upstream.release(c);
-            } catch (RuntimeException e) {
-                settings.log().warn(device + ": releasing a chunk of " + c.size() + " bytes failed", e);
-            }
-            deviceReserved.addAndGet(-c.size());
+        releaseChunks(chunks);
+        if (deferred > 0) {
+            settings.log().warn(device + ": closed while " + deferred + " copies or upstream calls still ran on its memory;"
+                    + " that memory is released when the last of them ends", null);
         }
         if (leakedCount > 0) {
             settings.log().warn(device + ": closed with " + leakedCount + " live allocations (" + Bytes.exact(leakedBytes)
@@ -1279,12 +1584,8 @@ public final class PoolEngine implements PooledMemoryManager {
         if (ownsStreams) {
             streams.close();
         }
-        try {
-            upstream.close();
-        } catch (RuntimeException e) {
-            settings.log().warn(device + ": closing the upstream failed", e);
-        }
         lastPressure = MemoryPressure.LOW;
+        finishClose();
     }
 
     @Override

@@ -79,6 +79,8 @@ final class ThreadCache extends ThreadCacheCounters {
     long q08;
 
     final Thread owner = Thread.currentThread();
+    /** The owner's thread-local entry for this cache; the manager empties it when it closes. */
+    Object[] holder;
     private final long ownerId = owner.threadId();
     final long capacityBytes;
     /**

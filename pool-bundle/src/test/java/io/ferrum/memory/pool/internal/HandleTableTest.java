@@ -28,7 +28,7 @@ class HandleTableTest {
 
     /** What a free into the cache does: claim the name, keep the slot with the block unless its generations are spent. */
     private static void freeIntoCache(Block b, long id) {
-        assertTrue(b.claim(id));
+        assertEquals(0, b.claim(id));
         b.keptId = HandleTable.reusable(id) ? id : 0;
     }
 
@@ -59,7 +59,7 @@ class HandleTableTest {
             last = table.registerCached(b, cache);
         }
         // Freed for good (not cached): the slot goes to the thread's stash and names the next block.
-        assertTrue(b.claim(last));
+        assertEquals(0, b.claim(last));
         table.recycle(last, cache);
         Block other = new Block(null, 64, 64);
         long next = table.register(other, cache);
@@ -137,7 +137,7 @@ class HandleTableTest {
                 + " live allocations or are spares of thread caches; free some allocations before allocating more", e.getMessage());
         assertSame(live, small.lookup(other), "the failed call changed nothing");
 
-        assertTrue(live.claim(other));
+        assertEquals(0, live.claim(other));
         small.recycle(other, null);
         long again = small.register(new Block(null, 128, 64));
         assertEquals(1, slotOf(again), "a freed slot serves again; the retired one never does");

@@ -1,0 +1,499 @@
+package io.ferrum.memory.pool;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.DefragmentationStats;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryHandleInfo;
+import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryMapping;
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryTransfer;
+import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.api.StreamHandle;
+import io.ferrum.memory.pool.HookedUpstream.Call;
+import io.ferrum.memory.pool.HookedUpstream.Pause;
+
+/**
+ * The races of issue 13, each forced: the engine is stopped inside an upstream call (a paused
+ * copy of a defragmentation run holds a pool's lock; a paused fill, copy or reserve holds a block
+ * or a growth) while another thread makes the call that raced with it. Each test failed on the
+ * engine before its fix; the numbers in the names are the issue's.
+ */
+class EngineRacesTest {
+    static final long KiB = 1024;
+    static final long MiB = 1024 * KiB;
+    static final Device CPU = Device.cpu();
+
+    private final List<AutoCloseable> toClose = new ArrayList<>();
+    private final List<Thread> threads = new ArrayList<>();
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (Thread t : threads) {
+            t.join(TimeUnit.SECONDS.toMillis(30));
+        }
+        for (AutoCloseable c : toClose) {
+            c.close();
+        }
+    }
+
+    static MemoryPoolConfig pool(long initial, long growth, long alignment) {
+        return MemoryPoolConfig.builder().initialSize(initial).growthIncrement(growth).alignment(alignment).build();
+    }
+
+    static MemoryManagerConfig config(MemoryPoolConfig general) {
+        return MemoryManagerConfig.defaults().withPoolConfig(MemoryType.GENERAL, general).withAutoGc(false, 0.85);
+    }
+
+    PooledMemoryManager manager(DeviceUpstream up, MemoryManagerConfig cfg, PoolSettings settings, HostStreamManager streams) {
+        PooledMemoryManager m = PooledMemoryManager.create(up, cfg, settings, streams);
+        toClose.add(0, m);
+        return m;
+    }
+
+    PooledMemoryManager manager(DeviceUpstream up, PoolSettings settings) {
+        return manager(up, config(pool(MiB, MiB, 256)), settings, null);
+    }
+
+    HostStreamManager streams() {
+        HostStreamManager s = new HostStreamManager(CPU);
+        toClose.add(s);
+        return s;
+    }
+
+    /** Starts {@code body} on a new thread; its outcome is the returned future. */
+    <T> CompletableFuture<T> start(String name, Callable<T> body) {
+        CompletableFuture<T> out = new CompletableFuture<>();
+        Thread t = new Thread(() -> {
+            try {
+                out.complete(body.call());
+            } catch (Throwable e) {
+                out.completeExceptionally(e);
+            }
+        }, name);
+        threads.add(t);
+        t.start();
+        return out;
+    }
+
+    /** Waits (at most 30 s) until {@code t} is parked or has ended: it waits for a lock, a condition or a growth. */
+    static void awaitParked(Thread t) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING
+                && t.getState() != Thread.State.TERMINATED) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(t.getName() + " never parked: " + t.getState());
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    static void fill(PooledMemoryManager m, MemoryHandle h, byte value) {
+        MemorySegment s = m.mapMemory(h, MemoryAccess.WRITE_ONLY);
+        s.fill(value);
+        m.unmapMemory(h);
+    }
+
+    /** @return the first byte of {@code h} that is not {@code value}, as "offset=byte", or null if none */
+    static String firstOtherThan(PooledMemoryManager m, MemoryHandle h, byte value) {
+        MemorySegment s = m.mapMemory(h, MemoryAccess.READ_ONLY);
+        try {
+            for (long i = 0; i < s.byteSize(); i++) {
+                byte b = s.get(ValueLayout.JAVA_BYTE, i);
+                if (b != value) {
+                    return i + "=" + b;
+                }
+            }
+            return null;
+        } finally {
+            m.unmapMemory(h);
+        }
+    }
+
+    /**
+     * Makes the {@code type} pool hold a block that defragmentation will slide down, then starts a
+     * defragmentation whose first copy pauses: while the pause holds, that pool's lock is taken.
+     */
+    Pause holdPoolLock(PooledMemoryManager m, HookedUpstream up, MemoryType type) throws InterruptedException {
+        MemoryHandle hole = m.allocate(4 * KiB, type, CPU);
+        m.allocate(4 * KiB, type, CPU);
+        m.deallocate(hole);
+        m.trim(); // the freed block leaves this thread's cache: the pool has a hole
+        Pause p = up.pauseNext(Call.COPY);
+        start("defragment", () -> m.defragment(CPU).toCompletableFuture().get(60, TimeUnit.SECONDS));
+        p.awaitArrival();
+        return p;
+    }
+
+    // ------------------------------------------------------------------ 1
+
+    @Test
+    void zeroingOnAllocateCompletesBeforeCompactionCanMoveTheBlock() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults().withZeroing(ZeroingPolicy.ON_ALLOCATE));
+        MemoryHandle a = m.allocate(4 * KiB, CPU);
+        m.allocate(64 * KiB, CPU);
+        MemoryHandle dirty = m.allocate(200 * KiB, CPU);
+        fill(m, dirty, (byte) 0x5A);
+        m.deallocate(dirty);
+        m.deallocate(a);
+        // [hole 4K][b 64K][free, dirty...]: the next block is carved from the dirty space, and
+        // compaction would slide it 4K down.
+        Pause fill = up.pauseNext(Call.FILL);
+        CompletableFuture<MemoryHandle> c = start("allocate", () -> m.allocate(16 * KiB, CPU));
+        fill.awaitArrival();
+        CompletableFuture<DefragmentationStats> defrag = m.defragment(CPU).toCompletableFuture();
+        fill.release();
+        defrag.get(30, TimeUnit.SECONDS);
+        MemoryHandle h = c.get(30, TimeUnit.SECONDS);
+        assertEquals(null, firstOtherThan(m, h, (byte) 0), "a new block holds only zeros");
+        assertEquals("", up.violations.toString());
+    }
+
+    // ------------------------------------------------------------------ 2
+
+    @Test
+    void closeNeverReleasesMemoryUnderACopyThatStillRuns() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        HostStreamManager streams = streams();
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults(), streams);
+        MemoryHandle a = m.allocate(64 * KiB, CPU);
+        MemoryHandle b = m.allocate(64 * KiB, CPU);
+        fill(m, a, (byte) 7);
+        StreamHandle s = streams.createStream(CPU);
+        Pause copy = up.pauseNext(Call.COPY);
+        CompletableFuture<Void> done = m.copyAsync(MemoryTransfer.of(a, b, 64 * KiB), s).toCompletableFuture();
+        copy.awaitArrival();
+        Thread.currentThread().interrupt(); // the closing thread is interrupted: close does not wait
+        try {
+            m.close();
+        } finally {
+            Thread.interrupted();
+        }
+        assertTrue(m.isClosed());
+        assertTrue(up.liveBytes() > 0, "a chunk under a running copy is not released yet");
+        copy.release();
+        done.get(30, TimeUnit.SECONDS);
+        assertEquals(0, up.liveBytes(), "the last copy's end releases what close left");
+        assertTrue(up.closed, "and closes the upstream");
+        assertEquals("", up.violations.toString());
+    }
+
+    // ------------------------------------------------------------------ 3
+
+    @Test
+    void aFreeRacingCloseStillClosesTheBlocksViews() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        MemoryHandle h = m.allocate(4 * KiB, CPU);
+        MemorySegment view = m.mapMemory(h, MemoryAccess.READ_WRITE);
+        // The freeing thread caches a TENSOR block, so its next call drains its cache: the GENERAL
+        // pool's lock first, then TENSOR's, which the defragmentation holds.
+        CompletableFuture<Void> cached = new CompletableFuture<>();
+        CompletableFuture<Void> go = new CompletableFuture<>();
+        CompletableFuture<Void> free = start("free", () -> {
+            m.deallocate(m.allocate(256, MemoryType.TENSOR, CPU));
+            cached.complete(null);
+            go.get(30, TimeUnit.SECONDS);
+            m.deallocate(h);
+            return null;
+        });
+        Thread freeing = threads.get(threads.size() - 1);
+        cached.get(30, TimeUnit.SECONDS);
+        Pause lock = holdPoolLock(m, up, MemoryType.TENSOR);
+        go.complete(null);
+        awaitParked(freeing); // h is claimed; the free waits for the TENSOR lock
+        CompletableFuture<Void> close = start("close", () -> {
+            m.close();
+            return null;
+        });
+        awaitParked(threads.get(threads.size() - 1));
+        lock.release();
+        close.get(30, TimeUnit.SECONDS);
+        try {
+            free.get(30, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            assertTrue(e.getCause() instanceof DeviceUnavailableException, e.getCause().toString());
+        }
+        assertFalse(view.scope().isAlive(), "no view outlives the memory it shows");
+        assertEquals(0, up.liveBytes());
+    }
+
+    // ------------------------------------------------------------------ 4
+
+    @Test
+    void bothHandlesOfAMappingFreedAtOnceReleaseTheMemoryOnce() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        MemoryMapping mapping = m.createMapping(CPU, CPU, 4 * KiB);
+        Pause lock = holdPoolLock(m, up, MemoryType.MAPPED);
+        long liveBefore = m.quickInfo().activeAllocations();
+        CompletableFuture<Void> one = start("free source", () -> {
+            m.deallocate(mapping.source());
+            return null;
+        });
+        awaitParked(threads.get(threads.size() - 1));
+        CompletableFuture<Void> two = start("free target", () -> {
+            m.deallocate(mapping.target());
+            return null;
+        });
+        awaitParked(threads.get(threads.size() - 1));
+        lock.release();
+        one.get(30, TimeUnit.SECONDS);
+        two.get(30, TimeUnit.SECONDS);
+        threads.get(0).join(30_000);
+        MemoryInfo quick = m.quickInfo();
+        assertEquals(liveBefore - 1, quick.activeAllocations(), "the mapping's block is released once");
+        assertEquals(4 * KiB, quick.usedBytes(), "only the block moved by compaction is left");
+        MemoryHandle after = m.allocate(4 * KiB, MemoryType.MAPPED, CPU);
+        assertEquals(8 * KiB, m.memoryInfo().usedBytes());
+        m.deallocate(after);
+    }
+
+    // ------------------------------------------------------------------ 5
+
+    @Test
+    void raisingThePoolAlignmentNeverHandsOutAShortBlock() {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 16)), PoolSettings.defaults().withThreadCache(0), null);
+        m.allocate(16, CPU);
+        MemoryHandle hole = m.allocate(256, CPU);
+        MemoryHandle neighbour = m.allocate(256, CPU);
+        fill(m, neighbour, (byte) 3);
+        m.deallocate(hole); // a 256-byte hole at 16 modulo 256
+        m.configurePool(CPU, MemoryType.GENERAL, pool(MiB, MiB, 256));
+        MemoryHandle h = m.allocate(256, CPU);
+        MemoryHandleInfo info = m.handleInfo(h).orElseThrow();
+        assertEquals(256, info.size());
+        fill(m, h, (byte) 9);
+        assertEquals(null, firstOtherThan(m, neighbour, (byte) 3), "the neighbour keeps its bytes");
+        assertEquals(null, firstOtherThan(m, h, (byte) 9));
+        assertEquals(16 + 256 + 256, m.memoryInfo().usedBytes());
+    }
+
+    // ------------------------------------------------------------------ 6
+
+    @Test
+    void aPoolAlignmentAboveTheChunkAlignmentGivesWholeAlignedBlocks() {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        up.barelyAligned = true; // chunks at 4096 modulo 8192
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 8192)), PoolSettings.defaults(), null);
+        for (long size : new long[] {100, 8192, 512 * KiB, 2 * MiB}) {
+            MemoryHandle h = m.allocate(size, CPU);
+            MemorySegment s = m.mapMemory(h, MemoryAccess.READ_WRITE);
+            assertEquals(0, s.address() % 8192, "block of " + size + " bytes at " + s.address());
+            assertEquals(size, s.byteSize());
+            m.unmapMemory(h);
+            fill(m, h, (byte) 1);
+            MemoryHandle other = m.allocate(size, CPU);
+            m.copy(h, other, size, 0, 0);
+            assertEquals(null, firstOtherThan(m, other, (byte) 1));
+        }
+        MemoryHandle aligned = m.allocateAligned(3 * MiB, 16 * KiB, MemoryType.GENERAL, CPU);
+        MemorySegment s = m.mapMemory(aligned, MemoryAccess.READ_ONLY);
+        assertEquals(0, s.address() % (16 * KiB));
+        assertEquals(3 * MiB, s.byteSize());
+        m.unmapMemory(aligned);
+        assertEquals("", up.violations.toString());
+    }
+
+    // ------------------------------------------------------------------ 7
+
+    @Test
+    void zeroingOnFreeAlsoClearsABlockFreedWhileACopyPinsIt() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        HostStreamManager streams = streams();
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)),
+                PoolSettings.defaults().withZeroing(ZeroingPolicy.ON_FREE), streams);
+        MemoryHandle a = m.allocate(64 * KiB, CPU);
+        MemoryHandle b = m.allocate(64 * KiB, CPU);
+        fill(m, a, (byte) 0x77);
+        StreamHandle s = streams.createStream(CPU);
+        Pause copy = up.pauseNext(Call.COPY);
+        CompletableFuture<Void> done = m.copyAsync(MemoryTransfer.of(a, b, 64 * KiB), s).toCompletableFuture();
+        copy.awaitArrival();
+        m.deallocate(a); // pinned: released when the copy ends
+        copy.release();
+        done.get(30, TimeUnit.SECONDS);
+        MemoryHandle next = m.allocate(64 * KiB, CPU);
+        assertEquals(null, firstOtherThan(m, next, (byte) 0), "the next owner sees no byte of the last one");
+    }
+
+    @Test
+    void zeroingOnFreeClearsWhatCompactionLeavesBehindAndNewChunks() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        up.dirt = (byte) 0xEE; // chunks come as malloc may give them: not zero
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)),
+                PoolSettings.defaults().withZeroing(ZeroingPolicy.ON_FREE), null);
+        MemoryHandle first = m.allocate(16 * KiB, CPU);
+        assertEquals(null, firstOtherThan(m, first, (byte) 0), "a block from a new chunk holds only zeros");
+        MemoryHandle moved = m.allocate(64 * KiB, CPU);
+        fill(m, moved, (byte) 0x42);
+        m.deallocate(first);
+        m.defragment(CPU).toCompletableFuture().get(30, TimeUnit.SECONDS);
+        // moved now starts at 0; its old last 16K are free: the next block is carved there.
+        MemoryHandle next = m.allocate(16 * KiB, CPU);
+        assertEquals(null, firstOtherThan(m, next, (byte) 0), "compaction leaves no bytes behind");
+        assertEquals(null, firstOtherThan(m, moved, (byte) 0x42), "the moved block keeps its bytes");
+    }
+
+    // ------------------------------------------------------------------ 8
+
+    @Test
+    void aCopyAsyncWhoseStreamGoesAwayLeavesNoPin() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        HostStreamManager streams = streams();
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults(), streams);
+        MemoryHandle a = m.allocate(64 * KiB, CPU);
+        MemoryHandle b = m.allocate(64 * KiB, CPU);
+        StreamHandle s = streams.createStream(CPU);
+        Pause lock = holdPoolLock(m, up, MemoryType.GENERAL);
+        CompletableFuture<CompletableFuture<Void>> copy = start("copyAsync",
+                () -> m.copyAsync(MemoryTransfer.of(a, b, 64 * KiB), s).toCompletableFuture());
+        awaitParked(threads.get(threads.size() - 1)); // past the stream check, waiting to pin
+        streams.destroyStream(s);
+        lock.release();
+        try {
+            copy.get(30, TimeUnit.SECONDS).get(30, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            assertTrue(e.getCause() instanceof InvalidMemoryRequestException, e.getCause().toString());
+        }
+        threads.get(0).join(30_000);
+        long before = m.memoryInfo().usedBytes();
+        m.deallocate(a);
+        m.deallocate(b);
+        assertEquals(before - 128 * KiB, m.memoryInfo().usedBytes(), "both blocks were freed: no pin was left");
+        m.defragment(CPU).toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+
+    // ------------------------------------------------------------------ 10
+
+    @Test
+    void blocksCachedByThreadsThatEndedServeTheNextThreads() throws Exception {
+        HookedUpstream up = new HookedUpstream(256 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        for (int t = 0; t < 20; t++) {
+            start("short-lived " + t, () -> {
+                List<MemoryHandle> hs = new ArrayList<>();
+                for (int i = 0; i < 8; i++) {
+                    hs.add(m.allocate(128 * KiB, CPU));
+                }
+                hs.forEach(m::deallocate); // into this thread's cache, which dies with it
+                return null;
+            }).get(30, TimeUnit.SECONDS);
+            threads.get(threads.size() - 1).join(30_000);
+        }
+        MemoryInfo info = m.memoryInfo();
+        assertEquals(MiB, info.reservedBytes(), "the pool did not grow for each new thread");
+        assertEquals(0, info.usedBytes());
+        assertEquals(1, up.reserves.get());
+    }
+
+    // ------------------------------------------------------------------ 12
+
+    @Test
+    void anAliasDiesWithItsManagerAndAnAliasOnlyBlockIsListed() {
+        Map<Device, PooledMemoryManager> running = new ConcurrentHashMap<>();
+        PoolSettings settings = PoolSettings.defaults().withPeers(running::get);
+        PooledMemoryManager a = manager(new HookedUpstream(Device.cpu(1), 64 * MiB), config(pool(MiB, MiB, 256)), settings, null);
+        PooledMemoryManager b = PooledMemoryManager.create(new HookedUpstream(Device.cpu(2), 64 * MiB),
+                config(pool(MiB, MiB, 256)), settings, null);
+        running.put(Device.cpu(1), a);
+        running.put(Device.cpu(2), b);
+        MemoryMapping mapping = a.createMapping(Device.cpu(1), Device.cpu(2), 4096);
+        a.deallocate(mapping.source());
+        assertEquals(List.of(mapping.target()), a.handles().stream().map(MemoryHandleInfo::handle).toList(),
+                "a block that only an alias names is still listed by the device that holds it");
+        b.close();
+        assertEquals(0, a.memoryInfo().usedBytes(), "the alias died with its manager and took the block with it");
+        assertEquals(List.of(), a.handles());
+    }
+
+    // ------------------------------------------------------------------ 13
+
+    @Test
+    void concurrentFirstAllocationsShareOneGrowth() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(4 * MiB, 4 * MiB, 256)), PoolSettings.defaults(), null);
+        Pause reserve = up.pauseNext(Call.RESERVE);
+        CompletableFuture<MemoryHandle> first = start("first", () -> m.allocate(4 * KiB, CPU));
+        reserve.awaitArrival();
+        CompletableFuture<MemoryHandle> second = start("second", () -> m.allocate(4 * KiB, CPU));
+        Thread t = threads.get(threads.size() - 1);
+        awaitParked(t);
+        reserve.release();
+        first.get(30, TimeUnit.SECONDS);
+        second.get(30, TimeUnit.SECONDS);
+        assertEquals(1, up.reserves.get(), "one growth served both");
+        assertEquals(4 * MiB, m.memoryInfo().reservedBytes());
+    }
+
+    // ------------------------------------------------------------------ 14
+
+    @Test
+    void closeWaitsForAGrowthInFlightAndClosesTheUpstreamLast() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        Pause reserve = up.pauseNext(Call.RESERVE);
+        CompletableFuture<MemoryHandle> alloc = start("allocate", () -> m.allocate(4 * KiB, CPU));
+        reserve.awaitArrival();
+        CompletableFuture<Void> close = start("close", () -> {
+            m.close();
+            return null;
+        });
+        Thread closing = threads.get(threads.size() - 1);
+        awaitParked(closing);
+        reserve.release();
+        close.get(30, TimeUnit.SECONDS);
+        ExecutionException e = assertThrows(ExecutionException.class, () -> alloc.get(30, TimeUnit.SECONDS));
+        assertTrue(e.getCause() instanceof DeviceUnavailableException, e.getCause().toString());
+        assertEquals(0, up.liveBytes());
+        assertTrue(up.closed);
+        assertEquals("", up.violations.toString());
+    }
+
+    // ------------------------------------------------------------------ 22
+
+    @Test
+    void aRefusedPoolConfigurationChangesNoFigure() {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        MemoryHandle cachedLater = m.allocate(4 * KiB, CPU);
+        MemoryHandle live = m.allocate(4 * KiB, CPU);
+        m.deallocate(cachedLater); // into this thread's cache
+        MemoryInfo before = m.memoryInfo();
+        MemoryPoolConfig tooSmall = MemoryPoolConfig.builder().initialSize(0).maxSize(1024).growthIncrement(1024).build();
+        InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class,
+                () -> m.configurePool(CPU, MemoryType.GENERAL, tooSmall));
+        assertTrue(e.getMessage().contains("1024"), e.getMessage());
+        MemoryInfo after = m.memoryInfo();
+        assertEquals(before.usedBytes(), after.usedBytes());
+        assertEquals(before.reservedBytes(), after.reservedBytes());
+        assertEquals(before.activeAllocations(), after.activeAllocations());
+        assertEquals(before.fragmentationRatio(), after.fragmentationRatio(), "the cached block stayed in the cache");
+        m.deallocate(live);
+    }
+}
