@@ -30,6 +30,7 @@ import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryMapping;
 import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryPressure;
 import io.ferrum.memory.api.MemoryTransfer;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.StreamHandle;
@@ -473,6 +474,59 @@ class EngineRacesTest {
         assertEquals(0, up.liveBytes());
         assertTrue(up.closed);
         assertEquals("", up.violations.toString());
+    }
+
+    // ------------------------------------------------------------------ 16
+
+    @Test
+    void theFiguresAreOneMomentsEvenWhenABlockGoesFromThePoolToACacheMeanwhile() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        MemoryHandle live = m.allocate(64 * KiB, CPU);
+        Pause tensor = holdPoolLock(m, up, MemoryType.TENSOR);
+        long liveBytes = m.quickInfo().usedBytes();
+        // The figures: GENERAL's lock is free, TENSOR's held by the paused defragmentation.
+        CompletableFuture<MemoryInfo> info = start("memoryInfo", m::memoryInfo);
+        awaitParked(threads.get(threads.size() - 1));
+        // Meanwhile a block comes from the GENERAL pool and goes into a thread's cache.
+        CompletableFuture<Void> churn = start("churn", () -> {
+            m.deallocate(m.allocate(16 * KiB, CPU));
+            return null;
+        });
+        awaitParked(threads.get(threads.size() - 1)); // waits for GENERAL's lock, or is done
+        tensor.release();
+        churn.get(30, TimeUnit.SECONDS);
+        MemoryInfo seen = info.get(30, TimeUnit.SECONDS);
+        assertEquals(liveBytes, seen.usedBytes(), "used is the sum of the blocks live at one moment");
+        assertEquals(2, seen.activeAllocations());
+        m.deallocate(live);
+    }
+
+    // ------------------------------------------------------------------ 17
+
+    @Test
+    void pressureFollowsBlocksIntoAndOutOfThreadCaches() {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        List<MemoryPressure> levels = new java.util.concurrent.CopyOnWriteArrayList<>();
+        PooledMemoryManager m = manager(up, config(pool(4 * MiB, 4 * MiB, 256)),
+                PoolSettings.defaults().withCapacity(4 * MiB), null);
+        m.setPressureCallback(levels::add);
+        List<MemoryHandle> hs = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            hs.add(m.allocate(256 * KiB, CPU));
+            hs.add(m.allocate(240 * KiB, CPU));
+        }
+        assertEquals(MemoryPressure.CRITICAL, levels.get(levels.size() - 1));
+        hs.forEach(m::deallocate); // every block into this thread's cache
+        assertEquals(0, m.memoryInfo().usedBytes());
+        assertEquals(MemoryPressure.LOW, levels.get(levels.size() - 1), "the callback heard the last level: " + levels);
+        hs.clear();
+        for (int i = 0; i < 8; i++) {
+            hs.add(m.allocate(256 * KiB, CPU));
+            hs.add(m.allocate(240 * KiB, CPU));
+        }
+        assertEquals(MemoryPressure.CRITICAL, levels.get(levels.size() - 1), "from the cache too: " + levels);
+        hs.forEach(m::deallocate);
     }
 
     // ------------------------------------------------------------------ 22

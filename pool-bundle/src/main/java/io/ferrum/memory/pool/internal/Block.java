@@ -83,6 +83,11 @@ public final class Block extends BlockPadding {
         if (id == 0 || !(HANDLE.compareAndSet(this, id, 0L) || ALIAS.compareAndSet(this, id, 0L))) {
             return -1;
         }
+        if (names == 1) {
+            // The only name, now cleared: the common case takes no second atomic. A mapping that counts
+            // a second name after this read finds its first name cleared and takes the count back.
+            return 0;
+        }
         return (int) NAMES.getAndAdd(this, -1) - 1;
     }
 

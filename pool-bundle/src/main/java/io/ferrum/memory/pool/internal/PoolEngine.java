@@ -1,6 +1,7 @@
 package io.ferrum.memory.pool.internal;
 
 import java.lang.foreign.Arena;
+import java.lang.invoke.VarHandle;
 import java.lang.foreign.MemorySegment;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -109,6 +110,8 @@ public final class PoolEngine implements PooledMemoryManager {
     private final CopyOnWriteArrayList<ThreadCache> caches = new CopyOnWriteArrayList<>();
     /** Bumped to make every thread drain its cache on its next call. */
     private volatile int cacheEpoch;
+    /** Below this many used bytes the pressure is LOW whatever the caches hold (capacity x MEDIUM's threshold, rounded down). */
+    private final long lowBelow;
     /** Allocation times come from the coarse clock when the settings use the system clock. */
     private final boolean coarseClock;
 
@@ -130,6 +133,9 @@ public final class PoolEngine implements PooledMemoryManager {
         this.settings = settings;
         long physical = upstream.physicalCapacity();
         this.capacity = settings.capacityBytes() > 0 ? Math.min(settings.capacityBytes(), physical) : physical;
+        // One byte under the threshold so that rounding can only make the fast check ask for the exact one.
+        this.lowBelow = capacity == 0 ? Long.MAX_VALUE
+                : (long) Math.floor(capacity * (MemoryPressure.MEDIUM.thresholdPercent() / 100.0)) - 1;
         this.chunkAlignment = Math.max(upstream.chunkAlignment(), Pool.MIN_BLOCK);
         if (Long.bitCount(chunkAlignment) != 1) {
             throw new InvalidMemoryRequestException("Upstream " + upstream.backendName() + " of " + device
@@ -286,6 +292,7 @@ public final class PoolEngine implements PooledMemoryManager {
                     returnToPool(b); // a full handle table: the block must not be lost
                     throw e;
                 }
+                checkPressureOnCachePath();
                 return new MemoryHandle(id);
             }
         }
@@ -432,7 +439,7 @@ public final class PoolEngine implements PooledMemoryManager {
         sweepDeadCaches();
     }
 
-    /** @return bytes and count of blocks held in thread caches, as {bytes, count} */
+    /** @return bytes and count of blocks held in thread caches, as {bytes, count}, each a recent value */
     private long[] cached() {
         long bytes = 0;
         long count = 0;
@@ -441,6 +448,49 @@ public final class PoolEngine implements PooledMemoryManager {
             count += tc.count();
         }
         return new long[] {bytes, count};
+    }
+
+    /**
+     * Bytes and count of blocks held in thread caches at one moment: no cache changed while they
+     * were read (each cache's change counter read before and after; a block can move from one cache
+     * to another between two reads, and would then count twice). With every pool lock held, this
+     * moment is one of the pools' too.
+     */
+    private long[] cachedAtOneMoment() {
+        if (localCache == null) {
+            return new long[2];
+        }
+        long[] last = null;
+        for (int attempt = 0; attempt < 10_000; attempt++) {
+            int n = 0;
+            int[] seqs = new int[caches.size() + 8];
+            boolean changing = false;
+            List<ThreadCache> now = new ArrayList<>(caches);
+            for (ThreadCache tc : now) {
+                int q = tc.seq();
+                changing |= (q & 1) != 0;
+                if (n == seqs.length) {
+                    seqs = java.util.Arrays.copyOf(seqs, n * 2);
+                }
+                seqs[n++] = q;
+            }
+            long bytes = 0;
+            long count = 0;
+            for (ThreadCache tc : now) {
+                bytes += tc.bytes();
+                count += tc.count();
+            }
+            last = new long[] {bytes, count};
+            VarHandle.loadLoadFence();
+            for (int i = 0; i < n && !changing; i++) {
+                changing = now.get(i).seq() != seqs[i];
+            }
+            if (!changing) {
+                return last;
+            }
+            Thread.onSpinWait();
+        }
+        return last; // a cache that never stood still: the last reading
     }
 
     @Override
@@ -755,6 +805,7 @@ public final class PoolEngine implements PooledMemoryManager {
                 if (!keep) {
                     handles.retire();
                 }
+                checkPressureOnCachePath();
                 return;
             }
             b.keptId = 0;
@@ -1013,23 +1064,31 @@ public final class PoolEngine implements PooledMemoryManager {
         long live = 0;
         long freeInReserved = 0;
         long largest = 0;
-        for (Pool pool : poolList) {
-            pool.acquire();
-            try {
+        long[] cached;
+        // Every pool lock at once (always in pool order; no other path holds two), and the caches
+        // read at one moment under them: blocks move between a pool and a cache only under its
+        // lock or by a cache's owner, so used and live are those of one instant.
+        int locked = 0;
+        try {
+            for (Pool pool : poolList) {
+                pool.acquire();
+                locked++;
                 reserved += pool.reserved;
                 used += pool.used;
                 live += pool.live;
                 freeInReserved += pool.freeInReserved();
                 largest = Math.max(largest, pool.largestFree());
-            } finally {
-                pool.lock.unlock();
+            }
+            cached = cachedAtOneMoment();
+        } finally {
+            for (int i = locked - 1; i >= 0; i--) {
+                poolList[i].lock.unlock();
             }
         }
         double fragmentation = freeInReserved == 0 ? 0.0 : 1.0 - (double) largest / (double) freeInReserved;
         fragmentation = Math.max(0.0, Math.min(1.0, fragmentation));
         lastFragmentation = fragmentation;
         // Blocks in thread caches are free for their threads' next allocations: not reported as used.
-        long[] cached = cached();
         used = Math.max(0, used - cached[0]);
         live = Math.max(0, live - cached[1]);
         return new MemoryInfo(capacity, used, Math.max(0, capacity - used), reserved, live, fragmentation, bandwidth());
@@ -1252,9 +1311,32 @@ public final class PoolEngine implements PooledMemoryManager {
         observers.remove(observer);
     }
 
+    /**
+     * The level of the used bytes {@link #memoryInfo} reports: blocks in thread caches do not count.
+     * The pools' used bytes (cached ones included) bound it from above, so below {@link #lowBelow}
+     * the caches need not be read.
+     */
     private MemoryPressure currentPressure() {
-        return capacity == 0 ? MemoryPressure.LOW
-                : MemoryPressure.forUtilization((double) deviceUsed.get() / (double) capacity * 100.0);
+        long used = deviceUsed.get();
+        if (used < lowBelow) {
+            return MemoryPressure.LOW;
+        }
+        if (localCache != null) {
+            used = Math.max(0, used - cached()[0]);
+        }
+        return MemoryPressure.forUtilization((double) used / (double) capacity * 100.0);
+    }
+
+    /**
+     * After an allocation or free served by a thread cache: blocks entering or leaving a cache
+     * change the reported use too. Costs two reads while the pools' use is below the MEDIUM level
+     * and the last level was LOW.
+     */
+    private void checkPressureOnCachePath() {
+        if (lastPressure == MemoryPressure.LOW && deviceUsed.get() < lowBelow) {
+            return;
+        }
+        checkPressure();
     }
 
     /**
@@ -1393,6 +1475,11 @@ public final class PoolEngine implements PooledMemoryManager {
         Block b = handles.lookup(primary.id());
         if (b == null || !b.addName()) {
             // Freed meanwhile by someone who guessed the new handle.
+            throw invalidHandle(primary);
+        }
+        if (!b.isNamedBy(primary.id())) {
+            // Claimed after the count was read as one: that free gives the memory back; this name goes.
+            b.dropUnissuedName();
             throw invalidHandle(primary);
         }
         long alias;

@@ -56,6 +56,7 @@ final class ThreadCache extends ThreadCacheCounters {
     private static final VarHandle BYTES;
     private static final VarHandle COUNT;
     private static final VarHandle CALLS;
+    private static final VarHandle SEQ;
 
     static {
         try {
@@ -63,6 +64,7 @@ final class ThreadCache extends ThreadCacheCounters {
             BYTES = l.findVarHandle(ThreadCacheCounters.class, "bytes", long.class);
             COUNT = l.findVarHandle(ThreadCacheCounters.class, "count", int.class);
             CALLS = l.findVarHandle(ThreadCacheCounters.class, "calls", long.class);
+            SEQ = l.findVarHandle(ThreadCacheCounters.class, "seq", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -234,8 +236,12 @@ final class ThreadCache extends ThreadCacheCounters {
         if (small) {
             smallBytes += b.size;
         }
+        int s = (int) SEQ.getOpaque(this);
+        SEQ.setOpaque(this, s + 1);
+        VarHandle.storeStoreFence();
         BYTES.setOpaque(this, now + b.size);
         COUNT.setOpaque(this, (int) COUNT.getOpaque(this) + 1);
+        SEQ.setRelease(this, s + 2);
         return true;
     }
 
@@ -262,8 +268,17 @@ final class ThreadCache extends ThreadCacheCounters {
         if (b.size <= MAX_CLASS) {
             smallBytes -= b.size;
         }
+        int s = (int) SEQ.getOpaque(this);
+        SEQ.setOpaque(this, s + 1);
+        VarHandle.storeStoreFence();
         BYTES.setOpaque(this, (long) BYTES.getOpaque(this) - b.size);
         COUNT.setOpaque(this, (int) COUNT.getOpaque(this) - 1);
+        SEQ.setRelease(this, s + 2);
+    }
+
+    /** @return the change counter of {@link #bytes()} and {@link #count()} (any thread); odd while they change */
+    int seq() {
+        return (int) SEQ.getAcquire(this);
     }
 
     /** @return bytes of the cached blocks (any thread; a recent value) */

@@ -13,6 +13,11 @@ abstract class ThreadCacheCounters extends BlockPadding {
     long smallBytes;
     /** Number of cached blocks; written by the owner, read by anyone through {@link ThreadCache#count()}. */
     int count;
+    /**
+     * Odd while {@link #bytes} and {@link #count} change, bumped before and after each change: a
+     * reader that sees the same even value before and after reading them saw one moment (a seqlock).
+     */
+    int seq;
     /** Spare handle-table slots in {@link ThreadCache#slots}, from {@link ThreadCache#SLOT_BASE}. */
     int slotCount;
     /** The manager's drain epoch this cache has honoured. */
