@@ -23,6 +23,13 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      * Mapping a block that is already mapped returns a new view of the same block; one unmap
      * closes all of them.
      *
+     * <p>A view may be used by any thread until it is closed. A thread that is reading or writing
+     * through it when another thread unmaps or frees the block (or the manager closes) gets an
+     * {@link IllegalStateException}; on JDK 25 it may also find its interrupt flag set afterwards
+     * (closing the view's shared arena interrupts the threads it must stop): code that relies on
+     * interrupts should clear it with {@link Thread#interrupted()} when it catches that exception,
+     * and should not unmap a block while other threads may still use its views.
+     *
      * @param handle a live handle of this manager
      * @param access how the view will be used
      * @return a view of exactly the block

@@ -529,6 +529,54 @@ class EngineRacesTest {
         hs.forEach(m::deallocate);
     }
 
+    // ------------------------------------------------------------------ limits
+
+    @Test
+    void concurrentAllocationNeverPassesAPoolsMaxSizeNorTheDevicesCapacity() throws Exception {
+        for (boolean twoPools : new boolean[] {false, true}) {
+            HookedUpstream up = new HookedUpstream(256 * MiB);
+            MemoryPoolConfig limited = MemoryPoolConfig.builder().initialSize(0).maxSize(6 * MiB)
+                    .growthIncrement(MiB).alignment(256).build();
+            MemoryManagerConfig cfg = MemoryManagerConfig.defaults().withAutoGc(false, 0.85)
+                    .withPoolConfig(MemoryType.GENERAL, limited).withPoolConfig(MemoryType.TENSOR, limited);
+            PooledMemoryManager m = manager(up, cfg, PoolSettings.defaults().withCapacity(8 * MiB), null);
+            // Every thread meets the first growth in flight: it is paused until all have started.
+            Pause first = up.pauseNext(Call.RESERVE);
+            List<CompletableFuture<Long>> workers = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                long seed = 1234 + t;
+                workers.add(start("limits " + t, () -> {
+                    java.util.Random rnd = new java.util.Random(seed);
+                    List<MemoryHandle> mine = new ArrayList<>();
+                    long refused = 0;
+                    for (int i = 0; i < 300; i++) {
+                        MemoryType type = twoPools && rnd.nextBoolean() ? MemoryType.TENSOR : MemoryType.GENERAL;
+                        try {
+                            mine.add(m.allocate(4 * KiB + rnd.nextInt(768) * KiB, type, CPU));
+                        } catch (io.ferrum.memory.api.OutOfDeviceMemoryException e) {
+                            refused++;
+                        }
+                        if (mine.size() > 6 || !mine.isEmpty() && rnd.nextInt(3) == 0) {
+                            m.deallocate(mine.remove(rnd.nextInt(mine.size())));
+                        }
+                    }
+                    mine.forEach(m::deallocate);
+                    return refused;
+                }));
+            }
+            first.awaitArrival();
+            first.release();
+            long refused = 0;
+            for (CompletableFuture<Long> w : workers) {
+                refused += w.get(60, TimeUnit.SECONDS);
+            }
+            long limit = twoPools ? 8 * MiB : 6 * MiB;
+            assertTrue(up.peakBytes.get() <= limit, "held " + up.peakBytes.get() + " bytes at once, limit " + limit);
+            assertTrue(refused > 0, "the limits were reached");
+            assertEquals(0, m.memoryInfo().usedBytes());
+        }
+    }
+
     // ------------------------------------------------------------------ 22
 
     @Test

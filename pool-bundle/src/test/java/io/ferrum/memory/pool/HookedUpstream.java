@@ -84,6 +84,8 @@ public final class HookedUpstream implements DeviceUpstream {
     private final ConcurrentHashMap<Chunk, Boolean> live = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Call, Pause> paused = new ConcurrentHashMap<>();
     final AtomicInteger reserves = new AtomicInteger();
+    /** The most bytes held at once. */
+    final java.util.concurrent.atomic.AtomicLong peakBytes = new java.util.concurrent.atomic.AtomicLong();
     volatile boolean closed;
     /** Fill new chunks with this byte (non-zero: memory as malloc may return it); 0 leaves them zero. */
     volatile byte dirt;
@@ -164,6 +166,7 @@ public final class HookedUpstream implements DeviceUpstream {
         }
         Chunk c = new Chunk(arena, s);
         live.put(c, Boolean.TRUE);
+        peakBytes.accumulateAndGet(liveBytes(), Math::max);
         return c;
     }
 
