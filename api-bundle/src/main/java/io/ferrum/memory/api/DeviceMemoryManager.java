@@ -189,8 +189,10 @@ public interface DeviceMemoryManager extends AutoCloseable {
 
     /**
      * Sets the one callback told of pressure-level changes of this device (edge-triggered: only
-     * when the level changes). It runs outside the manager's locks; if it throws, the failure is
-     * logged and allocation goes on. Replaces any earlier callback; {@code null} removes it.
+     * when the level changes). It runs outside the manager's locks, on the thread whose allocation
+     * or free changed the level; one that blocks holds up only that call (other threads go on, and
+     * a level reached meanwhile is told when it returns). If it throws, the failure is logged and
+     * allocation goes on. Replaces any earlier callback; {@code null} removes it.
      *
      * @param callback receives the new level
      */

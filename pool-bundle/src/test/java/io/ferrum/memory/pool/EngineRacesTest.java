@@ -529,6 +529,49 @@ class EngineRacesTest {
         hs.forEach(m::deallocate);
     }
 
+    // ------------------------------------------------------------------ hostile callbacks
+
+    @Test
+    void aBlockedPressureCallbackHoldsUpOnlyTheCallItTellsAndMissesNoLevel() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(4 * MiB, 4 * MiB, 256)),
+                PoolSettings.defaults().withCapacity(4 * MiB).withThreadCache(0), null);
+        List<MemoryPressure> told = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.concurrent.CountDownLatch inside = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
+        m.setPressureCallback(level -> {
+            told.add(level);
+            if (told.size() == 1) {
+                inside.countDown();
+                try {
+                    letGo.await(60, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        m.addObserver(new io.ferrum.memory.api.MemoryObserver() {
+            @Override
+            public void pressureChanged(Device d, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
+                throw new NoClassDefFoundError("a stopped bundle's class");
+            }
+        });
+        CompletableFuture<MemoryHandle> crossing = start("crosses MEDIUM", () -> m.allocate(3 * MiB, CPU));
+        assertTrue(inside.await(30, TimeUnit.SECONDS));
+        // Another thread crosses two more levels and back while the callback is held: it goes on.
+        start("goes on", () -> {
+            MemoryHandle h = m.allocate(768 * KiB, CPU);
+            m.deallocate(h);
+            return null;
+        }).get(30, TimeUnit.SECONDS);
+        letGo.countDown();
+        MemoryHandle big = crossing.get(30, TimeUnit.SECONDS);
+        assertEquals(MemoryPressure.MEDIUM, told.get(0));
+        assertEquals(m.memoryInfo().pressureLevel(), told.get(told.size() - 1), "the last level told is the level now: " + told);
+        m.deallocate(big);
+        assertEquals(MemoryPressure.LOW, told.get(told.size() - 1), "" + told);
+    }
+
     // ------------------------------------------------------------------ limits
 
     @Test

@@ -1,8 +1,8 @@
 package io.ferrum.memory.pool.internal;
 
 import java.lang.foreign.Arena;
-import java.lang.invoke.VarHandle;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.VarHandle;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.EnumMap;
@@ -12,13 +12,14 @@ import java.util.Optional;
 import java.util.OptionalDouble;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
 import io.ferrum.memory.api.DefragmentationStats;
@@ -89,7 +90,8 @@ public final class PoolEngine implements PooledMemoryManager {
     private final LongAdder copiedBytes = new LongAdder();
     private final LongAdder copyNanos = new LongAdder();
     private final CopyOnWriteArrayList<MemoryObserver> observers = new CopyOnWriteArrayList<>();
-    private final Object pressureLock = new Object();
+    /** Held by the one thread telling a pressure change; never an allocation lock, never waited for. */
+    private final ReentrantLock pressureLock = new ReentrantLock();
     private volatile MemoryPressure lastPressure = MemoryPressure.LOW;
     private volatile Consumer<MemoryPressure> pressureCallback;
     private volatile boolean closed;
@@ -1340,37 +1342,58 @@ public final class PoolEngine implements PooledMemoryManager {
     }
 
     /**
-     * Edge-triggered pressure notification. The cheap check runs on every change; only a change of
-     * level takes the notification lock, which orders notifications and is never an allocation lock.
+     * Edge-triggered pressure notification. The cheap check runs on every change. One thread at a
+     * time tells a change (which orders the notifications): a thread that finds another telling one
+     * goes on at once, and the teller looks again after each round, so the change that thread made is
+     * told too (changes made meanwhile are told as one). A callback or observer that blocks holds up
+     * only the call whose change it is telling; one that throws is logged.
      */
     private void checkPressure() {
-        if (currentPressure() == lastPressure) {
-            return;
-        }
-        synchronized (pressureLock) {
-            MemoryPressure now = currentPressure();
-            MemoryPressure before = lastPressure;
-            if (now == before) {
+        while (currentPressure() != lastPressure) {
+            if (!pressureLock.tryLock()) {
+                // The teller looks again once it lets go: this change is not lost.
                 return;
             }
-            lastPressure = now;
-            Consumer<MemoryPressure> cb = pressureCallback;
-            if (cb != null) {
-                try {
-                    cb.accept(now);
-                } catch (RuntimeException e) {
-                    settings.log().warn("Pressure callback of " + device + " failed on " + before + " -> " + now
-                            + "; allocation goes on", e);
+            try {
+                MemoryPressure now = currentPressure();
+                MemoryPressure before = lastPressure;
+                if (now != before) {
+                    lastPressure = now;
+                    tellPressure(before, now);
                 }
+            } finally {
+                pressureLock.unlock();
             }
-            if (!observers.isEmpty()) {
-                MemoryInfo info = closed ? null : memoryInfo(device);
-                for (MemoryObserver o : observers) {
-                    try {
-                        o.pressureChanged(device, before, now, info);
-                    } catch (RuntimeException e) {
-                        settings.log().warn("Pressure observer " + o + " of " + device + " failed", e);
-                    }
+        }
+    }
+
+    private void tellPressure(MemoryPressure before, MemoryPressure now) {
+        Consumer<MemoryPressure> cb = pressureCallback;
+        if (cb != null) {
+            try {
+                cb.accept(now);
+            } catch (VirtualMachineError e) {
+                throw e;
+            } catch (Throwable e) {
+                // An Error too: a callback of a stopped bundle fails with NoClassDefFoundError.
+                settings.log().warn("Pressure callback of " + device + " failed on " + before + " -> " + now
+                        + "; allocation goes on", e);
+            }
+        }
+        if (!observers.isEmpty()) {
+            MemoryInfo info;
+            try {
+                info = memoryInfo(device);
+            } catch (DeviceUnavailableException e) {
+                info = null; // closed meanwhile
+            }
+            for (MemoryObserver o : observers) {
+                try {
+                    o.pressureChanged(device, before, now, info);
+                } catch (VirtualMachineError e) {
+                    throw e;
+                } catch (Throwable e) {
+                    settings.log().warn("Pressure observer " + o + " of " + device + " failed", e);
                 }
             }
         }
