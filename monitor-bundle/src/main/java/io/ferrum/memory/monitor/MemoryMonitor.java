@@ -781,7 +781,10 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         }
     }
 
-    /** Copies between two managers through host-mapped views of both blocks. */
+    /**
+     * Copies between two managers through host-mapped views of both blocks, and closes only the views
+     * it opened: a block the caller had mapped stays mapped.
+     */
     private void hostCopy(Route r, MemoryTransfer t) {
         if (t.size() == 0) {
             return;
@@ -789,9 +792,12 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         AdvancedMemoryManager src = (AdvancedMemoryManager) r.src;
         AdvancedMemoryManager dst = (AdvancedMemoryManager) r.dst;
         boolean srcWasMapped = r.srcInfo.mapped();
-        boolean dstWasMapped = r.dstInfo.mapped();
         MemorySegment from = src.mapMemory(t.src(), MemoryAccess.READ_ONLY);
         try {
+            // Read after mapping the source, not before: the two handles of one MemoryMapping (two
+            // managers, one block) share one mapping, so mapping the source mapped the destination
+            // too, and unmapping both would close the shared views twice ("not mapped").
+            boolean dstWasMapped = dst.handleInfo(t.dst()).map(MemoryHandleInfo::mapped).orElse(false);
             MemorySegment to = dst.mapMemory(t.dst(), MemoryAccess.WRITE_ONLY);
             try {
                 MemorySegment.copy(from, t.srcOffset(), to, t.dstOffset(), t.size());
