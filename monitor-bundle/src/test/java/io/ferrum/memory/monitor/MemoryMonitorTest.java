@@ -21,6 +21,7 @@ import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 
 import io.ferrum.memory.api.AllocationRequirements;
 import io.ferrum.memory.api.AllocationStrategy;
@@ -400,6 +401,90 @@ class MemoryMonitorTest {
         assertTrue(e.getMessage().contains("went away"), e.getMessage());
         assertThrows(DeviceUnavailableException.class, () -> mon.copy(MemoryTransfer.of(h, h, 1)));
         assertEquals(Optional.empty(), mon.owner(h));
+    }
+
+    static void assertStopped(String call, Executable executable) {
+        DeviceUnavailableException e = assertThrows(DeviceUnavailableException.class, executable, call);
+        assertTrue(e.getMessage().contains("is stopped"), call + ": " + e.getMessage());
+        assertTrue(e.getMessage().contains("untouched"), call + ": " + e.getMessage());
+        assertTrue(e.getMessage().contains("running MemoryRouter"), call + ": " + e.getMessage());
+        assertFalse(e.getMessage().contains("released"), call + ": " + e.getMessage());
+        assertEquals(null, e.device(), call + ": no device is unavailable, the monitor is");
+    }
+
+    @Test
+    void aStoppedRouterRefusesToFreeABlockItDoesNotOwnAndTheNextRouterFreesIt() {
+        MemoryMonitor mon = monitor("");
+        PooledMemoryManager a = device(CPU1, 8 * MiB);
+        mon.addManager(a, props(CPU1, 0));
+        Fixed one = new Fixed(CPU1);
+        mon.addStrategy(one, strategyProps("one", 0));
+        MemoryHandle h = mon.allocate(MiB, AllocationRequirements.defaults());
+
+        // DS stops the component first, then unbinds its references; the manager itself keeps running.
+        mon.deactivate();
+        mon.removeManager(a, props(CPU1, 0));
+        mon.removeStrategy(one);
+        assertStopped("deallocate", () -> mon.deallocate(h));
+        assertTrue(a.owns(h), "the block is still live on its manager");
+        assertEquals(MiB, a.memoryInfo().usedBytes());
+
+        MemoryMonitor next = monitor("");
+        next.addManager(a, props(CPU1, 0));
+        next.deallocate(h);
+        assertFalse(a.owns(h));
+        assertEquals(0, a.memoryInfo().usedBytes());
+    }
+
+    @Test
+    void aStoppedMonitorRefusesEveryCallSayingItIsStopped() {
+        MemoryMonitor mon = monitor("");
+        PooledMemoryManager a = device(CPU1, 8 * MiB);
+        PooledMemoryManager b = device(CPU2, 8 * MiB);
+        List<String> heard = new CopyOnWriteArrayList<>();
+        MemoryObserver observer = new MemoryObserver() {
+            @Override
+            public void deviceRemoved(Device d) {
+                heard.add("-" + d);
+            }
+        };
+        mon.addObserver(observer, Map.of());
+        mon.addManager(a, props(CPU1, 0));
+        mon.addManager(b, props(CPU2, 0));
+        Fixed one = new Fixed(CPU1);
+        mon.addStrategy(one, strategyProps("one", 0));
+        MemoryHandle h = mon.allocate(MiB, AllocationRequirements.defaults());
+        MemoryHandle other = b.allocate(MiB, CPU2);
+
+        mon.deactivate();
+        // Still bound (DS unbinds after deactivation): the refusal does not depend on what is bound.
+        assertStopped("allocate", () -> mon.allocate(MiB, AllocationRequirements.defaults()));
+        assertStopped("allocate of a bad size", () -> mon.allocate(0, AllocationRequirements.defaults()));
+        assertStopped("deallocate", () -> mon.deallocate(h));
+        assertStopped("copy", () -> mon.copy(MemoryTransfer.of(h, other, 64)));
+        assertStopped("copy on one device", () -> mon.copy(MemoryTransfer.of(h, h, 64).withDstOffset(64)));
+        assertStopped("copyAsync", () -> mon.copyAsync(MemoryTransfer.of(h, other, 64), null));
+        assertStopped("handleInfo", () -> mon.handleInfo(h));
+        assertStopped("owner", () -> mon.owner(h));
+        assertStopped("activeStrategy", mon::activeStrategy);
+        assertStopped("globalMemoryInfo", mon::globalMemoryInfo);
+        assertStopped("globalMemoryPressure", mon::globalMemoryPressure);
+        assertStopped("devices", mon::devices);
+        assertStopped("manager", () -> mon.manager(CPU1));
+        assertStopped("registerManager", () -> mon.registerManager(CPU2, b));
+        assertStopped("unregisterManager", () -> mon.unregisterManager(CPU2));
+        assertStopped("setGlobalPressureCallback", () -> mon.setGlobalPressureCallback(levels -> { }));
+        assertStopped("globalGc", mon::globalGc);
+
+        // DS then unbinds everything: no call fails and no observer is told anything any more.
+        mon.removeManager(a, props(CPU1, 0));
+        mon.removeManager(b, props(CPU2, 0));
+        mon.removeStrategy(one);
+        mon.removeObserver(observer);
+        mon.deactivate();
+        assertStopped("deallocate after unbinding", () -> mon.deallocate(h));
+        assertEquals(List.of(), heard);
+        assertTrue(a.owns(h) && b.owns(other), "nothing was freed");
     }
 
     @Test
