@@ -540,7 +540,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         boolean firstOutOfMemory = false;
         if (!r.devices.isEmpty()) {
             Optional<Device> choice = select(strategy, size, requirements, r.devices, r.infos);
-            if (choice != null && choice.isPresent()) {
+            if (choice.isPresent()) {
                 Device d = choice.get();
                 DeviceMemoryManager m = r.managerOf(d);
                 if (m == null) {
@@ -592,7 +592,8 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     private static MemoryException notOffered(StrategyRegistry.Entry strategy, Device d, List<Device> offered) {
         return new MemoryException("Allocation strategy " + strategy.name() + " chose " + d
-                + ", which was not among the devices offered " + offered);
+                + ", which was not among the devices offered " + offered + "; nothing was allocated. A strategy"
+                + " returns one of the devices it is given: fix the strategy, or make another one active");
     }
 
     /** @return the calling thread's routing snapshot, made anew when stale and every {@value #REFRESH} calls */
@@ -701,14 +702,36 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         return infos;
     }
 
+    /**
+     * Asks the strategy, a plugin: whatever it throws (a bug, or a {@link LinkageError} once its bundle
+     * was refreshed under it) fails this call with a {@link MemoryException} naming it, never with an
+     * Error the caller does not expect; only a {@link VirtualMachineError} passes as it is. It is
+     * given unmodifiable views, so it cannot change what the router decides or reports.
+     *
+     * @return the strategy's choice, never null
+     */
     private static Optional<Device> select(StrategyRegistry.Entry strategy, long size, AllocationRequirements requirements,
                                            List<Device> devices, Map<Device, MemoryInfo> infos) {
+        Optional<Device> choice;
         try {
-            return strategy.strategy().selectDevice(size, requirements, devices, infos);
-        } catch (RuntimeException e) {
-            throw new MemoryException("Allocation strategy " + strategy.name() + " failed choosing a device for "
-                    + size + " bytes: " + e.getMessage(), e);
+            choice = strategy.strategy().selectDevice(size, requirements, devices, infos);
+        } catch (VirtualMachineError fatal) {
+            throw fatal;
+        } catch (Throwable e) {
+            throw strategyFailed(strategy, size, e);
         }
+        if (choice == null) {
+            throw new MemoryException("Allocation strategy " + strategy.name() + " answered null for " + size
+                    + " bytes instead of an Optional; nothing was allocated. A strategy returns Optional.empty() when no"
+                    + " device suits: fix the strategy, or make another one active");
+        }
+        return choice;
+    }
+
+    private static MemoryException strategyFailed(StrategyRegistry.Entry strategy, long size, Throwable e) {
+        return new MemoryException("Allocation strategy " + strategy.name() + " failed choosing a device for " + size
+                + " bytes (" + e + "); nothing was allocated. Fix or restart the strategy's bundle, or make another"
+                + " strategy active (configuration 'strategy' of " + PID + ")", e);
     }
 
     private static MemoryHandle allocateOn(DeviceMemoryManager m, Device d, long size, AllocationRequirements requirements) {
@@ -721,7 +744,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     private MemoryHandle allocateFresh(long size, AllocationRequirements requirements, StrategyRegistry.Entry strategy,
                                        Map<Device, DeviceMemoryManager> active, Device triedFirst, String firstFailure,
                                        boolean firstOutOfMemory) {
-        Map<Device, MemoryInfo> infos = figures(active);
+        Map<Device, MemoryInfo> infos = Collections.unmodifiableMap(figures(active));
         int slot = routingSlot();
         routing[slot] = new Routing(active, new LinkedHashMap<>(infos), routingEpoch);
         routingCalls[slot] = REFRESH;
@@ -736,14 +759,14 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         }
         for (; attempt < maxAttempts && !candidates.isEmpty(); attempt++) {
             Optional<Device> choice = select(strategy, size, requirements, List.copyOf(candidates), infos);
-            if (choice == null || choice.isEmpty()) {
+            if (choice.isEmpty()) {
                 break;
             }
             Device d = choice.get();
-            if (!candidates.remove(d)) {
-                throw new MemoryException("Allocation strategy " + strategy.name() + " chose " + d
-                        + ", which was not among the devices offered " + candidates);
+            if (!candidates.contains(d)) {
+                throw notOffered(strategy, d, candidates);
             }
+            candidates.remove(d);
             DeviceMemoryManager m = active.get(d);
             try {
                 return allocateOn(m, d, size, requirements);
