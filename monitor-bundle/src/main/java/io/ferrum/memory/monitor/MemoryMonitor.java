@@ -351,8 +351,13 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         }
         try {
             call.accept(e.observer);
-        } catch (RuntimeException ex) {
-            warn("Memory observer " + e.observer + " failed", ex);
+        } catch (VirtualMachineError fatal) {
+            throw fatal;
+        } catch (Throwable ex) {
+            // Errors too (the NoClassDefFoundError of an observer whose bundle was refreshed): one
+            // escaping here would end the notification in hand, and the observers after this one and
+            // the global callback would never hear of it.
+            warn("Memory observer " + e.observer + " failed; it keeps receiving calls", ex);
         }
     }
 
@@ -366,8 +371,10 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         if (cb != null) {
             try {
                 cb.accept(Map.copyOf(levels));
-            } catch (RuntimeException ex) {
-                warn("Global pressure callback failed", ex);
+            } catch (VirtualMachineError fatal) {
+                throw fatal;
+            } catch (Throwable ex) {
+                warn("Global pressure callback " + cb + " failed; it keeps receiving calls", ex);
             }
         }
     }

@@ -30,7 +30,9 @@ import io.ferrum.memory.api.MemoryException;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryObserver;
 import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryPressure;
 import io.ferrum.memory.api.MemoryTransfer;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.OutOfDeviceMemoryException;
@@ -39,7 +41,8 @@ import io.ferrum.memory.pool.PoolSettings;
 import io.ferrum.memory.pool.PooledMemoryManager;
 
 /**
- * Plugins that throw, block or are slow (issue 13, "hostile plugins"), over real pooled managers. Interleavings are forced with latches; a bounded wait only turns a stall into
+ * Plugins that throw, block or are slow (issue 13, "hostile plugins"): an allocation strategy, a
+ * {@link MemoryObserver} and the global pressure callback, over real pooled managers. Interleavings are forced with latches; a bounded wait only turns a stall into
  * a failure instead of a hung build.
  */
 class HostilePluginsTest {
@@ -332,5 +335,150 @@ class HostilePluginsTest {
         mon.deallocate(h);
         assertEquals(0, a.memoryInfo().usedBytes());
         assertEquals(0, b.memoryInfo().usedBytes());
+    }
+
+    // ================================================================ observers and callbacks
+
+    /** Drives cpu:1 (10 MiB) LOW > MEDIUM > HIGH > MEDIUM > LOW: 8 MiB is 80 %, 9 MiB 90 %. */
+    static void crossFourLevels(DeviceMemoryManager m) {
+        MemoryHandle eight = m.allocate(8 * MiB, CPU1);
+        MemoryHandle one = m.allocate(MiB, CPU1);
+        m.deallocate(one);
+        m.deallocate(eight);
+    }
+
+    static final List<String> FOUR_CROSSINGS = List.of("LOW>MEDIUM", "MEDIUM>HIGH", "HIGH>MEDIUM", "MEDIUM>LOW");
+
+    @Test
+    void anObserverOrGlobalCallbackThatThrowsCostsNoOtherObserverItsNotifications() throws Exception {
+        MemoryMonitor mon = monitor();
+        PooledMemoryManager a = device(CPU1, 10 * MiB);
+        List<String> heard = new CopyOnWriteArrayList<>();
+        List<Map<Device, MemoryPressure>> global = new CopyOnWriteArrayList<>();
+        mon.addObserver(new MemoryObserver() {
+            @Override
+            public void pressureChanged(Device d, MemoryPressure p, MemoryPressure c, MemoryInfo info) {
+                throw new IllegalStateException("observer bug");
+            }
+
+            @Override
+            public void deviceAdded(Device d, MemoryInfo info) {
+                throw new IllegalStateException("observer bug");
+            }
+        }, Map.of());
+        mon.addObserver(new MemoryObserver() {
+            // Its bundle was refreshed under it: its classes are gone.
+            @Override
+            public void pressureChanged(Device d, MemoryPressure p, MemoryPressure c, MemoryInfo info) {
+                throw new NoClassDefFoundError("io/example/observer/Chart");
+            }
+
+            @Override
+            public void deviceAdded(Device d, MemoryInfo info) {
+                throw new NoClassDefFoundError("io/example/observer/Chart");
+            }
+        }, Map.of());
+        mon.addObserver(new MemoryObserver() {
+            @Override
+            public void pressureChanged(Device d, MemoryPressure p, MemoryPressure c, MemoryInfo info) {
+                heard.add(p + ">" + c);
+            }
+
+            @Override
+            public void deviceAdded(Device d, MemoryInfo info) {
+                heard.add("+" + d);
+            }
+        }, Map.of());
+        mon.setGlobalPressureCallback(levels -> {
+            global.add(levels);
+            throw new NoClassDefFoundError("io/example/callback/Levels");
+        });
+        mon.addManager(a, props(CPU1));
+        mon.addStrategy(new MemoryMonitorTest.Fixed(CPU1), strategyProps("one", 0));
+
+        MemoryHandle eight = mon.allocate(8 * MiB, AllocationRequirements.defaults());
+        MemoryHandle one = mon.allocate(MiB, AllocationRequirements.defaults());
+        mon.deallocate(one);
+        mon.deallocate(eight);
+        MemoryMonitorTest.await(() -> heard.size() == 5 && global.size() == 4, "every notification");
+        List<String> expected = new ArrayList<>(List.of("+cpu:1"));
+        expected.addAll(FOUR_CROSSINGS);
+        assertEquals(expected, heard);
+        assertEquals(Map.of(CPU1, MemoryPressure.LOW), global.get(3));
+        assertEquals(0, a.memoryInfo().usedBytes());
+    }
+
+    @Test
+    void aBlockedObserverOrGlobalCallbackStallsNoAllocation() throws Exception {
+        MemoryMonitor mon = monitor();
+        PooledMemoryManager a = device(CPU1, 10 * MiB);
+        CountDownLatch observerEntered = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        List<String> heard = new CopyOnWriteArrayList<>();
+        mon.addObserver(new MemoryObserver() {
+            @Override
+            public void pressureChanged(Device d, MemoryPressure p, MemoryPressure c, MemoryInfo info) {
+                heard.add(p + ">" + c);
+                observerEntered.countDown();
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }, Map.of());
+        List<Map<Device, MemoryPressure>> global = new CopyOnWriteArrayList<>();
+        mon.setGlobalPressureCallback(global::add);
+        mon.addManager(a, props(CPU1));
+        mon.addStrategy(new MemoryMonitorTest.Fixed(CPU1), strategyProps("one", 0));
+
+        MemoryHandle eight = mon.allocate(8 * MiB, AllocationRequirements.defaults());
+        await(observerEntered, "the observer to block on LOW>MEDIUM");
+        // Allocation goes on, through the router and on the manager, on other threads.
+        notStalled("allocation while an observer blocks", () -> {
+            MemoryHandle one = mon.allocate(MiB, AllocationRequirements.defaults());
+            mon.deallocate(one);
+            mon.deallocate(eight);
+            crossFourLevels(a);
+            return null;
+        });
+        assertEquals(0, a.memoryInfo().usedBytes());
+        assertEquals(List.of("LOW>MEDIUM"), heard, "the observer is still held on its first call");
+
+        release.countDown();
+        MemoryMonitorTest.await(() -> heard.size() == 8 && global.size() == 8, "the notifications queued meanwhile");
+        List<String> twice = new ArrayList<>(FOUR_CROSSINGS);
+        twice.addAll(FOUR_CROSSINGS);
+        assertEquals(twice, heard, "every crossing, in order");
+        assertEquals(Map.of(CPU1, MemoryPressure.LOW), global.get(7));
+    }
+
+    @Test
+    void aBlockedGlobalCallbackStallsNoAllocation() throws Exception {
+        MemoryMonitor mon = monitor();
+        PooledMemoryManager a = device(CPU1, 10 * MiB);
+        CountDownLatch entered = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        mon.setGlobalPressureCallback(levels -> {
+            entered.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        mon.addManager(a, props(CPU1));
+        mon.addStrategy(new MemoryMonitorTest.Fixed(CPU1), strategyProps("one", 0));
+        MemoryHandle eight = mon.allocate(8 * MiB, AllocationRequirements.defaults());
+        await(entered, "the callback to block on LOW>MEDIUM");
+        notStalled("allocation while the global callback blocks", () -> {
+            MemoryHandle one = mon.allocate(MiB, AllocationRequirements.defaults());
+            mon.deallocate(one);
+            mon.deallocate(eight);
+            crossFourLevels(a);
+            return null;
+        });
+        assertEquals(0, a.memoryInfo().usedBytes());
+        release.countDown();
     }
 }
