@@ -16,6 +16,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadFactory;
@@ -68,6 +69,14 @@ import io.ferrum.memory.pool.PooledMemoryManager;
  * one monitor thread, in order, outside every lock; a failing observer is logged and keeps receiving
  * calls. Pressure changes of pooled managers come from the engine (edge-triggered); other managers
  * are checked at each sample.
+ *
+ * <p>Once deactivated, the monitor refuses every call of {@link GlobalMemoryMonitor} and {@link
+ * MemoryRouter} with a {@link DeviceUnavailableException} (device {@code null}) saying that it is
+ * stopped, the queries that answer an {@code Optional} ({@code handleInfo}, {@code owner}, {@code
+ * manager}, {@code activeStrategy}) included: an empty answer would claim that no device knows a
+ * block that is live on its running manager. It frees nothing and forgets nothing: the blocks routed
+ * through it stay live on their managers, and the running router (the next instance of this
+ * component) serves them.
  */
 @Component(service = {GlobalMemoryMonitor.class, MemoryRouter.class}, configurationPid = MemoryMonitor.PID, immediate = true)
 @Designate(ocd = MonitorConfig.class)
@@ -91,6 +100,12 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     private final Logger log;
     private volatile Consumer<Map<Device, MemoryPressure>> globalCallback;
     private volatile int maxAttempts = 4;
+    /**
+     * Set first thing on deactivation; from then on every public call is refused. Without it a
+     * stopped router answered from the registry that DS empties after deactivation, and called a
+     * block live on a running manager released (issue 13, defect 20).
+     */
+    private volatile boolean stopped;
     private ScheduledFuture<?> sampling;
 
     @Activate
@@ -128,6 +143,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     /** DS deactivation; public so that the benchmarks can stop a monitor they made. */
     @Deactivate
     public void deactivate() {
+        stopped = true;
         for (Map.Entry<DeviceMemoryManager, MemoryObserver> e : engineListeners.entrySet()) {
             ((PooledMemoryManager) e.getKey()).removeObserver(e.getValue());
         }
@@ -139,6 +155,28 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
             notifier.awaitTermination(5, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * @param call the call refused, with the values it was given
+     * @return the refusal of a stopped monitor
+     */
+    private static DeviceUnavailableException stopped(String call) {
+        return new DeviceUnavailableException(null, "The memory router and global monitor (" + PID + ") is stopped: "
+                + call + " was not carried out. Blocks allocated through it are untouched and stay live on their"
+                + " managers; get the running MemoryRouter or GlobalMemoryMonitor service and call it there");
+    }
+
+    /** Hands a notification to the monitor thread; once stopped, nobody is told anything. */
+    private void post(Runnable notification) {
+        if (stopped) {
+            return;
+        }
+        try {
+            notifier.execute(notification);
+        } catch (RejectedExecutionException e) {
+            // Stopped meanwhile: the notification is dropped with every later one.
         }
     }
 
@@ -219,7 +257,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
                 public void pressureChanged(Device d, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
                     // Runs in the allocating thread, under the engine's notification lock: record and hand off.
                     levels.put(device, current);
-                    notifier.execute(() -> firePressure(device, previous, current, info));
+                    post(() -> firePressure(device, previous, current, info));
                 }
             };
             engineListeners.put(manager, listener);
@@ -288,7 +326,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         for (Map.Entry<Device, DeviceMemoryManager> e : registry.active().entrySet()) {
             if (entry.wants(e.getKey())) {
                 MemoryInfo info = safeInfo(e.getValue());
-                notifier.execute(() -> call(entry, o -> o.deviceAdded(e.getKey(), info)));
+                post(() -> call(entry, o -> o.deviceAdded(e.getKey(), info)));
             }
         }
     }
@@ -302,7 +340,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     private void dispatch(Device device, Consumer<MemoryObserver> call) {
         for (ObserverEntry e : observers) {
             if (e.wants(device)) {
-                notifier.execute(() -> call(e, call));
+                post(() -> call(e, call));
             }
         }
     }
@@ -313,8 +351,13 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         }
         try {
             call.accept(e.observer);
-        } catch (RuntimeException ex) {
-            warn("Memory observer " + e.observer + " failed", ex);
+        } catch (VirtualMachineError fatal) {
+            throw fatal;
+        } catch (Throwable ex) {
+            // Errors too (the NoClassDefFoundError of an observer whose bundle was refreshed): one
+            // escaping here would end the notification in hand, and the observers after this one and
+            // the global callback would never hear of it.
+            warn("Memory observer " + e.observer + " failed; it keeps receiving calls", ex);
         }
     }
 
@@ -328,29 +371,31 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         if (cb != null) {
             try {
                 cb.accept(Map.copyOf(levels));
-            } catch (RuntimeException ex) {
-                warn("Global pressure callback failed", ex);
+            } catch (VirtualMachineError fatal) {
+                throw fatal;
+            } catch (Throwable ex) {
+                warn("Global pressure callback " + cb + " failed; it keeps receiving calls", ex);
             }
         }
     }
 
     private void sample() {
         try {
-            Map<Device, MemoryInfo> all = globalMemoryInfo();
+            Map<Device, MemoryInfo> all = infos();
             for (Map.Entry<Device, MemoryInfo> e : all.entrySet()) {
                 DeviceMemoryManager m = registry.active().get(e.getKey());
                 if (m != null && !(m instanceof PooledMemoryManager)) {
                     MemoryPressure now = e.getValue().pressureLevel();
                     MemoryPressure before = levels.put(e.getKey(), now);
                     if (before != null && before != now) {
-                        notifier.execute(() -> firePressure(e.getKey(), before, now, e.getValue()));
+                        post(() -> firePressure(e.getKey(), before, now, e.getValue()));
                     }
                 }
             }
             for (ObserverEntry o : observers) {
                 Map<Device, MemoryInfo> mine = o.only == null ? all
                         : all.containsKey(o.only) ? Map.of(o.only, all.get(o.only)) : Map.of();
-                notifier.execute(() -> call(o, x -> x.sample(mine)));
+                post(() -> call(o, x -> x.sample(mine)));
             }
         } catch (RuntimeException e) {
             warn("Sampling device memory failed", e);
@@ -361,6 +406,14 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     @Override
     public Map<Device, MemoryInfo> globalMemoryInfo() {
+        if (stopped) {
+            throw stopped("globalMemoryInfo()");
+        }
+        return infos();
+    }
+
+    /** @return every serving device's full information (the sampler's view, whether stopped or not) */
+    private Map<Device, MemoryInfo> infos() {
         Map<Device, MemoryInfo> out = new TreeMap<>();
         for (Map.Entry<Device, DeviceMemoryManager> e : registry.active().entrySet()) {
             MemoryInfo info = safeInfo(e.getValue());
@@ -373,8 +426,11 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     @Override
     public MemoryPressure globalMemoryPressure() {
+        if (stopped) {
+            throw stopped("globalMemoryPressure()");
+        }
         MemoryPressure max = MemoryPressure.LOW;
-        for (MemoryInfo info : globalMemoryInfo().values()) {
+        for (MemoryInfo info : infos().values()) {
             if (info.pressureLevel().compareTo(max) > 0) {
                 max = info.pressureLevel();
             }
@@ -384,16 +440,25 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     @Override
     public Set<Device> devices() {
+        if (stopped) {
+            throw stopped("devices()");
+        }
         return Set.copyOf(registry.active().keySet());
     }
 
     @Override
     public Optional<DeviceMemoryManager> manager(Device device) {
+        if (stopped) {
+            throw stopped("manager(" + device + ")");
+        }
         return device == null ? Optional.empty() : Optional.ofNullable(registry.active().get(device));
     }
 
     @Override
     public void registerManager(Device device, DeviceMemoryManager manager) {
+        if (stopped) {
+            throw stopped("registerManager(" + device + ", " + manager + ")");
+        }
         if (device == null || manager == null) {
             throw new InvalidMemoryRequestException("registerManager needs a device and a manager (device " + device
                     + ", manager " + manager + ")");
@@ -407,6 +472,9 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     @Override
     public void unregisterManager(Device device) {
+        if (stopped) {
+            throw stopped("unregisterManager(" + device + ")");
+        }
         if (device != null) {
             onChange(registry.remove(device, null, true));
         }
@@ -414,16 +482,26 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     @Override
     public void setGlobalPressureCallback(Consumer<Map<Device, MemoryPressure>> callback) {
+        if (stopped) {
+            throw stopped("setGlobalPressureCallback(" + callback + ")");
+        }
         this.globalCallback = callback;
     }
 
     @Override
     public CompletionStage<Map<Device, DefragmentationStats>> globalGc() {
+        if (stopped) {
+            throw stopped("globalGc()");
+        }
         Map<Device, CompletableFuture<DefragmentationStats>> runs = new LinkedHashMap<>();
         for (Map.Entry<Device, DeviceMemoryManager> e : registry.active().entrySet()) {
             Device d = e.getKey();
             DeviceMemoryManager m = e.getValue();
-            runs.put(d, CompletableFuture.supplyAsync(() -> m.defragment(d).toCompletableFuture().join(), workers));
+            try {
+                runs.put(d, CompletableFuture.supplyAsync(() -> m.defragment(d).toCompletableFuture().join(), workers));
+            } catch (RejectedExecutionException stoppedMeanwhile) {
+                throw stopped("globalGc()");
+            }
         }
         return CompletableFuture.allOf(runs.values().stream().map(f -> f.handle((r, x) -> r))
                 .toArray(CompletableFuture[]::new)).thenApply(ignored -> {
@@ -443,6 +521,9 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     @Override
     public Optional<String> activeStrategy() {
+        if (stopped) {
+            throw stopped("activeStrategy()");
+        }
         StrategyRegistry.Entry e = strategies.active();
         return e == null ? Optional.empty() : Optional.of(e.name());
     }
@@ -455,7 +536,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     @Override
     public MemoryHandle allocate(long size, AllocationRequirements requirements) {
         StrategyRegistry.Entry strategy = strategies.active();
-        if (size <= 0 || requirements == null || strategy == null) {
+        if (size <= 0 || requirements == null || strategy == null || stopped) {
             throw cannotRoute(size, requirements, strategy);
         }
         // Fast path: decide on the recent figures; anything unusual goes to the full path below.
@@ -466,7 +547,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         boolean firstOutOfMemory = false;
         if (!r.devices.isEmpty()) {
             Optional<Device> choice = select(strategy, size, requirements, r.devices, r.infos);
-            if (choice != null && choice.isPresent()) {
+            if (choice.isPresent()) {
                 Device d = choice.get();
                 DeviceMemoryManager m = r.managerOf(d);
                 if (m == null) {
@@ -483,8 +564,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
             }
         }
         if (active.isEmpty()) {
-            throw new DeviceUnavailableException(null, "No memory device is available: install and start a backend"
-                    + " bundle (for example io.ferrum.memory.cpu)");
+            throw noDevice(size, requirements);
         }
         return allocateFresh(size, requirements, strategy, active, first, firstFailure, firstOutOfMemory);
     }
@@ -493,8 +573,11 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
      * The checks of {@link #allocate}, in order, once one of them failed (kept out of the hot
      * method, so that the compiler inlines it whole).
      */
-    private static RuntimeException cannotRoute(long size, AllocationRequirements requirements,
-                                                StrategyRegistry.Entry strategy) {
+    private RuntimeException cannotRoute(long size, AllocationRequirements requirements,
+                                         StrategyRegistry.Entry strategy) {
+        if (stopped) {
+            return stopped("allocate(" + size + ", " + requirements + ")");
+        }
         if (size <= 0) {
             return new InvalidMemoryRequestException("Invalid allocation size " + size + " bytes: the size must be more than zero");
         }
@@ -505,9 +588,19 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
                 + " strategy bundle (for example io.ferrum.memory.strategy.bestfit)");
     }
 
+    /** @return why {@link #allocate} found no device (kept out of the hot method) */
+    private RuntimeException noDevice(long size, AllocationRequirements requirements) {
+        if (stopped) { // stopped meanwhile: DS unbinds every device after deactivation
+            return stopped("allocate(" + size + ", " + requirements + ")");
+        }
+        return new DeviceUnavailableException(null, "No memory device is available: install and start a backend"
+                + " bundle (for example io.ferrum.memory.cpu)");
+    }
+
     private static MemoryException notOffered(StrategyRegistry.Entry strategy, Device d, List<Device> offered) {
         return new MemoryException("Allocation strategy " + strategy.name() + " chose " + d
-                + ", which was not among the devices offered " + offered);
+                + ", which was not among the devices offered " + offered + "; nothing was allocated. A strategy"
+                + " returns one of the devices it is given: fix the strategy, or make another one active");
     }
 
     /** @return the calling thread's routing snapshot, made anew when stale and every {@value #REFRESH} calls */
@@ -616,14 +709,36 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         return infos;
     }
 
+    /**
+     * Asks the strategy, a plugin: whatever it throws (a bug, or a {@link LinkageError} once its bundle
+     * was refreshed under it) fails this call with a {@link MemoryException} naming it, never with an
+     * Error the caller does not expect; only a {@link VirtualMachineError} passes as it is. It is
+     * given unmodifiable views, so it cannot change what the router decides or reports.
+     *
+     * @return the strategy's choice, never null
+     */
     private static Optional<Device> select(StrategyRegistry.Entry strategy, long size, AllocationRequirements requirements,
                                            List<Device> devices, Map<Device, MemoryInfo> infos) {
+        Optional<Device> choice;
         try {
-            return strategy.strategy().selectDevice(size, requirements, devices, infos);
-        } catch (RuntimeException e) {
-            throw new MemoryException("Allocation strategy " + strategy.name() + " failed choosing a device for "
-                    + size + " bytes: " + e.getMessage(), e);
+            choice = strategy.strategy().selectDevice(size, requirements, devices, infos);
+        } catch (VirtualMachineError fatal) {
+            throw fatal;
+        } catch (Throwable e) {
+            throw strategyFailed(strategy, size, e);
         }
+        if (choice == null) {
+            throw new MemoryException("Allocation strategy " + strategy.name() + " answered null for " + size
+                    + " bytes instead of an Optional; nothing was allocated. A strategy returns Optional.empty() when no"
+                    + " device suits: fix the strategy, or make another one active");
+        }
+        return choice;
+    }
+
+    private static MemoryException strategyFailed(StrategyRegistry.Entry strategy, long size, Throwable e) {
+        return new MemoryException("Allocation strategy " + strategy.name() + " failed choosing a device for " + size
+                + " bytes (" + e + "); nothing was allocated. Fix or restart the strategy's bundle, or make another"
+                + " strategy active (configuration 'strategy' of " + PID + ")", e);
     }
 
     private static MemoryHandle allocateOn(DeviceMemoryManager m, Device d, long size, AllocationRequirements requirements) {
@@ -636,7 +751,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     private MemoryHandle allocateFresh(long size, AllocationRequirements requirements, StrategyRegistry.Entry strategy,
                                        Map<Device, DeviceMemoryManager> active, Device triedFirst, String firstFailure,
                                        boolean firstOutOfMemory) {
-        Map<Device, MemoryInfo> infos = figures(active);
+        Map<Device, MemoryInfo> infos = Collections.unmodifiableMap(figures(active));
         int slot = routingSlot();
         routing[slot] = new Routing(active, new LinkedHashMap<>(infos), routingEpoch);
         routingCalls[slot] = REFRESH;
@@ -651,14 +766,14 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         }
         for (; attempt < maxAttempts && !candidates.isEmpty(); attempt++) {
             Optional<Device> choice = select(strategy, size, requirements, List.copyOf(candidates), infos);
-            if (choice == null || choice.isEmpty()) {
+            if (choice.isEmpty()) {
                 break;
             }
             Device d = choice.get();
-            if (!candidates.remove(d)) {
-                throw new MemoryException("Allocation strategy " + strategy.name() + " chose " + d
-                        + ", which was not among the devices offered " + candidates);
+            if (!candidates.contains(d)) {
+                throw notOffered(strategy, d, candidates);
             }
+            candidates.remove(d);
             DeviceMemoryManager m = active.get(d);
             try {
                 return allocateOn(m, d, size, requirements);
@@ -668,6 +783,9 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
             }
         }
         if (!outOfMemory && (!tried.isEmpty() || infos.isEmpty())) {
+            if (stopped) { // stopped meanwhile: DS unbinds every device after deactivation
+                throw stopped("allocate(" + size + ", " + requirements + ")");
+            }
             // Nothing ran out of memory: every device tried had gone away, or none answers.
             throw new DeviceUnavailableException(null, "No device is available to allocate " + size + " bytes: "
                     + (tried.isEmpty() ? "none of " + active.keySet() + " answers" : "tried " + tried
@@ -691,6 +809,11 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     /** @return why {@code handle} has no manager (kept out of {@link #route}, so that it inlines) */
     private RuntimeException unroutable(MemoryHandle handle) {
+        if (stopped) {
+            // Checked first: DS unbinds the managers after deactivation, and a handle of a manager that
+            // is still running would look like one of a manager that went away.
+            return stopped("a call on handle " + handle);
+        }
         if (handle == null) {
             return new InvalidHandleException(null, "Handle is null");
         }
@@ -708,11 +831,17 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     @Override
     public void deallocate(MemoryHandle handle) {
+        if (stopped) {
+            throw stopped("deallocate(" + handle + ")");
+        }
         route(handle).deallocate(handle);
     }
 
     @Override
     public Optional<MemoryHandleInfo> handleInfo(MemoryHandle handle) {
+        if (stopped) {
+            throw stopped("handleInfo(" + handle + ")");
+        }
         if (handle == null || !handle.isValid()) {
             return Optional.empty();
         }
@@ -722,6 +851,9 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     @Override
     public Optional<Device> owner(MemoryHandle handle) {
+        if (stopped) {
+            throw stopped("owner(" + handle + ")");
+        }
         return handleInfo(handle).map(MemoryHandleInfo::device);
     }
 
@@ -742,7 +874,11 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
             return r.src.copyAsync(transfer, stream);
         }
         // Between managers the copy runs on a monitor thread; stream ordering applies within one device only.
-        return CompletableFuture.runAsync(() -> hostCopy(r, transfer), workers);
+        try {
+            return CompletableFuture.runAsync(() -> hostCopy(r, transfer), workers);
+        } catch (RejectedExecutionException stoppedMeanwhile) {
+            throw stopped("copyAsync(" + transfer + ", " + stream + ")");
+        }
     }
 
     private record Route(DeviceMemoryManager src, DeviceMemoryManager dst, MemoryHandleInfo srcInfo,
@@ -753,6 +889,9 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     }
 
     private Route plan(MemoryTransfer transfer) {
+        if (stopped) {
+            throw stopped("a copy of " + transfer);
+        }
         if (transfer == null) {
             throw new InvalidMemoryRequestException("Transfer is null");
         }
@@ -781,7 +920,10 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         }
     }
 
-    /** Copies between two managers through host-mapped views of both blocks. */
+    /**
+     * Copies between two managers through host-mapped views of both blocks, and closes only the views
+     * it opened: a block the caller had mapped stays mapped.
+     */
     private void hostCopy(Route r, MemoryTransfer t) {
         if (t.size() == 0) {
             return;
@@ -789,9 +931,12 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         AdvancedMemoryManager src = (AdvancedMemoryManager) r.src;
         AdvancedMemoryManager dst = (AdvancedMemoryManager) r.dst;
         boolean srcWasMapped = r.srcInfo.mapped();
-        boolean dstWasMapped = r.dstInfo.mapped();
         MemorySegment from = src.mapMemory(t.src(), MemoryAccess.READ_ONLY);
         try {
+            // Read after mapping the source, not before: the two handles of one MemoryMapping (two
+            // managers, one block) share one mapping, so mapping the source mapped the destination
+            // too, and unmapping both would close the shared views twice ("not mapped").
+            boolean dstWasMapped = dst.handleInfo(t.dst()).map(MemoryHandleInfo::mapped).orElse(false);
             MemorySegment to = dst.mapMemory(t.dst(), MemoryAccess.WRITE_ONLY);
             try {
                 MemorySegment.copy(from, t.srcOffset(), to, t.dstOffset(), t.size());

@@ -14,12 +14,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 
 import io.ferrum.memory.api.AllocationRequirements;
 import io.ferrum.memory.api.AllocationStrategy;
@@ -33,6 +35,7 @@ import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryMapping;
 import io.ferrum.memory.api.MemoryObserver;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryPressure;
@@ -400,6 +403,90 @@ class MemoryMonitorTest {
         assertEquals(Optional.empty(), mon.owner(h));
     }
 
+    static void assertStopped(String call, Executable executable) {
+        DeviceUnavailableException e = assertThrows(DeviceUnavailableException.class, executable, call);
+        assertTrue(e.getMessage().contains("is stopped"), call + ": " + e.getMessage());
+        assertTrue(e.getMessage().contains("untouched"), call + ": " + e.getMessage());
+        assertTrue(e.getMessage().contains("running MemoryRouter"), call + ": " + e.getMessage());
+        assertFalse(e.getMessage().contains("released"), call + ": " + e.getMessage());
+        assertEquals(null, e.device(), call + ": no device is unavailable, the monitor is");
+    }
+
+    @Test
+    void aStoppedRouterRefusesToFreeABlockItDoesNotOwnAndTheNextRouterFreesIt() {
+        MemoryMonitor mon = monitor("");
+        PooledMemoryManager a = device(CPU1, 8 * MiB);
+        mon.addManager(a, props(CPU1, 0));
+        Fixed one = new Fixed(CPU1);
+        mon.addStrategy(one, strategyProps("one", 0));
+        MemoryHandle h = mon.allocate(MiB, AllocationRequirements.defaults());
+
+        // DS stops the component first, then unbinds its references; the manager itself keeps running.
+        mon.deactivate();
+        mon.removeManager(a, props(CPU1, 0));
+        mon.removeStrategy(one);
+        assertStopped("deallocate", () -> mon.deallocate(h));
+        assertTrue(a.owns(h), "the block is still live on its manager");
+        assertEquals(MiB, a.memoryInfo().usedBytes());
+
+        MemoryMonitor next = monitor("");
+        next.addManager(a, props(CPU1, 0));
+        next.deallocate(h);
+        assertFalse(a.owns(h));
+        assertEquals(0, a.memoryInfo().usedBytes());
+    }
+
+    @Test
+    void aStoppedMonitorRefusesEveryCallSayingItIsStopped() {
+        MemoryMonitor mon = monitor("");
+        PooledMemoryManager a = device(CPU1, 8 * MiB);
+        PooledMemoryManager b = device(CPU2, 8 * MiB);
+        List<String> heard = new CopyOnWriteArrayList<>();
+        MemoryObserver observer = new MemoryObserver() {
+            @Override
+            public void deviceRemoved(Device d) {
+                heard.add("-" + d);
+            }
+        };
+        mon.addObserver(observer, Map.of());
+        mon.addManager(a, props(CPU1, 0));
+        mon.addManager(b, props(CPU2, 0));
+        Fixed one = new Fixed(CPU1);
+        mon.addStrategy(one, strategyProps("one", 0));
+        MemoryHandle h = mon.allocate(MiB, AllocationRequirements.defaults());
+        MemoryHandle other = b.allocate(MiB, CPU2);
+
+        mon.deactivate();
+        // Still bound (DS unbinds after deactivation): the refusal does not depend on what is bound.
+        assertStopped("allocate", () -> mon.allocate(MiB, AllocationRequirements.defaults()));
+        assertStopped("allocate of a bad size", () -> mon.allocate(0, AllocationRequirements.defaults()));
+        assertStopped("deallocate", () -> mon.deallocate(h));
+        assertStopped("copy", () -> mon.copy(MemoryTransfer.of(h, other, 64)));
+        assertStopped("copy on one device", () -> mon.copy(MemoryTransfer.of(h, h, 64).withDstOffset(64)));
+        assertStopped("copyAsync", () -> mon.copyAsync(MemoryTransfer.of(h, other, 64), null));
+        assertStopped("handleInfo", () -> mon.handleInfo(h));
+        assertStopped("owner", () -> mon.owner(h));
+        assertStopped("activeStrategy", mon::activeStrategy);
+        assertStopped("globalMemoryInfo", mon::globalMemoryInfo);
+        assertStopped("globalMemoryPressure", mon::globalMemoryPressure);
+        assertStopped("devices", mon::devices);
+        assertStopped("manager", () -> mon.manager(CPU1));
+        assertStopped("registerManager", () -> mon.registerManager(CPU2, b));
+        assertStopped("unregisterManager", () -> mon.unregisterManager(CPU2));
+        assertStopped("setGlobalPressureCallback", () -> mon.setGlobalPressureCallback(levels -> { }));
+        assertStopped("globalGc", mon::globalGc);
+
+        // DS then unbinds everything: no call fails and no observer is told anything any more.
+        mon.removeManager(a, props(CPU1, 0));
+        mon.removeManager(b, props(CPU2, 0));
+        mon.removeStrategy(one);
+        mon.removeObserver(observer);
+        mon.deactivate();
+        assertStopped("deallocate after unbinding", () -> mon.deallocate(h));
+        assertEquals(List.of(), heard);
+        assertTrue(a.owns(h) && b.owns(other), "nothing was freed");
+    }
+
     @Test
     void copiesBetweenDevicesArriveIntactAndAreBoundsChecked() throws Exception {
         MemoryMonitor mon = monitor("");
@@ -429,6 +516,61 @@ class MemoryMonitorTest {
         assertThrows(InvalidMemoryRequestException.class, () -> mon.copy(MemoryTransfer.of(src, dst, 2).withSrcOffset(Long.MAX_VALUE)));
         assertThrows(InvalidMemoryRequestException.class,
                 () -> mon.copyAsync(MemoryTransfer.of(src, dst, 2).withDstOffset(MiB - 1), null));
+    }
+
+    /** Two managers of one backend (cpu:1, cpu:2) that know each other, so that a mapping may span them. */
+    private TwoDevices twoPeers() {
+        Map<Device, PooledMemoryManager> running = new ConcurrentHashMap<>();
+        PoolSettings settings = PoolSettings.defaults().withCapacity(8 * MiB).withPeers(running::get);
+        MemoryManagerConfig config = MemoryManagerConfig.defaults().withAutoGc(false, 0.85).withPoolConfig(MemoryType.GENERAL,
+                MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB).build());
+        PooledMemoryManager a = PooledMemoryManager.create(new ArenaUpstream(CPU1, 64 * MiB, true), config, settings, null);
+        toClose.add(a);
+        PooledMemoryManager b = PooledMemoryManager.create(new ArenaUpstream(CPU2, 64 * MiB, true), config, settings, null);
+        toClose.add(b);
+        running.put(CPU1, a);
+        running.put(CPU2, b);
+        MemoryMonitor mon = monitor("");
+        mon.addManager(a, props(CPU1, 0));
+        mon.addManager(b, props(CPU2, 0));
+        return new TwoDevices(mon, a, b);
+    }
+
+    @Test
+    void aCopyBetweenTheTwoHandlesOfOneMappingMovesTheBytesAndLeavesNeitherMapped() throws Exception {
+        TwoDevices t = twoPeers();
+        MemoryMonitor mon = t.mon();
+        PooledMemoryManager a = t.a();
+        PooledMemoryManager b = t.b();
+        MemoryMapping mapping = a.createMapping(CPU1, CPU2, 4096);
+        MemorySegment w = a.mapMemory(mapping.source(), MemoryAccess.WRITE_ONLY);
+        for (long i = 0; i < 1024; i++) {
+            w.set(ValueLayout.JAVA_BYTE, i, (byte) i);
+        }
+        a.unmapMemory(mapping.source());
+
+        // The two handles belong to two managers, so the router copies through views of both; they share one.
+        mon.copy(MemoryTransfer.of(mapping.source(), mapping.target(), 1024).withDstOffset(1024));
+        mon.copyAsync(MemoryTransfer.of(mapping.target(), mapping.source(), 1024).withDstOffset(2048), null)
+                .toCompletableFuture().get(10, TimeUnit.SECONDS);
+        assertFalse(a.handleInfo(mapping.source()).orElseThrow().mapped(), "the router's views are closed");
+        assertFalse(b.handleInfo(mapping.target()).orElseThrow().mapped(), "the router's views are closed");
+        MemorySegment r = b.mapMemory(mapping.target(), MemoryAccess.READ_ONLY);
+        for (long i = 0; i < 1024; i++) {
+            assertEquals((byte) i, r.get(ValueLayout.JAVA_BYTE, 1024 + i), "byte " + i + " of the first copy");
+            assertEquals((byte) i, r.get(ValueLayout.JAVA_BYTE, 2048 + i), "byte " + i + " of the second copy");
+        }
+
+        // A view the caller holds stays open through the router's copy.
+        mon.copy(MemoryTransfer.of(mapping.target(), mapping.source(), 1024).withDstOffset(3072));
+        assertTrue(b.handleInfo(mapping.target()).orElseThrow().mapped(), "the caller's view stays open");
+        assertTrue(a.handleInfo(mapping.source()).orElseThrow().mapped(), "one mapping, seen through both handles");
+        assertEquals((byte) 7, r.get(ValueLayout.JAVA_BYTE, 3072 + 7), "the caller's view still reads");
+        b.unmapMemory(mapping.target());
+        assertFalse(a.handleInfo(mapping.source()).orElseThrow().mapped());
+        b.deallocate(mapping.target());
+        a.deallocate(mapping.source());
+        assertEquals(0, a.memoryInfo().usedBytes());
     }
 
     @Test
