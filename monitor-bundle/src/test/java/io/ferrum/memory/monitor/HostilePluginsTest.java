@@ -22,7 +22,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.AllocationRequirements;
@@ -506,9 +505,6 @@ class HostilePluginsTest {
     }
 
     @Test
-    @Disabled("engine defect: PoolEngine.checkPressure catches only RuntimeException from the pressure callback and"
-            + " observers; an Error escapes allocate after the block was registered (8 MiB used, the handle only in"
-            + " handles()), escapes deallocate after the free, and skips the observers of that change")
     void aPressureCallbackThatThrowsAnErrorCostsNoAllocationAndLeaksNoBlock() {
         PooledMemoryManager a = device(CPU1, 10 * MiB);
         a.setPressureCallback(level -> {
@@ -522,9 +518,6 @@ class HostilePluginsTest {
     }
 
     @Test
-    @Disabled("engine defect: PoolEngine.checkPressure calls the pressure callback and observers on the allocating"
-            + " thread inside synchronized (pressureLock); a blocked callback stalls every other thread whose"
-            + " allocation or free changes the pressure level, waiting for that lock")
     void aBlockedPressureCallbackStallsNoOtherThreadsAllocation() throws Exception {
         PooledMemoryManager a = device(CPU1, 10 * MiB);
         CountDownLatch entered = new CountDownLatch(1);
