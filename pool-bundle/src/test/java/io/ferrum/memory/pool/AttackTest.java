@@ -451,6 +451,56 @@ class AttackTest {
         assertTrue(freed, "another thread's free waited 2 s for a blocked pressure callback (state " + state + ")");
     }
 
+    // ================================================================== held up: the growth wait
+
+    /** A waiter for a growth that fails is woken and fails too (no sleep forever). Holds. */
+    @Test
+    void heldUp_aWaiterForAGrowthThatFailsIsWokenAndFails() throws Exception {
+        HookedUpstream up = new HookedUpstream(8 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(4 * MiB, 4 * MiB, 256)), PoolSettings.defaults(), null);
+        DeviceChunk squatter = up.reserve(7 * MiB); // the device has room on paper, not in fact
+        Pause reserve = up.pauseNext(Call.RESERVE);
+        CompletableFuture<MemoryHandle> first = start("grows", () -> m.allocate(4 * KiB, CPU));
+        reserve.awaitArrival();
+        CompletableFuture<MemoryHandle> second = start("waits", () -> m.allocate(4 * KiB, CPU));
+        awaitParked(threads.get(threads.size() - 1));
+        reserve.release();
+        for (CompletableFuture<MemoryHandle> f : List.of(first, second)) {
+            try {
+                f.get(30, TimeUnit.SECONDS);
+            } catch (ExecutionException e) {
+                assertTrue(e.getCause() instanceof io.ferrum.memory.api.OutOfDeviceMemoryException, e.getCause().toString());
+            }
+        }
+        up.release(squatter);
+        assertEquals(0, m.memoryInfo().reservedBytes());
+    }
+
+    /** A waiter for a growth is woken by close and told the device is unavailable; the growth's chunk goes back. Holds. */
+    @Test
+    void heldUp_closeWakesAGrowthWaiter() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        Pause reserve = up.pauseNext(Call.RESERVE);
+        CompletableFuture<MemoryHandle> first = start("grows", () -> m.allocate(4 * KiB, CPU));
+        reserve.awaitArrival();
+        CompletableFuture<MemoryHandle> second = start("waits", () -> m.allocate(4 * KiB, CPU));
+        awaitParked(threads.get(threads.size() - 1));
+        CompletableFuture<Void> close = start("close", () -> {
+            m.close();
+            return null;
+        });
+        ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+                () -> second.get(30, TimeUnit.SECONDS));
+        assertTrue(e.getCause() instanceof io.ferrum.memory.api.DeviceUnavailableException, e.getCause().toString());
+        reserve.release();
+        close.get(30, TimeUnit.SECONDS);
+        org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class, () -> first.get(30, TimeUnit.SECONDS));
+        assertEquals(0, up.liveBytes());
+        assertTrue(up.closed);
+        assertEquals("", up.violations.toString());
+    }
+
     // ================================================================== F. a failing upstream fill
 
     /** Delegates to a HookedUpstream, and fails the next fill when armed (a device error, a stopped backend). */
