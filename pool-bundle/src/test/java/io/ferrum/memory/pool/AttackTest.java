@@ -1,0 +1,667 @@
+package io.ferrum.memory.pool;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.channels.Pipe;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryMapping;
+import io.ferrum.memory.api.MemoryObserver;
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryPressure;
+import io.ferrum.memory.api.MemoryTransfer;
+import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.api.MemoryUsageHint;
+import io.ferrum.memory.api.StreamHandle;
+import io.ferrum.memory.pool.HookedUpstream.Call;
+import io.ferrum.memory.pool.HookedUpstream.Pause;
+
+/**
+ * Adversarial review of the engine after the issue 13 fixes (6eea69b, ef661b4). Each test forces
+ * one interleaving or one input and asserts what the engine promises; a failing assertion is a
+ * finding (see the report). None of them touches released memory: use after release is detected
+ * through the test upstream's violations, upstream.liveBytes() and scope().isAlive().
+ */
+class AttackTest {
+    static final long KiB = 1024;
+    static final long MiB = 1024 * KiB;
+    static final Device CPU = Device.cpu();
+
+    private final List<AutoCloseable> toClose = new ArrayList<>();
+    private final List<Thread> threads = new ArrayList<>();
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (Thread t : threads) {
+            t.join(TimeUnit.SECONDS.toMillis(30));
+        }
+        for (AutoCloseable c : toClose) {
+            try {
+                c.close();
+            } catch (Exception | Error ignored) {
+                // a finding may leave a manager that cannot close
+            }
+        }
+    }
+
+    static MemoryPoolConfig pool(long initial, long growth, long alignment) {
+        return MemoryPoolConfig.builder().initialSize(initial).growthIncrement(growth).alignment(alignment).build();
+    }
+
+    static MemoryManagerConfig config(MemoryPoolConfig general) {
+        return MemoryManagerConfig.defaults().withPoolConfig(MemoryType.GENERAL, general).withAutoGc(false, 0.85);
+    }
+
+    PooledMemoryManager manager(DeviceUpstream up, MemoryManagerConfig cfg, PoolSettings settings, HostStreamManager streams) {
+        PooledMemoryManager m = PooledMemoryManager.create(up, cfg, settings, streams);
+        toClose.add(0, m);
+        return m;
+    }
+
+    PooledMemoryManager manager(DeviceUpstream up, PoolSettings settings) {
+        return manager(up, config(pool(MiB, MiB, 256)), settings, null);
+    }
+
+    <T> CompletableFuture<T> start(String name, Callable<T> body) {
+        CompletableFuture<T> out = new CompletableFuture<>();
+        Thread t = new Thread(() -> {
+            try {
+                out.complete(body.call());
+            } catch (Throwable e) {
+                out.completeExceptionally(e);
+            }
+        }, name);
+        threads.add(t);
+        t.start();
+        return out;
+    }
+
+    static void awaitParked(Thread t) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING
+                && t.getState() != Thread.State.TERMINATED) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(t.getName() + " never parked: " + t.getState());
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    /** Waits until {@code t} is blocked in a native read (its session acquired by NIO). */
+    static void awaitInNativeRead(Thread t) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (true) {
+            for (StackTraceElement e : t.getStackTrace()) {
+                if (e.getMethodName().equals("read0")) {
+                    return;
+                }
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(t.getName() + " never reached the native read");
+            }
+            Thread.sleep(1);
+        }
+    }
+
+    /** Starts a thread that reads from an empty pipe into {@code view}: NIO holds the view's session acquired. */
+    Pipe blockReadInto(MemorySegment view) throws Exception {
+        Pipe pipe = Pipe.open();
+        start("native-read", () -> pipe.source().read(view.asByteBuffer()));
+        awaitInNativeRead(threads.get(threads.size() - 1));
+        return pipe;
+    }
+
+    static Throwable thrown(Runnable r) {
+        try {
+            r.run();
+            return null;
+        } catch (Throwable e) {
+            return e;
+        }
+    }
+
+    // ================================================================== A. views that cannot close
+
+    /**
+     * A view handed out by mapMemory is in use by NIO (a FileChannel/Pipe read into
+     * view.asByteBuffer(): the JDK acquires the arena's session for the call). Closing the shared
+     * arena then throws IllegalStateException("Session is acquired by 1 clients"). closeViews sets
+     * b.mapping = null BEFORE arena.close(): the exception escapes unmapMemory, the view stays
+     * alive, and the engine has forgotten it. The next free releases the memory and the next
+     * allocation gets it while the old view still writes into it.
+     */
+    @Test
+    void unmapWhileTheViewIsInNativeIoOrphansALiveViewOverTheNextOwnersBlock() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults().withThreadCache(0));
+        MemoryHandle h = m.allocate(4 * KiB, CPU);
+        MemorySegment view = m.mapMemory(h, MemoryAccess.READ_WRITE);
+        Pipe pipe = blockReadInto(view);
+        Throwable unmap = thrown(() -> m.unmapMemory(h));
+        pipe.source().close(); // the read ends without writing (AsynchronousCloseException)
+        threads.get(threads.size() - 1).join(30_000);
+        // The engine forgot the view: unmapping again says "not mapped"; freeing does not close it.
+        Throwable again = thrown(() -> m.unmapMemory(h));
+        m.deallocate(h);
+        MemoryHandle next = m.allocate(4 * KiB, CPU); // the same 4 KiB, another owner
+        MemorySegment nextView = m.mapMemory(next, MemoryAccess.READ_WRITE);
+        nextView.fill((byte) 0x22);
+        boolean oldViewAlive = view.scope().isAlive();
+        boolean sameMemory = view.address() == nextView.address();
+        if (oldViewAlive) {
+            view.fill((byte) 0x66); // the previous owner's stale view: memory is still allocated (to `next`)
+        }
+        byte seenByNext = nextView.get(ValueLayout.JAVA_BYTE, 0);
+        m.unmapMemory(next);
+        assertEquals("", up.violations.toString());
+        assertFalse(oldViewAlive && sameMemory, "the first owner's view is alive over the next owner's block"
+                + " (unmap threw " + unmap + "; unmap again threw " + again + "; next owner reads 0x"
+                + Integer.toHexString(seenByNext & 0xff) + " it never wrote)");
+    }
+
+    /**
+     * The same in-use view while the manager closes: close() closes views under the pool lock, the
+     * IllegalStateException escapes close() half-way (isClosed() is already true, so no second
+     * close will ever finish): no chunk is released, the other pools are never closed, the upstream
+     * is never closed, the stream manager it owns is never closed.
+     */
+    @Test
+    void closeWhileAViewIsInNativeIoNeverReleasesAnything() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        MemoryHandle h = m.allocate(4 * KiB, CPU);
+        m.allocate(4 * KiB, MemoryType.TENSOR, CPU);
+        MemorySegment view = m.mapMemory(h, MemoryAccess.READ_WRITE);
+        Pipe pipe = blockReadInto(view);
+        Throwable close = thrown(m::close);
+        pipe.source().close();
+        threads.get(threads.size() - 1).join(30_000);
+        m.close(); // everything has ended: a second close is the caller's only remedy
+        assertTrue(m.isClosed());
+        assertEquals(0, up.liveBytes(), "close threw " + close + " and left the chunks reserved after all work ended");
+        assertTrue(up.closed, "the upstream is closed");
+    }
+
+    /**
+     * The orphaned view of an unmap that threw outlives the manager: close releases the chunk (it no
+     * longer knows the view), and the view is still alive over released memory (with the FFM
+     * upstream: memory given back to the C library; any access is a use after free).
+     */
+    @Test
+    void anOrphanedViewOutlivesTheChunkCloseReleases() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults().withThreadCache(0));
+        MemoryHandle h = m.allocate(4 * KiB, CPU);
+        MemorySegment view = m.mapMemory(h, MemoryAccess.READ_WRITE);
+        Pipe pipe = blockReadInto(view);
+        Throwable unmap = thrown(() -> m.unmapMemory(h));
+        pipe.source().close();
+        threads.get(threads.size() - 1).join(30_000);
+        m.close();
+        assertEquals(0, up.liveBytes());
+        assertFalse(view.scope().isAlive(), "a view is alive over memory the upstream released (unmap threw " + unmap
+                + "); touching it is a use after free");
+    }
+
+    /** The free path: the ISE escapes deallocate after the handle was claimed: the block is lost. */
+    @Test
+    void freeWhileTheViewIsInNativeIoLosesTheBlock() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults().withThreadCache(0));
+        MemoryHandle keep = m.allocate(4 * KiB, CPU);
+        MemoryHandle h = m.allocate(4 * KiB, CPU);
+        MemorySegment view = m.mapMemory(h, MemoryAccess.READ_WRITE);
+        Pipe pipe = blockReadInto(view);
+        Throwable free = thrown(() -> m.deallocate(h));
+        pipe.source().close();
+        threads.get(threads.size() - 1).join(30_000);
+        Throwable freeAgain = thrown(() -> m.deallocate(h));
+        m.deallocate(keep);
+        MemoryInfo info = m.memoryInfo();
+        assertEquals(0, info.usedBytes(), "everything was freed (free threw " + free + ", again " + freeAgain
+                + "); handles()=" + m.handles() + "; view alive=" + view.scope().isAlive());
+    }
+
+    // ================================================================== B. work a closed stream manager refuses later
+
+    /**
+     * copyAsync B is queued on a stream behind copy A (paused in the upstream). The stream manager
+     * closes (executor.shutdown()); when A ends, CompletableFuture hands B to the shut-down executor,
+     * which rejects it: B's work never runs, so its pins (taken by copyAsync) are never released.
+     * The fix of issue 8 only covers a submit() that throws synchronously.
+     */
+    @Test
+    void aCopyQueuedWhenTheStreamManagerClosesLeavesItsPinsForever() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        HostStreamManager streams = new HostStreamManager(CPU);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults(), streams);
+        MemoryHandle a = m.allocate(64 * KiB, CPU);
+        MemoryHandle b = m.allocate(64 * KiB, CPU);
+        MemoryHandle c = m.allocate(64 * KiB, CPU);
+        MemoryHandle d = m.allocate(64 * KiB, CPU);
+        StreamHandle s = streams.createStream(CPU);
+        Pause copy = up.pauseNext(Call.COPY);
+        CompletableFuture<Void> first = m.copyAsync(MemoryTransfer.of(a, b, 64 * KiB), s).toCompletableFuture();
+        copy.awaitArrival();
+        CompletableFuture<Void> second = m.copyAsync(MemoryTransfer.of(c, d, 64 * KiB), s).toCompletableFuture();
+        CompletableFuture<Void> closing = start("streams.close", () -> {
+            streams.close();
+            return null;
+        });
+        awaitParked(threads.get(threads.size() - 1)); // in awaitTermination
+        copy.release();
+        closing.get(30, TimeUnit.SECONDS);
+        first.get(30, TimeUnit.SECONDS);
+        Throwable secondOutcome = null;
+        try {
+            second.get(30, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            secondOutcome = e.getCause();
+        }
+        for (MemoryHandle h : List.of(a, b, c, d)) {
+            m.deallocate(h);
+        }
+        m.trim();
+        long usedAfterAllFreed = m.memoryInfo().usedBytes();
+        Thread.currentThread().interrupt(); // close need not wait 30 s for pins nobody will drop
+        try {
+            m.close();
+        } finally {
+            Thread.interrupted();
+        }
+        assertEquals(0, usedAfterAllFreed, "every block was freed and no copy runs (the queued copy ended with "
+                + secondOutcome + ")");
+        assertEquals(0, up.liveBytes(), "close returns every chunk once no work is left");
+        assertTrue(up.closed);
+    }
+
+    // ================================================================== C. alignment through a thread cache
+
+    /**
+     * configurePool raises the GENERAL alignment from 256 to 4096. A block allocated before (at
+     * 256 mod 4096) is freed afterwards: its size (4096) is a class size under the new alignment,
+     * so deallocate caches it, and the next allocate(4096) pops it: a block that is not
+     * 4096-aligned, although handleInfo says alignment 4096 (issue 5's cousin through the cache).
+     */
+    @Test
+    void aBlockFreedAfterTheAlignmentWasRaisedComesBackMisalignedFromTheCache() {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        m.allocate(256, CPU);
+        MemoryHandle old = m.allocate(4096, CPU); // at offset 256
+        m.configurePool(CPU, MemoryType.GENERAL, pool(MiB, MiB, 4096));
+        m.deallocate(old);
+        MemoryHandle h = m.allocate(4096, CPU);
+        MemorySegment s = m.mapMemory(h, MemoryAccess.READ_ONLY);
+        long address = s.address();
+        m.unmapMemory(h);
+        assertEquals(4096, m.handleInfo(h).orElseThrow().alignment());
+        assertEquals(0, address % 4096, "a block of a pool aligned to 4096 is at " + address + " (" + address % 4096
+                + " mod 4096)");
+    }
+
+    // ================================================================== D. configurePool's check subtracts every pool's cache
+
+    /**
+     * The first maxSize check subtracts the bytes cached for EVERY pool (cached()[0]) from this
+     * pool's used bytes, so it passes; drainCaches then empties this thread's cache and the second
+     * check refuses: a refused configurePool still changed the figures (issue 22 is back).
+     */
+    @Test
+    void aRefusedConfigurationStillDrainsTheCallersCacheWhenAnotherPoolIsCached() {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        MemoryHandle live = m.allocate(64 * KiB, CPU);
+        m.deallocate(m.allocate(64 * KiB, MemoryType.TENSOR, CPU)); // into this thread's cache
+        MemoryInfo before = m.memoryInfo();
+        MemoryPoolConfig tooSmall = MemoryPoolConfig.builder().initialSize(0).maxSize(32 * KiB).growthIncrement(32 * KiB).build();
+        Throwable refused = thrown(() -> m.configurePool(CPU, MemoryType.GENERAL, tooSmall));
+        MemoryInfo after = m.memoryInfo();
+        assertNotNull(refused);
+        assertEquals(before.fragmentationRatio(), after.fragmentationRatio(),
+                "a refused configurePool (" + refused.getMessage() + ") gave the cached TENSOR block back to its pool");
+        m.deallocate(live);
+    }
+
+    /**
+     * Another (live) thread caches 128 KiB of GENERAL blocks; no block is live. configurePool with
+     * maxSize 64 KiB is refused, saying "its live blocks already use 131072 bytes".
+     */
+    @Test
+    void aValidMaxSizeIsRefusedBecauseAnotherThreadCachesBlocks() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        CompletableFuture<Void> cached = new CompletableFuture<>();
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        start("cacher", () -> {
+            MemoryHandle x = m.allocate(64 * KiB, CPU);
+            MemoryHandle y = m.allocate(64 * KiB, CPU);
+            m.deallocate(x);
+            m.deallocate(y);
+            cached.complete(null);
+            done.get(30, TimeUnit.SECONDS); // stays alive, its cache full
+            return null;
+        });
+        cached.get(30, TimeUnit.SECONDS);
+        assertEquals(0, m.memoryInfo().usedBytes());
+        assertEquals(0, m.memoryInfo().activeAllocations());
+        MemoryPoolConfig cfg = MemoryPoolConfig.builder().initialSize(0).maxSize(64 * KiB).growthIncrement(64 * KiB).build();
+        Throwable refused = thrown(() -> m.configurePool(CPU, MemoryType.GENERAL, cfg));
+        done.complete(null);
+        assertEquals(null, refused, "nothing is live, yet maxSize 64 KiB was refused");
+    }
+
+    // ================================================================== E. an observer that throws an Error
+
+    /**
+     * The pressure callback and observers are guarded with catch (RuntimeException). An observer
+     * that throws an Error (an AssertionError in a test, a StackOverflowError) escapes allocate
+     * after the block was carved and registered: the caller has no handle, the block is live
+     * forever (until close, which reports it as a leak).
+     */
+    @Test
+    void anObserverThatThrowsAnErrorLeaksTheAllocationThatChangedTheLevel() {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(4 * MiB, 4 * MiB, 256)),
+                PoolSettings.defaults().withCapacity(4 * MiB), null);
+        m.addObserver(new MemoryObserver() {
+            @Override
+            public void pressureChanged(Device device, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
+                throw new AssertionError("a buggy observer");
+            }
+        });
+        Throwable t = thrown(() -> m.allocate(3 * MiB, CPU)); // LOW -> MEDIUM
+        assertEquals(null, t, "an observer cannot break allocation");
+    }
+
+    @Test
+    void anObserverThatThrowsAnErrorLeavesALiveBlockNobodyHolds() {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(4 * MiB, 4 * MiB, 256)),
+                PoolSettings.defaults().withCapacity(4 * MiB), null);
+        m.addObserver(new MemoryObserver() {
+            @Override
+            public void pressureChanged(Device device, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
+                throw new AssertionError("a buggy observer");
+            }
+        });
+        thrown(() -> m.allocate(3 * MiB, CPU));
+        assertEquals(List.of(), m.handles(), "the caller got no handle, yet a block is live");
+    }
+
+    /**
+     * Pressure notifications run under pressureLock (a monitor): a callback that blocks (here on
+     * MEDIUM, waiting for memory to be given back: a natural back-pressure) stalls every other
+     * thread whose allocate or free changes the level, uninterruptibly: here the very free the
+     * callback waits for. The issue asks that a callback that blocks cannot stall allocation.
+     */
+    @Test
+    void aBlockingPressureCallbackStallsOtherThreadsFrees() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(4 * MiB, 4 * MiB, 256)),
+                PoolSettings.defaults().withCapacity(4 * MiB).withThreadCache(0), null);
+        java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
+        MemoryHandle x = m.allocate(MiB, CPU);
+        m.setPressureCallback(level -> {
+            if (level == MemoryPressure.MEDIUM) {
+                try {
+                    letGo.await(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        CompletableFuture<MemoryHandle> big = start("allocates to MEDIUM", () -> m.allocate(2 * MiB, CPU));
+        awaitParked(threads.get(threads.size() - 1)); // in the callback
+        CompletableFuture<Void> free = start("frees", () -> {
+            m.deallocate(x); // MEDIUM -> LOW
+            return null;
+        });
+        Thread freeing = threads.get(threads.size() - 1);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+        while (!free.isDone() && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
+        Thread.State state = freeing.getState();
+        boolean freed = free.isDone();
+        letGo.countDown();
+        free.get(30, TimeUnit.SECONDS);
+        big.get(30, TimeUnit.SECONDS);
+        assertTrue(freed, "another thread's free waited 2 s for a blocked pressure callback (state " + state + ")");
+    }
+
+    // ================================================================== held up: the growth wait
+
+    /** A waiter for a growth that fails is woken and fails too (no sleep forever). Holds. */
+    @Test
+    void heldUp_aWaiterForAGrowthThatFailsIsWokenAndFails() throws Exception {
+        HookedUpstream up = new HookedUpstream(8 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(4 * MiB, 4 * MiB, 256)), PoolSettings.defaults(), null);
+        DeviceChunk squatter = up.reserve(7 * MiB); // the device has room on paper, not in fact
+        Pause reserve = up.pauseNext(Call.RESERVE);
+        CompletableFuture<MemoryHandle> first = start("grows", () -> m.allocate(4 * KiB, CPU));
+        reserve.awaitArrival();
+        CompletableFuture<MemoryHandle> second = start("waits", () -> m.allocate(4 * KiB, CPU));
+        awaitParked(threads.get(threads.size() - 1));
+        reserve.release();
+        for (CompletableFuture<MemoryHandle> f : List.of(first, second)) {
+            try {
+                f.get(30, TimeUnit.SECONDS);
+            } catch (ExecutionException e) {
+                assertTrue(e.getCause() instanceof io.ferrum.memory.api.OutOfDeviceMemoryException, e.getCause().toString());
+            }
+        }
+        up.release(squatter);
+        assertEquals(0, m.memoryInfo().reservedBytes());
+    }
+
+    /** A waiter for a growth is woken by close and told the device is unavailable; the growth's chunk goes back. Holds. */
+    @Test
+    void heldUp_closeWakesAGrowthWaiter() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        Pause reserve = up.pauseNext(Call.RESERVE);
+        CompletableFuture<MemoryHandle> first = start("grows", () -> m.allocate(4 * KiB, CPU));
+        reserve.awaitArrival();
+        CompletableFuture<MemoryHandle> second = start("waits", () -> m.allocate(4 * KiB, CPU));
+        awaitParked(threads.get(threads.size() - 1));
+        CompletableFuture<Void> close = start("close", () -> {
+            m.close();
+            return null;
+        });
+        ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+                () -> second.get(30, TimeUnit.SECONDS));
+        assertTrue(e.getCause() instanceof io.ferrum.memory.api.DeviceUnavailableException, e.getCause().toString());
+        reserve.release();
+        close.get(30, TimeUnit.SECONDS);
+        org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class, () -> first.get(30, TimeUnit.SECONDS));
+        assertEquals(0, up.liveBytes());
+        assertTrue(up.closed);
+        assertEquals("", up.violations.toString());
+    }
+
+    // ================================================================== F. a failing upstream fill
+
+    /** Delegates to a HookedUpstream, and fails the next fill when armed (a device error, a stopped backend). */
+    static final class FlakyUpstream implements DeviceUpstream {
+        final HookedUpstream up;
+        final AtomicBoolean failNextFill = new AtomicBoolean();
+
+        FlakyUpstream(HookedUpstream up) {
+            this.up = up;
+        }
+
+        @Override public Device device() { return up.device(); }
+        @Override public String backendName() { return up.backendName(); }
+        @Override public long physicalCapacity() { return up.physicalCapacity(); }
+        @Override public long chunkAlignment() { return up.chunkAlignment(); }
+        @Override public DeviceChunk reserve(long bytes) { return up.reserve(bytes); }
+        @Override public void release(DeviceChunk chunk) { up.release(chunk); }
+        @Override public void copy(DeviceChunk s, long so, DeviceChunk d, long dO, long n) { up.copy(s, so, d, dO, n); }
+        @Override public void copyToHost(DeviceChunk s, long so, MemorySegment d, long n) { up.copyToHost(s, so, d, n); }
+        @Override public void copyFromHost(MemorySegment s, DeviceChunk d, long dO, long n) { up.copyFromHost(s, d, dO, n); }
+        @Override public Optional<MemorySegment> hostSegment(DeviceChunk c) { return up.hostSegment(c); }
+        @Override public void advise(DeviceChunk c, long o, long n, MemoryUsageHint h) { }
+        @Override public void close() { up.close(); }
+
+        @Override
+        public void fill(DeviceChunk chunk, long offset, long bytes, byte value) {
+            if (failNextFill.compareAndSet(true, false)) {
+                throw new IllegalStateException("device error in memset");
+            }
+            up.fill(chunk, offset, bytes, value);
+        }
+    }
+
+    /**
+     * zeroing=on-free: lastNameGone pins the block and calls scrub(b); unpin(b) without a finally.
+     * A fill that throws leaves the pin (and pool.inflight) forever: the block is never released,
+     * close waits its 30 s and then never releases the pool's chunks nor closes the upstream.
+     */
+    @Test
+    void aFailedScrubFillLeavesAPinThatNoCloseEverEnds() {
+        HookedUpstream hooked = new HookedUpstream(64 * MiB);
+        FlakyUpstream up = new FlakyUpstream(hooked);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)),
+                PoolSettings.defaults().withZeroing(ZeroingPolicy.ON_FREE), null);
+        MemoryHandle h = m.allocate(64 * KiB, CPU);
+        up.failNextFill.set(true);
+        Throwable free = thrown(() -> m.deallocate(h));
+        long used = m.memoryInfo().usedBytes();
+        Thread.currentThread().interrupt(); // do not wait 30 s for the pin
+        try {
+            m.close();
+        } finally {
+            Thread.interrupted();
+        }
+        assertEquals(0, hooked.liveBytes(), "the free threw " + free + "; used after it: " + used
+                + "; nothing runs, yet close never releases the chunk");
+        assertTrue(hooked.closed, "the upstream is closed");
+    }
+
+    /** zeroing=on-allocate: the fill fails after the handle was registered; allocate throws, the block is live and unreachable. */
+    @Test
+    void aFailedZeroingFillOnAllocateLeavesALiveBlockNobodyHolds() {
+        HookedUpstream hooked = new HookedUpstream(64 * MiB);
+        FlakyUpstream up = new FlakyUpstream(hooked);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)),
+                PoolSettings.defaults().withZeroing(ZeroingPolicy.ON_ALLOCATE), null);
+        up.failNextFill.set(true);
+        Throwable alloc = thrown(() -> m.allocate(64 * KiB, CPU));
+        assertNotNull(alloc);
+        assertEquals(0, m.memoryInfo().usedBytes(), "allocate threw " + alloc + " but left a live block: " + m.handles());
+    }
+
+    // ================================================================== G. createMapping against a free of the guessed handle
+
+    /**
+     * createMapping: allocate -> lookup -> b.addName() (names 1 -> 2) -> isNamedBy(primary)?
+     * A free of the (guessable) primary handle that claims it between addName and the re-check sees
+     * names == 2 and only decrements (left = 1, no release); createMapping then sees the handle
+     * claimed and calls b.dropUnissuedName() (-> 0) but ignores the result: nobody releases the
+     * block. Seeded stress: a thread that knows the next MAPPED handle id frees it as soon as it is
+     * live.
+     */
+    @Test
+    void createMappingRacingAFreeOfItsGuessedHandleLeaksTheBlock() throws Exception {
+        long seed = Long.getLong("attack.seed", 42L);
+        java.util.Random rnd = new java.util.Random(seed);
+        HookedUpstream up = new HookedUpstream(256 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults().withThreadCache(0));
+        java.util.concurrent.atomic.AtomicLongArray candidates = new java.util.concurrent.atomic.AtomicLongArray(4);
+        AtomicLong freedByGuesser = new AtomicLong();
+        AtomicBoolean stop = new AtomicBoolean();
+        CompletableFuture<Void> guesser = start("guesser", () -> {
+            while (!stop.get()) {
+                for (int k = 0; k < 4; k++) {
+                    long id = candidates.get(k);
+                    if (id == 0) {
+                        continue;
+                    }
+                    MemoryHandle g = new MemoryHandle(id);
+                    if (m.owns(g)) {
+                        try {
+                            m.deallocate(g);
+                            freedByGuesser.incrementAndGet();
+                        } catch (RuntimeException ignored) {
+                            // lost the race to the owner
+                        }
+                        candidates.compareAndSet(k, id, 0);
+                    }
+                }
+            }
+            return null;
+        });
+        int iterations = Integer.getInteger("attack.iterations", 200_000);
+        long refused = 0;
+        long c1 = 0;
+        long c2 = 0;
+        for (int i = 0; i < iterations; i++) {
+            long size = 256 * (1 + rnd.nextInt(4));
+            // A MAPPED handle comes from the shared free list (LIFO): the next primary takes the slot
+            // freed last, with its next generation.
+            if (c1 != 0) {
+                candidates.set(0, c1 + 1);
+                candidates.set(1, c2 + 1);
+                candidates.set(2, c1);
+                candidates.set(3, c2);
+            }
+            MemoryMapping mp = null;
+            try {
+                mp = m.createMapping(CPU, CPU, size);
+            } catch (RuntimeException e) {
+                refused++;
+            }
+            for (int spin = rnd.nextInt(64); spin > 0; spin--) {
+                Thread.onSpinWait();
+            }
+            for (int k = 0; k < 4; k++) {
+                candidates.set(k, 0);
+            }
+            if (mp != null) {
+                c1 = mp.source().id();
+                c2 = mp.target().id();
+                for (MemoryHandle h : List.of(mp.target(), mp.source())) {
+                    try {
+                        m.deallocate(h);
+                    } catch (RuntimeException ignored) {
+                        // the guesser freed it
+                    }
+                }
+            } else if (c1 != 0) {
+                c1 = c1 + 1;
+            }
+        }
+        stop.set(true);
+        guesser.get(30, TimeUnit.SECONDS);
+        Thread.sleep(10);
+        MemoryInfo info = m.memoryInfo();
+        System.out.println("createMapping race: seed=" + seed + " iterations=" + iterations + " guesser frees="
+                + freedByGuesser.get() + " createMapping refused=" + refused
+                + " used=" + info.usedBytes() + " live=" + info.activeAllocations() + " handles=" + m.handles().size());
+        assertEquals(0, info.activeAllocations(), "every mapping's block was freed (seed " + seed + "), but "
+                + info.activeAllocations() + " blocks (" + info.usedBytes() + " bytes) are live and named by no handle: "
+                + m.handles());
+    }
+}
