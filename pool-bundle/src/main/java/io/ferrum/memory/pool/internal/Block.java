@@ -84,8 +84,8 @@ public final class Block extends BlockPadding {
             return -1;
         }
         if (names == 1) {
-            // The only name, now cleared: the common case takes no second atomic. A mapping that counts
-            // a second name after this read finds its first name cleared and takes the count back.
+            // The only name, now cleared: the common case takes no second atomic. A block's count
+            // changes only by claims of its names and by its allocation, never by a third party.
             return 0;
         }
         return (int) NAMES.getAndAdd(this, -1) - 1;
@@ -97,20 +97,13 @@ public final class Block extends BlockPadding {
         handleId = id;
     }
 
-    /** Counts one more name, unless the last one is already being freed. @return true if counted */
-    boolean addName() {
-        while (true) {
-            int n = names;
-            if (n == 0) {
-                return false;
-            }
-            if (NAMES.compareAndSet(this, n, n + 1)) {
-                return true;
-            }
-        }
+    /** Gives a block that no handle names its first name, {@code id}, counted as {@code count} names (the others to come). */
+    void nameFirst(long id, int count) {
+        NAMES.setRelease(this, count);
+        handleId = id;
     }
 
-    /** Takes back a name counted by {@link #addName} that was never issued. @return the names left */
+    /** Takes back a name counted at {@link #nameFirst(long, int)} that was never issued. @return the names left */
     int dropUnissuedName() {
         return (int) NAMES.getAndAdd(this, -1) - 1;
     }

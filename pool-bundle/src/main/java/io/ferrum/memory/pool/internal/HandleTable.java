@@ -92,14 +92,19 @@ public final class HandleTable {
 
     /** Issues a new id for {@code b} from the shared free list and records it as the block's handle. */
     public long register(Block b) {
+        return register(b, 1);
+    }
+
+    /** Issues a new id for {@code b}, counted as {@code names} names (a mapping's second comes later). */
+    long register(Block b, int names) {
         long id = issue(takeSlot(), b);
-        b.nameFirst(id);
+        b.nameFirst(id, names);
         return id;
     }
 
     /**
      * Issues a second id for {@code b} (a mapping's other handle), possibly in another manager's
-     * table; the caller has counted the name ({@link Block#addName}).
+     * table; the block was counted as named twice when its first id was issued.
      */
     public long registerAlias(Block b) {
         long id = issue(takeSlot(), b);

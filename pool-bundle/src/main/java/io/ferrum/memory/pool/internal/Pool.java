@@ -65,6 +65,11 @@ public final class Pool {
     /** Closed while {@link #inflight} was not zero: whoever ends the last of that work releases the chunks. */
     boolean releaseWhenIdle;
     /**
+     * Freed blocks whose views a native operation held open when they had to close (their arena
+     * cannot close while an I/O call uses a buffer of it): out of use until the views close.
+     */
+    final List<Block> stuckViews = new ArrayList<>();
+    /**
      * The id of the last thread that took {@link #lock} to allocate or free through its thread cache
      * (for thread caches: is this pool shared between threads?); {@link #NO_THREAD} before the first.
      */
@@ -275,6 +280,7 @@ public final class Pool {
         b.allocationSite = null;
         b.freePending = false;
         b.scrubbed = false;
+        b.names = 0;
         coalesceAndList(b);
     }
 

@@ -276,7 +276,7 @@ public final class PoolEngine implements PooledMemoryManager {
         checkSize(size, pool, cfg);
         long unit = Math.max(cfg.alignment(), Pool.MIN_BLOCK);
         if (localCache == null || type == MemoryType.MAPPED) {
-            return allocateIn(pool, size, unit, pool.blockSize(size), null);
+            return allocateIn(pool, size, unit, pool.blockSize(size), null, 1, null);
         }
         long blockSize = ThreadCache.classSize(pool.blockSize(size), unit);
         ThreadCache tc = blockSize <= ThreadCache.MAX_BLOCK ? cache() : null;
@@ -298,7 +298,7 @@ public final class PoolEngine implements PooledMemoryManager {
                 return new MemoryHandle(id);
             }
         }
-        return allocateIn(pool, size, unit, blockSize, tc);
+        return allocateIn(pool, size, unit, blockSize, tc, 1, null);
     }
 
     /** Gives a block taken from a thread cache back to its pool (its allocation failed). */
@@ -503,11 +503,19 @@ public final class PoolEngine implements PooledMemoryManager {
         Pool pool = pools.get(type);
         MemoryPoolConfig cfg = pool.config;
         checkSize(size, pool, cfg);
-        return allocateIn(pool, size, checkAlignment(alignment, cfg), pool.blockSize(size), null);
+        return allocateIn(pool, size, checkAlignment(alignment, cfg), pool.blockSize(size), null, 1, null);
     }
 
-    /** Carves from the pool under its lock, growing it if needed; {@code tc}, if any, lends a handle slot. */
-    private MemoryHandle allocateIn(Pool pool, long size, long alignment, long blockSize, ThreadCache tc) {
+    /**
+     * Carves from the pool under its lock, growing it if needed; {@code tc}, if any, lends a handle
+     * slot. The block is counted as named {@code names} times (2: a mapping, whose second handle the
+     * caller issues) before its first handle is published, so that no free of a guessed handle can
+     * release it before the second exists.
+     *
+     * @param carved where to put the block (a mapping's second handle is issued for it), or null
+     */
+    private MemoryHandle allocateIn(Pool pool, long size, long alignment, long blockSize, ThreadCache tc, int names,
+                                    Block[] carved) {
         boolean gcTried = false;
         boolean ownDrained = false;
         boolean zero = settings.zeroing() == ZeroingPolicy.ON_ALLOCATE;
@@ -532,10 +540,13 @@ public final class PoolEngine implements PooledMemoryManager {
                         b.allocationSite = new Throwable("allocated here");
                     }
                     try {
-                        id = tc != null ? handles.register(b, tc) : handles.register(b);
+                        id = tc != null ? handles.register(b, tc) : handles.register(b, names);
                     } catch (RuntimeException e) {
                         pool.release(b); // a full handle table: the carved block must not be lost
                         throw e;
+                    }
+                    if (carved != null) {
+                        carved[0] = b;
                     }
                     if (zero) {
                         // Pinned while it is cleared outside the lock: compaction cannot move it, nor
@@ -549,9 +560,16 @@ public final class PoolEngine implements PooledMemoryManager {
             }
             if (b != null) {
                 if (zero) {
+                    boolean filled = false;
                     try {
                         upstream.fill(b.chunk.device, b.offset, size, (byte) 0);
+                        filled = true;
                     } finally {
+                        if (!filled && b.claim(id) >= 0) {
+                            // The device failed to clear it: the allocation fails and the block goes back.
+                            handles.recycle(id, null);
+                            markFreed(b);
+                        }
                         unpin(b);
                     }
                 }
@@ -689,7 +707,7 @@ public final class PoolEngine implements PooledMemoryManager {
             return null;
         }
         pool.idle.signalAll();
-        if (!pool.releaseWhenIdle) {
+        if (!pool.releaseWhenIdle || !pool.stuckViews.isEmpty()) {
             return null;
         }
         pool.releaseWhenIdle = false;
@@ -783,7 +801,7 @@ public final class PoolEngine implements PooledMemoryManager {
         Pool pool = b.pool;
         if (pool.engine != this) {
             // An alias this manager issued for a peer's block: the slot is ours, the memory the peer's.
-            issuedAliases.remove(b);
+            issuedAliases.remove(b, id);
             handles.recycle(id, null);
             if (left == 0) {
                 pool.engine.lastNameGone(b, null);
@@ -792,8 +810,12 @@ public final class PoolEngine implements PooledMemoryManager {
         }
         ThreadCache tc = localCache != null && pool.type != MemoryType.MAPPED ? cache() : null;
         // Read after the claim: a pin or a map that raced with it either is seen here or sees the claim.
+        long unit;
+        // A block allocated before configurePool raised the alignment (b.alignment below the unit)
+        // goes to the pool, which honours the new one; from a cache it would come back misaligned.
         if (tc != null && left == 0 && b.pins == 0 && b.mapping == null && cacheable(tc, b.size)
-                && b.size == ThreadCache.classSize(b.size, Math.max(pool.config.alignment(), Pool.MIN_BLOCK))) {
+                && b.alignment >= (unit = Math.max(pool.config.alignment(), Pool.MIN_BLOCK))
+                && b.size == ThreadCache.classSize(b.size, unit)) {
             // The tracker stays for the block's next allocation (reset then), and so does the handle
             // slot, which still points at the block: no reference store on the hot path (under G1 a
             // card mark per call), and no write to the handle table (its lines are shared).
@@ -832,14 +854,23 @@ public final class PoolEngine implements PooledMemoryManager {
         if (tc != null) {
             tc.sawPoolLock(pool, caches);
         }
+        List<Block> unstuck = null;
         try {
             MappingState mapping = b.mapping;
-            if (mapping != null) {
-                // Close every view before the memory can go to anyone else, closed pool or not.
-                closeViews(b, mapping, false);
+            // Close every view before the memory can go to anyone else, closed pool or not.
+            if (mapping != null && !closeViews(b, mapping, false)) {
+                // A native operation still uses a view (its arena cannot close): the memory stays out
+                // of use until the view can close, which is tried again on the pool's next free, trim,
+                // defragmentation or close.
+                b.freePending = true;
+                pool.stuckViews.add(b);
+                return;
             }
             if (pool.closed) {
                 return;
+            }
+            if (!pool.stuckViews.isEmpty()) {
+                unstuck = unstick(pool);
             }
             if (b.pins > 0) {
                 b.freePending = true;
@@ -857,25 +888,123 @@ public final class PoolEngine implements PooledMemoryManager {
             pool.lock.unlock();
         }
         if (scrub) {
-            scrub(b);
-            unpin(b);
+            if (scrub(b)) {
+                unpin(b);
+            }
         } else if (released) {
             checkPressure();
         }
+        if (unstuck != null) {
+            for (Block u : unstuck) {
+                lastNameGone(u, null);
+            }
+        }
     }
 
-    /** Clears the bytes of a freed block that a scrub pinned (zeroing on free), outside the lock. */
-    private void scrub(Block b) {
-        upstream.fill(b.chunk.device, b.offset, b.requested, (byte) 0);
-        b.scrubbed = true;
+    /**
+     * Under the pool's lock: closes the views of freed blocks that a native operation held open,
+     * where it can now.
+     *
+     * @return the freed blocks whose views closed: the caller gives them back (outside the lock); or null
+     */
+    private static List<Block> unstick(Pool pool) {
+        List<Block> out = null;
+        for (var it = pool.stuckViews.iterator(); it.hasNext(); ) {
+            Block b = it.next();
+            MappingState m = b.mapping;
+            if (m == null || closeArena(b, m)) {
+                it.remove();
+                b.freePending = false;
+                if (out == null) {
+                    out = new ArrayList<>();
+                }
+                out.add(b);
+            }
+        }
+        return out;
     }
 
-    private void closeViews(Block b, MappingState mapping, boolean writeBack) {
+    /** @return true if the views of {@code m} are closed now (they are not while a native operation uses one) */
+    private static boolean closeArena(Block b, MappingState m) {
+        try {
+            m.arena.close();
+        } catch (IllegalStateException inUse) {
+            return false;
+        }
         b.mapping = null;
+        return true;
+    }
+
+    /** Gives back what the pool's stuck views held, where they closed since (trim, defragment). */
+    private void retryStuckViews() {
+        for (Pool pool : poolList) {
+            List<Block> unstuck;
+            pool.acquire();
+            try {
+                unstuck = pool.closed || pool.stuckViews.isEmpty() ? null : unstick(pool);
+            } finally {
+                pool.lock.unlock();
+            }
+            if (unstuck != null) {
+                for (Block u : unstuck) {
+                    lastNameGone(u, null);
+                }
+            }
+        }
+    }
+
+    /** Marks a pinned block whose last name was claimed as freed: its last unpin releases it. */
+    private static void markFreed(Block b) {
+        Pool pool = b.pool;
+        pool.acquire();
+        try {
+            b.freePending = true;
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    /**
+     * Clears the bytes of a freed block that a scrub pinned (zeroing on free), outside the lock.
+     *
+     * @return true if cleared (the caller unpins, which releases it); false if the device failed:
+     * the block is unpinned and stays out of use until the manager closes (its bytes may not be
+     * cleared, so no one else may have it)
+     */
+    private boolean scrub(Block b) {
+        try {
+            upstream.fill(b.chunk.device, b.offset, b.requested, (byte) 0);
+            b.scrubbed = true;
+            return true;
+        } catch (RuntimeException e) {
+            settings.log().warn(device + ": a freed block of " + Bytes.exact(b.requested) + " could not be cleared ("
+                    + e.getMessage() + "); it stays out of use until the manager closes", e);
+            Pool pool = b.pool;
+            List<DeviceChunk> release;
+            pool.acquire();
+            try {
+                b.pins--;
+                b.freePending = false;
+                release = leave(pool);
+            } finally {
+                pool.lock.unlock();
+            }
+            releaseDeferred(release);
+            return false;
+        }
+    }
+
+    /**
+     * Under the pool's lock: closes every view of {@code b}, after writing a staging copy back.
+     *
+     * @return false, changing nothing, while a native operation (an NIO read into a view's buffer,
+     * say) still uses a view: its arena cannot close then
+     */
+    private boolean closeViews(Block b, MappingState mapping, boolean writeBack) {
         if (mapping.staging != null && writeBack && mapping.writable) {
             upstream.copyFromHost(mapping.staging, b.chunk.device, b.offset, b.requested);
         }
-        mapping.arena.close();
+        return closeArena(b, mapping);
     }
 
     /** Under the pool lock: the pool is open and {@code id} still names {@code b}, else the exception that says why. */
@@ -942,7 +1071,9 @@ public final class PoolEngine implements PooledMemoryManager {
                 }
                 return;
             }
-            scrub(b);
+            if (!scrub(b)) {
+                return;
+            }
         }
     }
 
@@ -1179,31 +1310,42 @@ public final class PoolEngine implements PooledMemoryManager {
         // Validated before anything changes: a refused call leaves the caches, and so every figure, as they were.
         // Blocks in thread caches count in pool.used; whatever they hold, less than what is live cannot do.
         if (cfg.maxSize().isPresent()) {
-            long liveAtLeast;
-            pool.acquire();
-            try {
-                liveAtLeast = pool.used - cached()[0];
-            } finally {
-                pool.lock.unlock();
-            }
-            if (cfg.maxSize().getAsLong() < liveAtLeast) {
-                throw maxSizeBelowUse(type, cfg, liveAtLeast);
+            long live = liveBytes(pool);
+            if (cfg.maxSize().getAsLong() < live) {
+                throw maxSizeBelowUse(type, cfg, live);
             }
         }
         // A new alignment changes class sizes: cached blocks go back to their pools first.
         drainCaches();
         pool.acquire();
         try {
-            if (cfg.maxSize().isPresent() && cfg.maxSize().getAsLong() < pool.used) {
-                // Only other threads' cached blocks, not yet back, can bring a call here.
-                throw maxSizeBelowUse(type, cfg, pool.used);
-            }
             pool.config = cfg;
         } finally {
             pool.lock.unlock();
         }
         if (cfg.preAllocate() && cfg.initialSize() > 0) {
             reserveUpTo(pool, cfg.initialSize());
+        }
+    }
+
+    /** @return bytes of the pool's live blocks (its used bytes less its blocks in thread caches) */
+    private long liveBytes(Pool pool) {
+        pool.acquire();
+        try {
+            long cachedHere = 0;
+            if (localCache != null) {
+                int p = pool.type.ordinal();
+                for (ThreadCache tc : caches) {
+                    long b = -1;
+                    for (int attempt = 0; b < 0 && attempt < 10_000; attempt++) {
+                        b = tc.bytesOf(p);
+                    }
+                    cachedHere += Math.max(0, b);
+                }
+            }
+            return pool.used - cachedHere;
+        } finally {
+            pool.lock.unlock();
         }
     }
 
@@ -1223,6 +1365,7 @@ public final class PoolEngine implements PooledMemoryManager {
     public long trim() {
         checkOpen();
         drainCaches();
+        retryStuckViews();
         long released = 0;
         for (Pool pool : poolList) {
             List<DeviceChunk> empty;
@@ -1461,7 +1604,11 @@ public final class PoolEngine implements PooledMemoryManager {
                 throw new InvalidMemoryRequestException("Block " + handle + " on " + device
                         + " is not mapped; map it with mapMemory before unmapping");
             }
-            closeViews(b, b.mapping, true);
+            if (!closeViews(b, b.mapping, true)) {
+                throw new InvalidMemoryRequestException("Block " + handle + " on " + device + " cannot be unmapped now:"
+                        + " a native operation (an I/O call on a buffer of its view, say) still uses a view;"
+                        + " unmap it when that operation has ended. It stays mapped");
+            }
         } finally {
             pool.lock.unlock();
         }
@@ -1494,17 +1641,14 @@ public final class PoolEngine implements PooledMemoryManager {
             }
             peer = p;
         }
-        MemoryHandle primary = allocate(size, MemoryType.MAPPED, device);
-        Block b = handles.lookup(primary.id());
-        if (b == null || !b.addName()) {
-            // Freed meanwhile by someone who guessed the new handle.
-            throw invalidHandle(primary);
-        }
-        if (!b.isNamedBy(primary.id())) {
-            // Claimed after the count was read as one: that free gives the memory back; this name goes.
-            b.dropUnissuedName();
-            throw invalidHandle(primary);
-        }
+        Pool pool = pools.get(MemoryType.MAPPED);
+        checkSize(size, pool, pool.config);
+        // Counted as named twice from the start: a free of the (guessable) first handle before the
+        // second is issued leaves the block to the second.
+        Block[] carved = new Block[1];
+        MemoryHandle primary = allocateIn(pool, size, Math.max(pool.config.alignment(), Pool.MIN_BLOCK),
+                pool.blockSize(size), null, 2, carved);
+        Block b = carved[0];
         long alias;
         try {
             alias = peer.handles.registerAlias(b);
@@ -1538,7 +1682,7 @@ public final class PoolEngine implements PooledMemoryManager {
 
     /** Ends an alias this manager issued for a peer's block (this manager closes), if it is still live. */
     private void dropAlias(Block b, long alias) {
-        issuedAliases.remove(b);
+        issuedAliases.remove(b, alias);
         int left = b.claim(alias);
         if (left == 0) {
             b.pool.engine.lastNameGone(b, null);
@@ -1604,6 +1748,7 @@ public final class PoolEngine implements PooledMemoryManager {
     public void close() {
         synchronized (this) {
             if (closed) {
+                retryClose();
                 return;
             }
             closed = true;
@@ -1630,6 +1775,7 @@ public final class PoolEngine implements PooledMemoryManager {
         long leakedCount = 0;
         long leakedBytes = 0;
         int deferred = 0;
+        int stuck = 0;
         List<String> sites = new ArrayList<>();
         List<DeviceChunk> chunks = new ArrayList<>();
         for (Pool pool : poolList) {
@@ -1652,9 +1798,9 @@ public final class PoolEngine implements PooledMemoryManager {
                 }
                 for (Block b : pool.allocatedBlocks()) {
                     // Every view goes, of blocks still named and of blocks a racing free has claimed alike.
-                    if (b.mapping != null) {
-                        b.mapping.arena.close();
-                        b.mapping = null;
+                    MappingState m = b.mapping;
+                    if (m != null && !closeArena(b, m) && !pool.stuckViews.contains(b)) {
+                        pool.stuckViews.add(b);
                     }
                     if (!b.isNamed()) {
                         continue;
@@ -1669,19 +1815,25 @@ public final class PoolEngine implements PooledMemoryManager {
                     handles.unregister(b, b.handleId);
                     // An alias in another manager's table stays there, and answers "unavailable".
                 }
-                if (pool.inflight == 0) {
+                if (pool.inflight == 0 && pool.stuckViews.isEmpty()) {
                     chunks.addAll(pool.takeAllChunks());
                 } else {
-                    // Copies still run on this memory: whoever ends the last of them releases it.
+                    // Copies still run on this memory: whoever ends the last of them releases it. A
+                    // view a native operation still uses keeps it until close is called again.
                     pool.releaseWhenIdle = true;
                     closeHolds.incrementAndGet();
                     deferred += pool.inflight;
+                    stuck += pool.stuckViews.size();
                 }
             } finally {
                 pool.lock.unlock();
             }
         }
         releaseChunks(chunks);
+        if (stuck > 0) {
+            settings.log().warn(device + ": closed while native operations still used " + stuck + " mapped views;"
+                    + " their pools' memory stays reserved until close() is called again after those operations end", null);
+        }
         if (deferred > 0) {
             settings.log().warn(device + ": closed while " + deferred + " copies or upstream calls still ran on its memory;"
                     + " that memory is released when the last of them ends", null);
@@ -1696,6 +1848,29 @@ public final class PoolEngine implements PooledMemoryManager {
         }
         lastPressure = MemoryPressure.LOW;
         finishClose();
+    }
+
+    /**
+     * A second close: pools that views in use by native operations kept open are released now,
+     * where those views close (and no copy runs on them any more).
+     */
+    private void retryClose() {
+        for (Pool pool : poolList) {
+            List<DeviceChunk> release = null;
+            pool.acquire();
+            try {
+                if (pool.releaseWhenIdle && !pool.stuckViews.isEmpty()) {
+                    pool.stuckViews.removeIf(b -> b.mapping == null || closeArena(b, b.mapping));
+                    if (pool.stuckViews.isEmpty() && pool.inflight == 0) {
+                        pool.releaseWhenIdle = false;
+                        release = pool.takeAllChunks();
+                    }
+                }
+            } finally {
+                pool.lock.unlock();
+            }
+            releaseDeferred(release);
+        }
     }
 
     @Override

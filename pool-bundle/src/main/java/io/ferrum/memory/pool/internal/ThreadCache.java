@@ -147,11 +147,15 @@ final class ThreadCache extends ThreadCacheCounters {
                 Block b = stack[PAD + bin * DEPTH + k];
                 if (b.size >= size) {
                     int top = PAD + bin * DEPTH + n - 1;
+                    int s = begin();
                     if (k != n - 1) {
                         stack[PAD + bin * DEPTH + k] = stack[top];
                         stack[top] = b;
                     }
-                    return taken(d, bin, n - 1, b);
+                    d[BYTE_PAD + bin] = (byte) (n - 1);
+                    forget(b);
+                    end(s);
+                    return b;
                 }
             }
             if (bin + 1 == BINS) {
@@ -205,9 +209,27 @@ final class ThreadCache extends ThreadCacheCounters {
     }
 
     private Block taken(byte[] d, int bin, int depth, Block b) {
+        int s = begin();
         d[BYTE_PAD + bin] = (byte) depth;
         forget(b);
+        end(s);
         return b;
+    }
+
+    /**
+     * Owner (or the drainer of a dead thread's cache): starts a change of the cache's contents.
+     * Everything a reader of {@link #bytesOf}, {@link #bytes()} or {@link #count()} sees changes
+     * between this and {@link #end}. @return the counter to pass to {@link #end}
+     */
+    private int begin() {
+        int s = (int) SEQ.getOpaque(this);
+        SEQ.setOpaque(this, s + 1);
+        VarHandle.storeStoreFence();
+        return s;
+    }
+
+    private void end(int s) {
+        SEQ.setRelease(this, s + 2);
     }
 
     /** Owner only. @return true if {@code b} (of a class size, or above MAX_CLASS any size up to MAX_BLOCK) was cached, false if the cache is full */
@@ -229,6 +251,7 @@ final class ThreadCache extends ThreadCacheCounters {
         }
         Block[] stack = stacks[p];
         int at = PAD + bin * DEPTH + n;
+        int s = begin();
         if (stack[at] != b) {
             stack[at] = b;
         }
@@ -236,12 +259,9 @@ final class ThreadCache extends ThreadCacheCounters {
         if (small) {
             smallBytes += b.size;
         }
-        int s = (int) SEQ.getOpaque(this);
-        SEQ.setOpaque(this, s + 1);
-        VarHandle.storeStoreFence();
         BYTES.setOpaque(this, now + b.size);
         COUNT.setOpaque(this, (int) COUNT.getOpaque(this) + 1);
-        SEQ.setRelease(this, s + 2);
+        end(s);
         return true;
     }
 
@@ -256,24 +276,54 @@ final class ThreadCache extends ThreadCacheCounters {
             for (int k = d[BYTE_PAD + bin] - 1; k >= 0; k--) {
                 int at = PAD + bin * DEPTH + k;
                 Block b = stack[at];
+                int s = begin();
                 stack[at] = null;
                 d[BYTE_PAD + bin] = (byte) k;
                 forget(b);
+                end(s);
                 sink.accept(b);
             }
         }
     }
 
+    /** Between {@link #begin} and {@link #end}: counts {@code b} out of the cache. */
     private void forget(Block b) {
         if (b.size <= MAX_CLASS) {
             smallBytes -= b.size;
         }
-        int s = (int) SEQ.getOpaque(this);
-        SEQ.setOpaque(this, s + 1);
-        VarHandle.storeStoreFence();
         BYTES.setOpaque(this, (long) BYTES.getOpaque(this) - b.size);
         COUNT.setOpaque(this, (int) COUNT.getOpaque(this) - 1);
-        SEQ.setRelease(this, s + 2);
+    }
+
+    /**
+     * Any thread: the bytes of this cache's blocks of pool {@code p}, read from the owner's stacks.
+     *
+     * @return the bytes, or -1 when the owner changed the cache meanwhile (read again)
+     */
+    long bytesOf(int p) {
+        int s = seq();
+        if ((s & 1) != 0) {
+            return -1;
+        }
+        byte[] d = depths[p];
+        Block[] stack = stacks[p];
+        long total = 0;
+        if (d != null) {
+            if (stack == null) {
+                return -1;
+            }
+            for (int bin = 0; bin < BINS; bin++) {
+                for (int k = d[BYTE_PAD + bin] - 1; k >= 0; k--) {
+                    Block b = stack[PAD + bin * DEPTH + k];
+                    if (b == null) {
+                        return -1;
+                    }
+                    total += b.size;
+                }
+            }
+        }
+        VarHandle.loadLoadFence();
+        return seq() == s ? total : -1;
     }
 
     /** @return the change counter of {@link #bytes()} and {@link #count()} (any thread); odd while they change */
