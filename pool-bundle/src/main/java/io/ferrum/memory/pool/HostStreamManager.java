@@ -5,8 +5,10 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -26,17 +28,22 @@ import io.ferrum.memory.api.StreamManager;
  * moment it was recorded; waiting on it appends that future to another stream's chain, so no thread
  * blocks to wait.
  *
- * <p>Thread-safe. {@link #close()} waits briefly for submitted work and then refuses new work with
- * {@link DeviceUnavailableException}.
+ * <p>Thread-safe. {@link #close()} refuses new work with {@link DeviceUnavailableException} and
+ * lets the work it had accepted run (see {@link #submit} and {@link #close()}).
  */
 public final class HostStreamManager implements StreamManager, AutoCloseable {
     private static final int EVENT_SWEEP_THRESHOLD = 4096;
+    private static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
 
     private final Device device;
     private final ExecutorService executor;
+    /** Hands work to {@link #executor}, or runs it on the calling thread when the executor refuses it. */
+    private final Executor runner = this::execute;
     private final AtomicLong ids = new AtomicLong();
     private final ConcurrentHashMap<Long, Stream> streams = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Long, CompletableFuture<Void>> events = new ConcurrentHashMap<>();
+    /** Work accepted on a stream and not yet finished; close waits for it, and the executor stops only at 0. */
+    private final AtomicLong pending = new AtomicLong();
     private volatile boolean closed;
 
     private static final class Stream {
@@ -48,9 +55,18 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
      * @param device the device whose streams these are
      */
     public HostStreamManager(Device device) {
+        this(device, threads(device));
+    }
+
+    /** Tests: runs stream work on {@code executor} (one that refuses work, say). */
+    HostStreamManager(Device device, ExecutorService executor) {
         this.device = device;
+        this.executor = executor;
+    }
+
+    private static ExecutorService threads(Device device) {
         AtomicInteger n = new AtomicInteger();
-        this.executor = Executors.newCachedThreadPool(r -> {
+        return Executors.newCachedThreadPool(r -> {
             Thread t = new Thread(r, "ferrum-stream-" + device + "-" + n.incrementAndGet());
             t.setDaemon(true);
             return t;
@@ -82,6 +98,8 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         }
         Stream s = streams.get(handle.id());
         if (s == null) {
+            // close() forgets every stream: a call that raced it hears why, not "unknown stream".
+            checkOpen();
             throw new InvalidMemoryRequestException("Unknown stream " + handle.id() + " on " + device
                     + ": it was never created here or was already destroyed");
         }
@@ -194,13 +212,26 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
      * Runs {@code work} on a stream: in order after everything submitted to that stream before, or
      * on the caller's thread for the default stream.
      *
+     * <p><b>Contract</b> (the engine relies on it to release the pins of an async copy, which its
+     * work does): either this method throws, and then {@code work} was not accepted and will never
+     * run, or it returns, and then {@code work} runs exactly once and the returned future completes.
+     * It throws {@link DeviceUnavailableException} once {@link #close()} has begun and {@link
+     * InvalidMemoryRequestException} for a stream that is not a live stream of this manager. Work
+     * accepted runs even if the manager is closed meanwhile, and even if the thread pool refuses it
+     * (no thread could be started): then it runs on the thread that finished the work before it on
+     * the stream, or on the caller's thread if that work had already finished.
+     *
      * @param handle the stream, or {@code null} for the default stream
-     * @param work   what to run
-     * @return completes when the work has run, exceptionally if it threw
+     * @param work   what to run, not null
+     * @return completes when the work has run, exceptionally if it threw (the stream goes on with
+     *         the next work)
      */
     public CompletableFuture<Void> submit(StreamHandle handle, Runnable work) {
-        checkOpen();
+        if (work == null) {
+            throw new InvalidMemoryRequestException("Work is null on " + device + "'s stream manager");
+        }
         if (handle == null || handle.isDefault()) {
+            checkOpen();
             try {
                 work.run();
                 return CompletableFuture.completedFuture(null);
@@ -208,31 +239,88 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
                 return CompletableFuture.failedFuture(e);
             }
         }
+        checkOpen();
         Stream s = stream(handle);
-        synchronized (s) {
-            CompletableFuture<Void> f = s.tail.thenRunAsync(work, executor);
-            CompletableFuture<Void> settled = f.exceptionally(e -> null);
-            s.tail = settled;
-            // Completes after the stream's tail: whoever sees this work done finds the stream ready.
-            return settled.thenCompose(v -> f);
+        // Counted before the closed check, and close sets closed before it reads the count: either
+        // this call sees closed and backs out, or close sees the work and waits for it.
+        pending.incrementAndGet();
+        if (closed) {
+            finished();
+            checkOpen();
+        }
+        Runnable counted = () -> {
+            try {
+                work.run();
+            } finally {
+                finished();
+            }
+        };
+        CompletableFuture<Void> f;
+        CompletableFuture<Void> settled;
+        try {
+            synchronized (s) {
+                f = s.tail.thenRunAsync(counted, runner);
+                settled = f.exceptionally(e -> null);
+                s.tail = settled;
+            }
+        } catch (RuntimeException | Error e) {
+            // Nothing was chained (out of memory, say): the work was not accepted.
+            finished();
+            throw e;
+        }
+        // Completes after the stream's tail: whoever sees this work done finds the stream ready.
+        return settled.thenCompose(v -> f);
+    }
+
+    private void execute(Runnable task) {
+        try {
+            executor.execute(task);
+        } catch (RejectedExecutionException | OutOfMemoryError notTaken) {
+            // The pool did not take the task (shut down, or no thread could be started), so it has not
+            // run: run it here, or accepted work would be dropped and its stage never run.
+            task.run();
         }
     }
 
-    /** Waits up to 10 s for submitted work, then stops the threads. Idempotent. */
+    private void finished() {
+        if (pending.decrementAndGet() == 0 && closed) {
+            synchronized (pending) {
+                pending.notifyAll();
+            }
+            executor.shutdown();
+        }
+    }
+
+    /**
+     * Refuses every later call with {@link DeviceUnavailableException}, then waits up to 10 s for the
+     * work already accepted on streams to run. Work accepted is never dropped: what has not run when
+     * the wait ends (work behind a stream's work that still blocks) runs when the work before it
+     * finishes, and the pool's threads stop after the last of it (they are never interrupted).
+     * Idempotent. An interrupt of the closing thread ends the wait, and its flag stays set.
+     */
     @Override
     public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        executor.shutdown();
-        try {
-            if (!executor.awaitTermination(10, TimeUnit.SECONDS)) {
-                executor.shutdownNow();
+        long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+        synchronized (pending) {
+            if (closed) {
+                return;
             }
-        } catch (InterruptedException e) {
-            executor.shutdownNow();
-            Thread.currentThread().interrupt();
+            closed = true;
+            while (pending.get() > 0) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    break;
+                }
+                try {
+                    TimeUnit.NANOSECONDS.timedWait(pending, left);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+        }
+        if (pending.get() == 0) {
+            executor.shutdown();
         }
         streams.clear();
         events.clear();

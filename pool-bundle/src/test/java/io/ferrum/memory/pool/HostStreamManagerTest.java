@@ -1,0 +1,248 @@
+package io.ferrum.memory.pool;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.AbstractExecutorService;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.StreamHandle;
+
+/**
+ * The host stream manager on its own: the submit contract the engine relies on to release the pins
+ * of an async copy (the work either is refused before it is accepted, or runs exactly once and its
+ * stage completes).
+ */
+class HostStreamManagerTest {
+    private static final Device CPU0 = Device.cpu(0);
+    private static final Device CPU1 = Device.cpu(1);
+    /** A guard against a hang, never a figure the test asserts on. */
+    private static final long WAIT_S = 30;
+
+    private final List<HostStreamManager> toClose = new ArrayList<>();
+
+    @AfterEach
+    void closeAll() {
+        for (HostStreamManager m : toClose) {
+            m.close();
+        }
+    }
+
+    private HostStreamManager manager(Device d) {
+        HostStreamManager m = new HostStreamManager(d);
+        toClose.add(m);
+        return m;
+    }
+
+    private HostStreamManager manager(Device d, ExecutorService executor) {
+        HostStreamManager m = new HostStreamManager(d, executor);
+        toClose.add(m);
+        return m;
+    }
+
+    private static void await(CountDownLatch latch) {
+        try {
+            if (!latch.await(WAIT_S, TimeUnit.SECONDS)) {
+                throw new AssertionError("a latch was not released within " + WAIT_S + " s");
+            }
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    /** Runs on a real thread pool until told to reject, as a shut-down executor (or one out of threads) does. */
+    private static final class SwitchableExecutor extends AbstractExecutorService {
+        final ExecutorService delegate = Executors.newCachedThreadPool(r -> {
+            Thread t = new Thread(r, "test-stream");
+            t.setDaemon(true);
+            return t;
+        });
+        final AtomicBoolean reject = new AtomicBoolean();
+
+        @Override
+        public void execute(Runnable command) {
+            if (reject.get()) {
+                throw new RejectedExecutionException("test executor rejects");
+            }
+            delegate.execute(command);
+        }
+
+        @Override
+        public void shutdown() {
+            delegate.shutdown();
+        }
+
+        @Override
+        public List<Runnable> shutdownNow() {
+            return delegate.shutdownNow();
+        }
+
+        @Override
+        public boolean isShutdown() {
+            return delegate.isShutdown();
+        }
+
+        @Override
+        public boolean isTerminated() {
+            return delegate.isTerminated();
+        }
+
+        @Override
+        public boolean awaitTermination(long timeout, TimeUnit unit) throws InterruptedException {
+            return delegate.awaitTermination(timeout, unit);
+        }
+    }
+
+    // ------------------------------------------------------------------ submit and close (defect 8)
+
+    @Test
+    void workAcceptedWhileTheExecutorRejectsRunsOnceOnTheCallingThread() throws Exception {
+        SwitchableExecutor executor = new SwitchableExecutor();
+        HostStreamManager a = manager(CPU0, executor);
+        StreamHandle s = a.createStream(CPU0);
+        executor.reject.set(true);
+        AtomicInteger ran = new AtomicInteger();
+        AtomicReference<Thread> where = new AtomicReference<>();
+        CompletableFuture<Void> f = a.submit(s, () -> {
+            ran.incrementAndGet();
+            where.set(Thread.currentThread());
+        });
+        f.get(WAIT_S, TimeUnit.SECONDS);
+        assertEquals(1, ran.get(), "accepted work runs exactly once");
+        assertEquals(Thread.currentThread(), where.get());
+        assertTrue(a.isStreamReady(s));
+    }
+
+    @Test
+    void workQueuedBehindPendingWorkRunsOnceWhenTheExecutorRejectsIt() throws Exception {
+        SwitchableExecutor executor = new SwitchableExecutor();
+        HostStreamManager a = manager(CPU0, executor);
+        StreamHandle s = a.createStream(CPU0);
+        CountDownLatch started = new CountDownLatch(1);
+        CountDownLatch gate = new CountDownLatch(1);
+        CompletableFuture<Void> first = a.submit(s, () -> {
+            started.countDown();
+            await(gate);
+        });
+        AtomicInteger ran = new AtomicInteger();
+        CompletableFuture<Void> second = a.submit(s, ran::incrementAndGet);
+        await(started);
+        executor.reject.set(true); // the second work reaches the executor only when the first is done
+        gate.countDown();
+        first.get(WAIT_S, TimeUnit.SECONDS);
+        second.get(WAIT_S, TimeUnit.SECONDS);
+        assertEquals(1, ran.get(), "queued work runs exactly once although the executor refused it");
+        assertTrue(a.isStreamReady(s));
+    }
+
+    @Test
+    void closeLetsAcceptedWorkRunAndRefusesNewWork() throws Exception {
+        HostStreamManager a = manager(CPU0);
+        StreamHandle s = a.createStream(CPU0);
+        CountDownLatch started = new CountDownLatch(1);
+        CountDownLatch gate = new CountDownLatch(1);
+        a.submit(s, () -> {
+            started.countDown();
+            await(gate);
+        });
+        AtomicInteger ran = new AtomicInteger();
+        CompletableFuture<Void> queued = a.submit(s, ran::incrementAndGet);
+        await(started);
+        AtomicInteger ranWhenCloseReturned = new AtomicInteger(-1);
+        Thread closer = new Thread(() -> {
+            a.close();
+            ranWhenCloseReturned.set(ran.get());
+        }, "closer");
+        closer.start();
+        // Wait until close has begun: then every call refuses.
+        while (true) {
+            try {
+                a.isStreamReady(StreamHandle.DEFAULT);
+                Thread.onSpinWait();
+            } catch (DeviceUnavailableException closing) {
+                break;
+            }
+        }
+        AtomicInteger late = new AtomicInteger();
+        assertThrows(DeviceUnavailableException.class, () -> a.submit(s, late::incrementAndGet));
+        assertThrows(DeviceUnavailableException.class, () -> a.submit(StreamHandle.DEFAULT, late::incrementAndGet));
+        gate.countDown();
+        closer.join(TimeUnit.SECONDS.toMillis(WAIT_S));
+        assertFalse(closer.isAlive(), "close returned");
+        queued.get(WAIT_S, TimeUnit.SECONDS);
+        assertEquals(1, ran.get(), "work accepted before close ran exactly once");
+        assertEquals(1, ranWhenCloseReturned.get(), "close returned after the accepted work had run");
+        assertEquals(0, late.get(), "work refused by a closed manager never runs");
+    }
+
+    @Test
+    void submitRacingCloseEitherThrowsOrRunsTheWorkOnce() throws Exception {
+        for (int round = 0; round < 200; round++) {
+            HostStreamManager a = new HostStreamManager(CPU0);
+            StreamHandle s = a.createStream(CPU0);
+            int n = 64;
+            AtomicInteger[] ran = new AtomicInteger[n];
+            List<CompletableFuture<Void>> accepted = new ArrayList<>();
+            List<Integer> acceptedIndex = new ArrayList<>();
+            CountDownLatch go = new CountDownLatch(1);
+            Thread closer = new Thread(() -> {
+                await(go);
+                a.close();
+            }, "closer");
+            closer.start();
+            go.countDown();
+            for (int i = 0; i < n; i++) {
+                AtomicInteger r = ran[i] = new AtomicInteger();
+                try {
+                    accepted.add(a.submit(s, r::incrementAndGet));
+                    acceptedIndex.add(i);
+                } catch (DeviceUnavailableException refused) {
+                    // refused before it was accepted: must never run
+                }
+            }
+            closer.join(TimeUnit.SECONDS.toMillis(WAIT_S));
+            assertFalse(closer.isAlive(), "close returned (round " + round + ")");
+            for (int k = 0; k < accepted.size(); k++) {
+                accepted.get(k).get(WAIT_S, TimeUnit.SECONDS);
+            }
+            for (int i = 0; i < n; i++) {
+                int expected = acceptedIndex.contains(i) ? 1 : 0;
+                assertEquals(expected, ran[i].get(), "work " + i + " of round " + round
+                        + (expected == 1 ? " was accepted" : " was refused"));
+            }
+        }
+    }
+
+    @Test
+    void theDefaultStreamRunsWorkOnTheCallerAndReportsItsFailure() {
+        HostStreamManager a = manager(CPU0);
+        AtomicReference<Thread> where = new AtomicReference<>();
+        CompletableFuture<Void> ok = a.submit(StreamHandle.DEFAULT, () -> where.set(Thread.currentThread()));
+        assertTrue(ok.isDone());
+        assertEquals(Thread.currentThread(), where.get());
+        CompletableFuture<Void> failed = a.submit(null, () -> {
+            throw new IllegalStateException("boom");
+        });
+        assertTrue(failed.isCompletedExceptionally());
+        assertNotEquals(null, failed.exceptionNow());
+    }
+}
