@@ -17,6 +17,7 @@ import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.EventHandle;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryException;
 import io.ferrum.memory.api.StreamHandle;
 import io.ferrum.memory.api.StreamManager;
 
@@ -28,18 +29,38 @@ import io.ferrum.memory.api.StreamManager;
  * moment it was recorded; waiting on it appends that future to another stream's chain, so no thread
  * blocks to wait.
  *
+ * <p><b>Ids.</b> A stream or event id is {@code [0][number: 22 bits][kind: 1 bit][sequence: 40 bits]}.
+ * The number comes from a JVM-wide counter kept in the system properties (as the handle table's
+ * manager numbers are, so that it keeps counting across updates of the pool bundle); the kind bit
+ * is 0 for a stream and 1 for an event; streams and events each have their own sequence, from 1.
+ * So an id is never 0 (the default stream's) nor negative, no two managers in the JVM issue the
+ * same id, and a manager tells its own ids from another's (refused as belonging to another
+ * stream manager). When a sequence runs out, the manager draws a new number and goes on; its
+ * earlier numbers stay its own. After 2^22 - 1 numbers in one JVM, creating a stream or recording
+ * an event that needs a new number throws {@link MemoryException}.
+ *
  * <p>Thread-safe. {@link #close()} refuses new work with {@link DeviceUnavailableException} and
  * lets the work it had accepted run (see {@link #submit} and {@link #close()}).
  */
 public final class HostStreamManager implements StreamManager, AutoCloseable {
     private static final int EVENT_SWEEP_THRESHOLD = 4096;
+    private static final int SEQUENCE_BITS = 40;
+    private static final long MAX_SEQUENCE = (1L << SEQUENCE_BITS) - 1;
+    private static final long EVENT_KIND = 1L << SEQUENCE_BITS;
+    private static final int NUMBER_SHIFT = SEQUENCE_BITS + 1;
+    private static final long MAX_NUMBER = (1L << (63 - NUMBER_SHIFT)) - 1;
+    private static final String COUNTER_KEY = "io.ferrum.memory.pool.streamManagerCounter";
     private static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
 
     private final Device device;
     private final ExecutorService executor;
     /** Hands work to {@link #executor}, or runs it on the calling thread when the executor refuses it. */
     private final Executor runner = this::execute;
-    private final AtomicLong ids = new AtomicLong();
+    private final long sequenceLimit;
+    /** The number new ids are issued under. */
+    private volatile Numbering current;
+    /** Every number this manager has issued ids under, by number (almost always one). */
+    private final ConcurrentHashMap<Long, Numbering> numberings = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Long, Stream> streams = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Long, CompletableFuture<Void>> events = new ConcurrentHashMap<>();
     /** Work accepted on a stream and not yet finished; close waits for it, and the executor stops only at 0. */
@@ -51,17 +72,38 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         CompletableFuture<Void> tail = CompletableFuture.completedFuture(null);
     }
 
+    /** One manager number and how many ids of each kind were issued under it. */
+    private static final class Numbering {
+        final long number;
+        final AtomicLong streams = new AtomicLong();
+        final AtomicLong events = new AtomicLong();
+
+        Numbering(long number) {
+            this.number = number;
+        }
+    }
+
     /**
      * @param device the device whose streams these are
+     * @throws MemoryException when the JVM has no stream manager number left (after 2^22 - 1)
      */
     public HostStreamManager(Device device) {
-        this(device, threads(device));
+        this(device, threads(device), MAX_SEQUENCE);
     }
 
     /** Tests: runs stream work on {@code executor} (one that refuses work, say). */
     HostStreamManager(Device device, ExecutorService executor) {
+        this(device, executor, MAX_SEQUENCE);
+    }
+
+    /** Tests: at most {@code sequenceLimit} ids of each kind per number, so that numbers run out quickly. */
+    HostStreamManager(Device device, ExecutorService executor, long sequenceLimit) {
         this.device = device;
         this.executor = executor;
+        this.sequenceLimit = sequenceLimit;
+        Numbering first = new Numbering(nextNumber());
+        numberings.put(first.number, first);
+        this.current = first;
     }
 
     private static ExecutorService threads(Device device) {
@@ -73,10 +115,73 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         });
     }
 
-    @Override
-    public Device device() {
-        return device;
+    // ================================================================ ids
+
+    private static AtomicLong numberCounter() {
+        return (AtomicLong) System.getProperties().computeIfAbsent(COUNTER_KEY, k -> new AtomicLong());
     }
+
+    private static long nextNumber() {
+        long n = numberCounter().incrementAndGet();
+        if (n > MAX_NUMBER) {
+            throw new MemoryException("No stream manager number is left in this JVM: all " + MAX_NUMBER
+                    + " were issued (each stream manager takes one, and one more per 2^40 streams or events)."
+                    + " Restart the JVM");
+        }
+        return n;
+    }
+
+    private static long numberOf(long id) {
+        return id >>> NUMBER_SHIFT;
+    }
+
+    private static boolean isEventId(long id) {
+        return (id & EVENT_KIND) != 0;
+    }
+
+    private static long sequenceOf(long id) {
+        return id & MAX_SEQUENCE;
+    }
+
+    /** @return a new stream id, or event id when {@code event} */
+    private long issue(boolean event) {
+        while (true) {
+            Numbering n = current;
+            long seq = (event ? n.events : n.streams).incrementAndGet();
+            if (seq <= sequenceLimit) {
+                return (n.number << NUMBER_SHIFT) | (event ? EVENT_KIND : 0) | seq;
+            }
+            synchronized (numberings) {
+                if (current == n) {
+                    Numbering next = new Numbering(nextNumber());
+                    numberings.put(next.number, next);
+                    current = next;
+                }
+            }
+        }
+    }
+
+    /** @return the numbering of {@code id} if this manager issued ids under its number, else null */
+    private Numbering own(long id) {
+        if (id <= 0) {
+            return null;
+        }
+        long number = numberOf(id);
+        Numbering n = current;
+        return n.number == number ? n : numberings.get(number);
+    }
+
+    /** Why {@code id} names nothing here, when it is not an id of this manager's. */
+    private String foreign(String what, long id) {
+        long number = numberOf(id);
+        if (id > 0 && number > 0 && number <= numberCounter().get()) {
+            return what + " " + id + " belongs to another device's stream manager (or to an earlier one of " + device
+                    + "), not to the stream manager of " + device + "; use the stream manager that issued it";
+        }
+        return what + " " + id + " was never issued by any stream manager (asked the one of " + device + ")";
+    }
+
+    // ================================================================ checks
 
     private void checkOpen() {
         if (closed) {
@@ -100,17 +205,65 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         if (s == null) {
             // close() forgets every stream: a call that raced it hears why, not "unknown stream".
             checkOpen();
-            throw new InvalidMemoryRequestException("Unknown stream " + handle.id() + " on " + device
-                    + ": it was never created here or was already destroyed");
+            throw unknownStream(handle.id());
         }
         return s;
+    }
+
+    private InvalidMemoryRequestException unknownStream(long id) {
+        Numbering n = own(id);
+        if (n == null) {
+            return new InvalidMemoryRequestException(foreign("Stream", id));
+        }
+        if (isEventId(id)) {
+            return new InvalidMemoryRequestException("Id " + id + " on " + device
+                    + " is an event, not a stream: create a stream with createStream");
+        }
+        long seq = sequenceOf(id);
+        if (seq > 0 && seq <= Math.min(n.streams.get(), sequenceLimit)) {
+            return new InvalidMemoryRequestException("Stream " + id + " on " + device + " was already destroyed");
+        }
+        return new InvalidMemoryRequestException("Unknown stream " + id + " on " + device
+                + ": it was never created here; create it with createStream");
+    }
+
+    private InvalidMemoryRequestException unknownEvent(EventHandle event) {
+        if (event == null) {
+            return new InvalidMemoryRequestException("Event is null on " + device + ": record one with recordEvent");
+        }
+        long id = event.id();
+        if (own(id) == null) {
+            return new InvalidMemoryRequestException(foreign("Event", id));
+        }
+        return new InvalidMemoryRequestException("Unknown event " + id + " on " + device
+                + ": record it with recordEvent on this stream manager first");
+    }
+
+    // ================================================================ streams and events
+
+    @Override
+    public Device device() {
+        return device;
+    }
+
+    /**
+     * Whether this manager runs work on {@code stream}: the default stream, or one of its live
+     * streams. O(1) and without a lock, for the engine's check of an async copy's stream before it
+     * pins the copy's blocks. It does not look at whether the manager is open ({@link #submit} does).
+     *
+     * @param stream a stream handle; {@code null} stands for the default stream, as in {@link #submit}
+     * @return true for the default stream or a live stream of this manager; false for a destroyed
+     *         stream, another stream manager's stream, an event id, or an id never issued
+     */
+    public boolean knows(StreamHandle stream) {
+        return stream == null || stream.isDefault() || streams.containsKey(stream.id());
     }
 
     @Override
     public StreamHandle createStream(Device d) {
         checkOpen();
         checkDevice(d);
-        long id = ids.incrementAndGet();
+        long id = issue(false);
         streams.put(id, new Stream());
         return new StreamHandle(id);
     }
@@ -173,7 +326,7 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         if (events.size() >= EVENT_SWEEP_THRESHOLD) {
             events.values().removeIf(CompletableFuture::isDone);
         }
-        long id = ids.incrementAndGet();
+        long id = issue(true);
         events.put(id, at);
         return new EventHandle(id);
     }
@@ -183,12 +336,11 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         checkOpen();
         CompletableFuture<Void> at = event == null ? null : events.get(event.id());
         if (at == null) {
-            if (event != null && event.id() > 0 && event.id() <= ids.get()) {
+            if (event != null && own(event.id()) != null) {
                 // A swept event had completed: waiting on it is a no-op.
                 return;
             }
-            throw new InvalidMemoryRequestException("Unknown event " + (event == null ? "null" : event.id()) + " on "
-                    + device + ": record it with recordEvent on this stream manager first");
+            throw unknownEvent(event);
         }
         if (handle == null || handle.isDefault()) {
             at.join();
@@ -207,6 +359,8 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         streams.keySet().stream().sorted().forEach(id -> out.add(new StreamHandle(id)));
         return out;
     }
+
+    // ================================================================ work
 
     /**
      * Runs {@code work} on a stream: in order after everything submitted to that stream before, or

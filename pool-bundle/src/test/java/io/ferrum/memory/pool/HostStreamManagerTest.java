@@ -7,7 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -24,13 +26,14 @@ import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.EventHandle;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.StreamHandle;
 
 /**
- * The host stream manager on its own: the submit contract the engine relies on to release the pins
- * of an async copy (the work either is refused before it is accepted, or runs exactly once and its
- * stage completes).
+ * The host stream manager on its own: ids that tell managers apart, and the submit contract the
+ * engine relies on to release the pins of an async copy (the work either is refused before it is
+ * accepted, or runs exactly once and its stage completes).
  */
 class HostStreamManagerTest {
     private static final Device CPU0 = Device.cpu(0);
@@ -110,6 +113,94 @@ class HostStreamManagerTest {
         public boolean awaitTermination(long timeout, TimeUnit unit) throws InterruptedException {
             return delegate.awaitTermination(timeout, unit);
         }
+    }
+
+    // ------------------------------------------------------------------ ids (defect 18)
+
+    @Test
+    void streamAndEventIdsAreUniqueAcrossManagersAndNeverTheDefault() {
+        HostStreamManager a = manager(CPU0);
+        HostStreamManager b = manager(CPU1);
+        Set<Long> seen = new HashSet<>();
+        for (int i = 0; i < 100; i++) {
+            for (HostStreamManager m : List.of(a, b)) {
+                StreamHandle s = m.createStream(m.device());
+                assertFalse(s.isDefault(), "the default stream's id was issued: " + s);
+                assertTrue(seen.add(s.id()), "stream id " + s.id() + " issued twice (" + m.device() + ")");
+                EventHandle e = m.recordEvent(s);
+                assertTrue(seen.add(e.id()), "event id " + e.id() + " issued twice (" + m.device() + ")");
+            }
+        }
+    }
+
+    @Test
+    void aStreamOfAnotherManagerIsRefusedAsAnotherDevicesStream() {
+        HostStreamManager a = manager(CPU0);
+        HostStreamManager b = manager(CPU1);
+        StreamHandle mine = a.createStream(CPU0);
+        StreamHandle theirs = b.createStream(CPU1);
+        AtomicInteger ran = new AtomicInteger();
+        List<Runnable> calls = List.of(
+                () -> a.submit(theirs, ran::incrementAndGet),
+                () -> a.isStreamReady(theirs),
+                () -> a.synchronizeStream(theirs),
+                () -> a.recordEvent(theirs),
+                () -> a.waitEvent(theirs, a.recordEvent(mine)),
+                () -> a.destroyStream(theirs));
+        for (Runnable call : calls) {
+            InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class, call::run);
+            assertTrue(e.getMessage().contains(Long.toString(theirs.id())), e.getMessage());
+            assertTrue(e.getMessage().contains("another device's stream manager"), e.getMessage());
+        }
+        assertEquals(0, ran.get(), "work for another manager's stream never runs here");
+        assertTrue(b.isStreamReady(theirs), "its own manager still serves it");
+    }
+
+    @Test
+    void knowsTheDefaultStreamAndItsOwnLiveStreamsOnly() {
+        HostStreamManager a = manager(CPU0);
+        HostStreamManager b = manager(CPU1);
+        StreamHandle mine = a.createStream(CPU0);
+        StreamHandle theirs = b.createStream(CPU1);
+        EventHandle event = a.recordEvent(mine);
+        assertTrue(a.knows(StreamHandle.DEFAULT));
+        assertTrue(a.knows(null), "null stands for the default stream, as in submit");
+        assertTrue(a.knows(mine));
+        assertFalse(a.knows(theirs), "another manager's stream");
+        assertFalse(a.knows(new StreamHandle(event.id())), "an event's id");
+        assertFalse(a.knows(new StreamHandle(mine.id() + 1)), "never created");
+        assertFalse(a.knows(new StreamHandle(-1)));
+        a.destroyStream(mine);
+        assertFalse(a.knows(mine), "destroyed");
+        InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class, () -> a.isStreamReady(mine));
+        assertTrue(e.getMessage().contains("already destroyed"), e.getMessage());
+    }
+
+    @Test
+    void aManagerWhoseSequenceRunsOutTakesANewNumberAndKeepsItsOldIds() {
+        HostStreamManager a = new HostStreamManager(CPU0, Executors.newCachedThreadPool(), 2);
+        toClose.add(a);
+        HostStreamManager b = manager(CPU1);
+        List<StreamHandle> made = new ArrayList<>();
+        List<EventHandle> recorded = new ArrayList<>();
+        Set<Long> seen = new HashSet<>();
+        for (int i = 0; i < 7; i++) {
+            StreamHandle s = a.createStream(CPU0);
+            made.add(s);
+            recorded.add(a.recordEvent(StreamHandle.DEFAULT));
+            assertTrue(seen.add(s.id()) && seen.add(recorded.getLast().id()), "an id was issued twice");
+            assertTrue(s.id() > 0 && recorded.getLast().id() > 0);
+        }
+        assertNotEquals(made.getFirst().id() >>> 41, made.getLast().id() >>> 41, "a new number after two ids of a kind");
+        for (StreamHandle s : made) {
+            assertTrue(a.knows(s), "still a live stream: " + s);
+            assertTrue(a.isStreamReady(s));
+        }
+        for (EventHandle e : recorded) {
+            a.waitEvent(made.getFirst(), e);
+        }
+        // Another manager's ids are still told apart from all of them.
+        assertThrows(InvalidMemoryRequestException.class, () -> a.isStreamReady(b.createStream(CPU1)));
     }
 
     // ------------------------------------------------------------------ submit and close (defect 8)
