@@ -35,9 +35,11 @@ import io.ferrum.memory.api.StreamManager;
  * is 0 for a stream and 1 for an event; streams and events each have their own sequence, from 1.
  * So an id is never 0 (the default stream's) nor negative, no two managers in the JVM issue the
  * same id, and a manager tells its own ids from another's (refused as belonging to another
- * stream manager). When a sequence runs out, the manager draws a new number and goes on; its
- * earlier numbers stay its own. After 2^22 - 1 numbers in one JVM, creating a stream or recording
- * an event that needs a new number throws {@link MemoryException}.
+ * stream manager), and an event it recorded and has since swept (it had completed: waiting on it
+ * is a no-op) from an id it never recorded as an event (refused). When a sequence runs out, the
+ * manager draws a new number and goes on; its earlier numbers stay its own. After 2^22 - 1 numbers
+ * in one JVM, creating a stream or recording an event that needs a new number throws
+ * {@link MemoryException}.
  *
  * <p>Thread-safe. {@link #close()} refuses new work with {@link DeviceUnavailableException} and
  * lets the work it had accepted run (see {@link #submit} and {@link #close()}).
@@ -171,6 +173,13 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         return n.number == number ? n : numberings.get(number);
     }
 
+    /** @return true if {@code id} is an event id this manager issued (and so recorded) */
+    private boolean recordedHere(long id) {
+        Numbering n = own(id);
+        long seq = sequenceOf(id);
+        return n != null && isEventId(id) && seq > 0 && seq <= Math.min(n.events.get(), sequenceLimit);
+    }
+
     /** Why {@code id} names nothing here, when it is not an id of this manager's. */
     private String foreign(String what, long id) {
         long number = numberOf(id);
@@ -235,7 +244,11 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         if (own(id) == null) {
             return new InvalidMemoryRequestException(foreign("Event", id));
         }
-        return new InvalidMemoryRequestException("Unknown event " + id + " on " + device
+        if (!isEventId(id)) {
+            return new InvalidMemoryRequestException("Id " + id + " on " + device
+                    + " is a stream, not an event: record an event with recordEvent");
+        }
+        return new InvalidMemoryRequestException("Event " + id + " was never recorded on " + device
                 + ": record it with recordEvent on this stream manager first");
     }
 
@@ -331,13 +344,23 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         return new EventHandle(id);
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>An event this manager recorded and has since dropped (it had completed) is waited on at once:
+     * a no-op. Any other id is refused: another stream manager's event, a stream's id, an id never
+     * issued.
+     */
     @Override
     public void waitEvent(StreamHandle handle, EventHandle event) {
         checkOpen();
         CompletableFuture<Void> at = event == null ? null : events.get(event.id());
         if (at == null) {
-            if (event != null && own(event.id()) != null) {
-                // A swept event had completed: waiting on it is a no-op.
+            if (event != null && recordedHere(event.id())) {
+                // Recorded here and swept: only completed events are swept, so waiting on it is a no-op.
+                if (handle != null && !handle.isDefault()) {
+                    stream(handle);
+                }
                 return;
             }
             throw unknownEvent(event);

@@ -31,9 +31,9 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.StreamHandle;
 
 /**
- * The host stream manager on its own: ids that tell managers apart, and the submit contract the
- * engine relies on to release the pins of an async copy (the work either is refused before it is
- * accepted, or runs exactly once and its stage completes).
+ * The host stream manager on its own: ids that tell managers apart, events that are refused unless
+ * recorded here, and the submit contract the engine relies on to release the pins of an async copy
+ * (the work either is refused before it is accepted, or runs exactly once and its stage completes).
  */
 class HostStreamManagerTest {
     private static final Device CPU0 = Device.cpu(0);
@@ -201,6 +201,47 @@ class HostStreamManagerTest {
         }
         // Another manager's ids are still told apart from all of them.
         assertThrows(InvalidMemoryRequestException.class, () -> a.isStreamReady(b.createStream(CPU1)));
+        EventHandle streamAsEvent = new EventHandle(made.getLast().id());
+        assertThrows(InvalidMemoryRequestException.class, () -> a.waitEvent(made.getFirst(), streamAsEvent));
+    }
+
+    // ------------------------------------------------------------------ events (defect 23)
+
+    @Test
+    void waitEventRefusesAnIdThatWasNeverRecordedAsAnEvent() {
+        HostStreamManager a = manager(CPU0);
+        HostStreamManager b = manager(CPU1);
+        StreamHandle s = a.createStream(CPU0);
+        EventHandle recorded = a.recordEvent(s);
+        a.waitEvent(s, recorded);
+        // A stream's id is not an event, although the two once came from one counter.
+        EventHandle streamId = new EventHandle(s.id());
+        InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class, () -> a.waitEvent(s, streamId));
+        assertTrue(e.getMessage().contains(Long.toString(streamId.id())), e.getMessage());
+        // Never issued at all.
+        EventHandle never = new EventHandle(recorded.id() + 1000);
+        e = assertThrows(InvalidMemoryRequestException.class, () -> a.waitEvent(s, never));
+        assertTrue(e.getMessage().contains(Long.toString(never.id())), e.getMessage());
+        // Another manager's event: refused, not mistaken for one of ours.
+        b.createStream(CPU1);
+        EventHandle theirs = b.recordEvent(StreamHandle.DEFAULT);
+        e = assertThrows(InvalidMemoryRequestException.class, () -> a.waitEvent(s, theirs));
+        assertTrue(e.getMessage().contains("another device's stream manager"), e.getMessage());
+        assertThrows(InvalidMemoryRequestException.class, () -> a.waitEvent(s, null));
+    }
+
+    @Test
+    void waitingOnASweptCompletedEventIsANoOp() throws Exception {
+        HostStreamManager a = manager(CPU0);
+        StreamHandle s = a.createStream(CPU0);
+        EventHandle first = a.recordEvent(StreamHandle.DEFAULT);
+        for (int i = 0; i < 5000; i++) {
+            a.recordEvent(StreamHandle.DEFAULT); // completed at once: the sweep drops them
+        }
+        a.waitEvent(s, first);
+        AtomicInteger ran = new AtomicInteger();
+        a.submit(s, ran::incrementAndGet).get(WAIT_S, TimeUnit.SECONDS);
+        assertEquals(1, ran.get());
     }
 
     // ------------------------------------------------------------------ submit and close (defect 8)
