@@ -77,20 +77,49 @@ final class FfmUpstream implements DeviceUpstream {
         return CHUNK_ALIGNMENT;
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Once {@code posix_memalign} has returned, the chunk is either handed out, counted, or
+     * given back and not counted, whatever fails after it: any {@link Throwable}, not only a
+     * runtime exception. A refresh of the cpu bundle can replace its wiring while an allocation
+     * runs, and the first load of {@link Chunk} then fails with {@link NoClassDefFoundError}; the
+     * chunk would reach no one (issue 13, defect 21). The throwable goes to the caller as it is.
+     */
     @Override
     public DeviceChunk reserve(long bytes) {
         MemorySegment s = NativeMemory.allocate(bytes, CHUNK_ALIGNMENT).orElseThrow(() ->
                 new OutOfDeviceMemoryException(device, bytes, 0, "posix_memalign could not provide "
                         + bytes + " bytes for " + device));
         held.addAndGet(bytes);
-        return new Chunk(s);
+        try {
+            return new Chunk(s);
+        } catch (Throwable t) {
+            try {
+                NativeMemory.free(s);
+                held.addAndGet(-bytes);
+            } catch (Throwable notFreed) {
+                // Still held, so still counted.
+                t.addSuppressed(notFreed);
+            }
+            throw t;
+        }
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The bytes are counted off exactly when {@code free} has run: nothing that can throw comes
+     * between the two. A release that fails before it frees (a chunk this class cannot read)
+     * leaves them counted, because they are still held: the count is how a stopped backend proves
+     * that it gave every byte back.
+     */
     @Override
     public void release(DeviceChunk chunk) {
         MemorySegment s = ((Chunk) chunk).segment;
+        long bytes = s.byteSize();
         NativeMemory.free(s);
-        held.addAndGet(-s.byteSize());
+        held.addAndGet(-bytes);
     }
 
     private static MemorySegment seg(DeviceChunk c) {

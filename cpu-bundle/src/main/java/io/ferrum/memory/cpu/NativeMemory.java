@@ -48,16 +48,27 @@ final class NativeMemory {
      *         the C library has no memory for it
      */
     static Optional<MemorySegment> allocate(long bytes, long alignment) {
+        MemorySegment p;
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(ValueLayout.ADDRESS);
             int rc = (int) POSIX_MEMALIGN.invokeExact(out, alignment, bytes);
             if (rc != 0) {
                 return Optional.empty();
             }
-            MemorySegment p = out.get(ValueLayout.ADDRESS, 0);
-            return Optional.of(p.reinterpret(bytes));
+            p = out.get(ValueLayout.ADDRESS, 0);
         } catch (Throwable t) {
             throw rethrow(t);
+        }
+        try {
+            return Optional.of(p.reinterpret(bytes));
+        } catch (Throwable t) {
+            // The block exists: give it back, whatever went wrong after posix_memalign.
+            try {
+                free(p);
+            } catch (Throwable notFreed) {
+                t.addSuppressed(notFreed);
+            }
+            throw t;
         }
     }
 

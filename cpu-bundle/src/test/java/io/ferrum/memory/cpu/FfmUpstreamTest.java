@@ -4,8 +4,19 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.reflect.Constructor;
+import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.junit.jupiter.api.Test;
@@ -19,6 +30,7 @@ import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.MemoryUsageHint;
 import io.ferrum.memory.pool.DeviceChunk;
+import io.ferrum.memory.pool.DeviceUpstream;
 import io.ferrum.memory.pool.PoolSettings;
 import io.ferrum.memory.pool.PooledMemoryManager;
 import io.ferrum.memory.pool.ZeroingPolicy;
@@ -95,5 +107,103 @@ class FfmUpstreamTest {
         assertEquals(ZeroingPolicy.ON_FREE, CpuDevice.zeroing("on_free"));
         assertTrue(assertThrows(InvalidMemoryRequestException.class, () -> CpuDevice.zeroing("sometimes"))
                 .getMessage().contains("sometimes"));
+    }
+
+    // ------------------------------------------------------------------ a refresh under an allocation (defect 21)
+
+    /**
+     * The cpu bundle's class loader after a refresh replaced its wiring: it still has the classes it
+     * had loaded, and fails to load any other. Here: a fresh copy of the upstream and NativeMemory
+     * (one runtime package), and no {@code FfmUpstream$Chunk}, which the upstream loads on its first
+     * reserve.
+     */
+    private static final class RefreshedLoader extends ClassLoader {
+        private static final Set<String> OWN = Set.of(FfmUpstream.class.getName(), NativeMemory.class.getName());
+        private static final String GONE = FfmUpstream.Chunk.class.getName();
+
+        RefreshedLoader() {
+            super("refreshed-cpu-bundle", FfmUpstreamTest.class.getClassLoader());
+        }
+
+        @Override
+        protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
+            synchronized (getClassLoadingLock(name)) {
+                if (name.equals(GONE)) {
+                    throw new ClassNotFoundException(name + " (the bundle's wiring was replaced by a refresh)");
+                }
+                if (!OWN.contains(name)) {
+                    return super.loadClass(name, resolve);
+                }
+                Class<?> c = findLoadedClass(name);
+                if (c == null) {
+                    try (InputStream in = getParent().getResourceAsStream(name.replace('.', '/') + ".class")) {
+                        byte[] b = in.readAllBytes();
+                        c = defineClass(name, b, 0, b.length);
+                    } catch (IOException e) {
+                        throw new ClassNotFoundException(name, e);
+                    }
+                }
+                return c;
+            }
+        }
+
+        DeviceUpstream upstream(AtomicLong held) throws ReflectiveOperationException {
+            Constructor<?> c = loadClass(FfmUpstream.class.getName())
+                    .getDeclaredConstructor(Device.class, long.class, AtomicLong.class);
+            c.setAccessible(true);
+            return (DeviceUpstream) c.newInstance(Device.cpu(), 0L, held);
+        }
+    }
+
+    /**
+     * Bytes the C library has handed out and not taken back (glibc's {@code mallinfo2}: in-use heap
+     * plus mmapped blocks), or empty where that call does not exist.
+     */
+    private static Optional<Long> cLibraryBytesInUse() {
+        Linker linker = Linker.nativeLinker();
+        Optional<MemorySegment> symbol = linker.defaultLookup().find("mallinfo2");
+        if (symbol.isEmpty()) {
+            return Optional.empty();
+        }
+        // struct mallinfo2: ten size_t fields; hblkhd (mmapped bytes) is the 5th, uordblks (heap in use) the 8th.
+        StructLayout layout = MemoryLayout.structLayout(MemoryLayout.sequenceLayout(10, ValueLayout.JAVA_LONG));
+        MethodHandle mallinfo2 = linker.downcallHandle(symbol.get(), FunctionDescriptor.of(layout));
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment info = (MemorySegment) mallinfo2.invokeExact((java.lang.foreign.SegmentAllocator) a);
+            return Optional.of(info.getAtIndex(ValueLayout.JAVA_LONG, 4) + info.getAtIndex(ValueLayout.JAVA_LONG, 7));
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    @Test
+    void aReserveThatFailsAfterPosixMemalignFreesTheChunkAndUncountsIt() throws Exception {
+        AtomicLong held = new AtomicLong();
+        DeviceUpstream refreshed = new RefreshedLoader().upstream(held);
+        long size = 64 * MiB; // above glibc's largest mmap threshold: always a mapping of its own
+        Optional<Long> before = cLibraryBytesInUse();
+        NoClassDefFoundError e = assertThrows(NoClassDefFoundError.class, () -> refreshed.reserve(size),
+                "the failure reaches the caller as it is");
+        assertTrue(e.getMessage().contains("Chunk"), e.getMessage());
+        assertEquals(0, held.get(), "the bytes of a chunk that never left reserve are not counted");
+        Optional<Long> after = cLibraryBytesInUse();
+        if (before.isPresent() && after.isPresent()) {
+            assertTrue(after.get() - before.get() < size / 2, "the C library got the chunk back: "
+                    + (after.get() - before.get()) + " more bytes in use than before the reserve");
+        }
+    }
+
+    @Test
+    void aReleaseThatFailsBeforeFreeingKeepsTheBytesCounted() throws Exception {
+        AtomicLong held = new AtomicLong();
+        FfmUpstream up = new FfmUpstream(Device.cpu(), 0, held);
+        DeviceUpstream refreshed = new RefreshedLoader().upstream(held);
+        DeviceChunk c = up.reserve(4 * MiB);
+        // The refreshed copy cannot even look inside the chunk: nothing was freed, so it stays counted
+        // (the count is how a stopped backend proves it gave every byte back).
+        assertThrows(NoClassDefFoundError.class, () -> refreshed.release(c));
+        assertEquals(4 * MiB, held.get());
+        up.release(c);
+        assertEquals(0, held.get());
     }
 }

@@ -5,8 +5,10 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -15,6 +17,7 @@ import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.EventHandle;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryException;
 import io.ferrum.memory.api.StreamHandle;
 import io.ferrum.memory.api.StreamManager;
 
@@ -26,17 +29,44 @@ import io.ferrum.memory.api.StreamManager;
  * moment it was recorded; waiting on it appends that future to another stream's chain, so no thread
  * blocks to wait.
  *
- * <p>Thread-safe. {@link #close()} waits briefly for submitted work and then refuses new work with
- * {@link DeviceUnavailableException}.
+ * <p><b>Ids.</b> A stream or event id is {@code [0][number: 22 bits][kind: 1 bit][sequence: 40 bits]}.
+ * The number comes from a JVM-wide counter kept in the system properties (as the handle table's
+ * manager numbers are, so that it keeps counting across updates of the pool bundle); the kind bit
+ * is 0 for a stream and 1 for an event; streams and events each have their own sequence, from 1.
+ * So an id is never 0 (the default stream's) nor negative, no two managers in the JVM issue the
+ * same id, and a manager tells its own ids from another's (refused as belonging to another
+ * stream manager), and an event it recorded and has since swept (it had completed: waiting on it
+ * is a no-op) from an id it never recorded as an event (refused). When a sequence runs out, the
+ * manager draws a new number and goes on; its earlier numbers stay its own. After 2^22 - 1 numbers
+ * in one JVM, creating a stream or recording an event that needs a new number throws
+ * {@link MemoryException}.
+ *
+ * <p>Thread-safe. {@link #close()} refuses new work with {@link DeviceUnavailableException} and
+ * lets the work it had accepted run (see {@link #submit} and {@link #close()}).
  */
 public final class HostStreamManager implements StreamManager, AutoCloseable {
     private static final int EVENT_SWEEP_THRESHOLD = 4096;
+    private static final int SEQUENCE_BITS = 40;
+    private static final long MAX_SEQUENCE = (1L << SEQUENCE_BITS) - 1;
+    private static final long EVENT_KIND = 1L << SEQUENCE_BITS;
+    private static final int NUMBER_SHIFT = SEQUENCE_BITS + 1;
+    private static final long MAX_NUMBER = (1L << (63 - NUMBER_SHIFT)) - 1;
+    private static final String COUNTER_KEY = "io.ferrum.memory.pool.streamManagerCounter";
+    private static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
 
     private final Device device;
     private final ExecutorService executor;
-    private final AtomicLong ids = new AtomicLong();
+    /** Hands work to {@link #executor}, or runs it on the calling thread when the executor refuses it. */
+    private final Executor runner = this::execute;
+    private final long sequenceLimit;
+    /** The number new ids are issued under. */
+    private volatile Numbering current;
+    /** Every number this manager has issued ids under, by number (almost always one). */
+    private final ConcurrentHashMap<Long, Numbering> numberings = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Long, Stream> streams = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Long, CompletableFuture<Void>> events = new ConcurrentHashMap<>();
+    /** Work accepted on a stream and not yet finished; close waits for it, and the executor stops only at 0. */
+    private final AtomicLong pending = new AtomicLong();
     private volatile boolean closed;
 
     private static final class Stream {
@@ -44,23 +74,123 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         CompletableFuture<Void> tail = CompletableFuture.completedFuture(null);
     }
 
+    /** One manager number and how many ids of each kind were issued under it. */
+    private static final class Numbering {
+        final long number;
+        final AtomicLong streams = new AtomicLong();
+        final AtomicLong events = new AtomicLong();
+
+        Numbering(long number) {
+            this.number = number;
+        }
+    }
+
     /**
      * @param device the device whose streams these are
+     * @throws MemoryException when the JVM has no stream manager number left (after 2^22 - 1)
      */
     public HostStreamManager(Device device) {
+        this(device, threads(device), MAX_SEQUENCE);
+    }
+
+    /** Tests: runs stream work on {@code executor} (one that refuses work, say). */
+    HostStreamManager(Device device, ExecutorService executor) {
+        this(device, executor, MAX_SEQUENCE);
+    }
+
+    /** Tests: at most {@code sequenceLimit} ids of each kind per number, so that numbers run out quickly. */
+    HostStreamManager(Device device, ExecutorService executor, long sequenceLimit) {
         this.device = device;
+        this.executor = executor;
+        this.sequenceLimit = sequenceLimit;
+        Numbering first = new Numbering(nextNumber());
+        numberings.put(first.number, first);
+        this.current = first;
+    }
+
+    private static ExecutorService threads(Device device) {
         AtomicInteger n = new AtomicInteger();
-        this.executor = Executors.newCachedThreadPool(r -> {
+        return Executors.newCachedThreadPool(r -> {
             Thread t = new Thread(r, "ferrum-stream-" + device + "-" + n.incrementAndGet());
             t.setDaemon(true);
             return t;
         });
     }
 
-    @Override
-    public Device device() {
-        return device;
+    // ================================================================ ids
+
+    private static AtomicLong numberCounter() {
+        return (AtomicLong) System.getProperties().computeIfAbsent(COUNTER_KEY, k -> new AtomicLong());
     }
+
+    private static long nextNumber() {
+        long n = numberCounter().incrementAndGet();
+        if (n > MAX_NUMBER) {
+            throw new MemoryException("No stream manager number is left in this JVM: all " + MAX_NUMBER
+                    + " were issued (each stream manager takes one, and one more per 2^40 streams or events)."
+                    + " Restart the JVM");
+        }
+        return n;
+    }
+
+    private static long numberOf(long id) {
+        return id >>> NUMBER_SHIFT;
+    }
+
+    private static boolean isEventId(long id) {
+        return (id & EVENT_KIND) != 0;
+    }
+
+    private static long sequenceOf(long id) {
+        return id & MAX_SEQUENCE;
+    }
+
+    /** @return a new stream id, or event id when {@code event} */
+    private long issue(boolean event) {
+        while (true) {
+            Numbering n = current;
+            long seq = (event ? n.events : n.streams).incrementAndGet();
+            if (seq <= sequenceLimit) {
+                return (n.number << NUMBER_SHIFT) | (event ? EVENT_KIND : 0) | seq;
+            }
+            synchronized (numberings) {
+                if (current == n) {
+                    Numbering next = new Numbering(nextNumber());
+                    numberings.put(next.number, next);
+                    current = next;
+                }
+            }
+        }
+    }
+
+    /** @return the numbering of {@code id} if this manager issued ids under its number, else null */
+    private Numbering own(long id) {
+        if (id <= 0) {
+            return null;
+        }
+        long number = numberOf(id);
+        Numbering n = current;
+        return n.number == number ? n : numberings.get(number);
+    }
+
+    /** @return true if {@code id} is an event id this manager issued (and so recorded) */
+    private boolean recordedHere(long id) {
+        Numbering n = own(id);
+        long seq = sequenceOf(id);
+        return n != null && isEventId(id) && seq > 0 && seq <= Math.min(n.events.get(), sequenceLimit);
+    }
+
+    /** Why {@code id} names nothing here, when it is not an id of this manager's. */
+    private String foreign(String what, long id) {
+        long number = numberOf(id);
+        if (id > 0 && number > 0 && number <= numberCounter().get()) {
+            return what + " " + id + " belongs to another device's stream manager (or to an earlier one of " + device
+                    + "), not to the stream manager of " + device + "; use the stream manager that issued it";
+        }
+        return what + " " + id + " was never issued by any stream manager (asked the one of " + device + ")";
+    }
+
+    // ================================================================ checks
 
     private void checkOpen() {
         if (closed) {
@@ -82,17 +212,71 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         }
         Stream s = streams.get(handle.id());
         if (s == null) {
-            throw new InvalidMemoryRequestException("Unknown stream " + handle.id() + " on " + device
-                    + ": it was never created here or was already destroyed");
+            // close() forgets every stream: a call that raced it hears why, not "unknown stream".
+            checkOpen();
+            throw unknownStream(handle.id());
         }
         return s;
+    }
+
+    private InvalidMemoryRequestException unknownStream(long id) {
+        Numbering n = own(id);
+        if (n == null) {
+            return new InvalidMemoryRequestException(foreign("Stream", id));
+        }
+        if (isEventId(id)) {
+            return new InvalidMemoryRequestException("Id " + id + " on " + device
+                    + " is an event, not a stream: create a stream with createStream");
+        }
+        long seq = sequenceOf(id);
+        if (seq > 0 && seq <= Math.min(n.streams.get(), sequenceLimit)) {
+            return new InvalidMemoryRequestException("Stream " + id + " on " + device + " was already destroyed");
+        }
+        return new InvalidMemoryRequestException("Unknown stream " + id + " on " + device
+                + ": it was never created here; create it with createStream");
+    }
+
+    private InvalidMemoryRequestException unknownEvent(EventHandle event) {
+        if (event == null) {
+            return new InvalidMemoryRequestException("Event is null on " + device + ": record one with recordEvent");
+        }
+        long id = event.id();
+        if (own(id) == null) {
+            return new InvalidMemoryRequestException(foreign("Event", id));
+        }
+        if (!isEventId(id)) {
+            return new InvalidMemoryRequestException("Id " + id + " on " + device
+                    + " is a stream, not an event: record an event with recordEvent");
+        }
+        return new InvalidMemoryRequestException("Event " + id + " was never recorded on " + device
+                + ": record it with recordEvent on this stream manager first");
+    }
+
+    // ================================================================ streams and events
+
+    @Override
+    public Device device() {
+        return device;
+    }
+
+    /**
+     * Whether this manager runs work on {@code stream}: the default stream, or one of its live
+     * streams. O(1) and without a lock, for the engine's check of an async copy's stream before it
+     * pins the copy's blocks. It does not look at whether the manager is open ({@link #submit} does).
+     *
+     * @param stream a stream handle; {@code null} stands for the default stream, as in {@link #submit}
+     * @return true for the default stream or a live stream of this manager; false for a destroyed
+     *         stream, another stream manager's stream, an event id, or an id never issued
+     */
+    public boolean knows(StreamHandle stream) {
+        return stream == null || stream.isDefault() || streams.containsKey(stream.id());
     }
 
     @Override
     public StreamHandle createStream(Device d) {
         checkOpen();
         checkDevice(d);
-        long id = ids.incrementAndGet();
+        long id = issue(false);
         streams.put(id, new Stream());
         return new StreamHandle(id);
     }
@@ -155,22 +339,31 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         if (events.size() >= EVENT_SWEEP_THRESHOLD) {
             events.values().removeIf(CompletableFuture::isDone);
         }
-        long id = ids.incrementAndGet();
+        long id = issue(true);
         events.put(id, at);
         return new EventHandle(id);
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>An event this manager recorded and has since dropped (it had completed) is waited on at once:
+     * a no-op. Any other id is refused: another stream manager's event, a stream's id, an id never
+     * issued.
+     */
     @Override
     public void waitEvent(StreamHandle handle, EventHandle event) {
         checkOpen();
         CompletableFuture<Void> at = event == null ? null : events.get(event.id());
         if (at == null) {
-            if (event != null && event.id() > 0 && event.id() <= ids.get()) {
-                // A swept event had completed: waiting on it is a no-op.
+            if (event != null && recordedHere(event.id())) {
+                // Recorded here and swept: only completed events are swept, so waiting on it is a no-op.
+                if (handle != null && !handle.isDefault()) {
+                    stream(handle);
+                }
                 return;
             }
-            throw new InvalidMemoryRequestException("Unknown event " + (event == null ? "null" : event.id()) + " on "
-                    + device + ": record it with recordEvent on this stream manager first");
+            throw unknownEvent(event);
         }
         if (handle == null || handle.isDefault()) {
             at.join();
@@ -190,17 +383,32 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         return out;
     }
 
+    // ================================================================ work
+
     /**
      * Runs {@code work} on a stream: in order after everything submitted to that stream before, or
      * on the caller's thread for the default stream.
      *
+     * <p><b>Contract</b> (the engine relies on it to release the pins of an async copy, which its
+     * work does): either this method throws, and then {@code work} was not accepted and will never
+     * run, or it returns, and then {@code work} runs exactly once and the returned future completes.
+     * It throws {@link DeviceUnavailableException} once {@link #close()} has begun and {@link
+     * InvalidMemoryRequestException} for a stream that is not a live stream of this manager. Work
+     * accepted runs even if the manager is closed meanwhile, and even if the thread pool refuses it
+     * (no thread could be started): then it runs on the thread that finished the work before it on
+     * the stream, or on the caller's thread if that work had already finished.
+     *
      * @param handle the stream, or {@code null} for the default stream
-     * @param work   what to run
-     * @return completes when the work has run, exceptionally if it threw
+     * @param work   what to run, not null
+     * @return completes when the work has run, exceptionally if it threw (the stream goes on with
+     *         the next work)
      */
     public CompletableFuture<Void> submit(StreamHandle handle, Runnable work) {
-        checkOpen();
+        if (work == null) {
+            throw new InvalidMemoryRequestException("Work is null on " + device + "'s stream manager");
+        }
         if (handle == null || handle.isDefault()) {
+            checkOpen();
             try {
                 work.run();
                 return CompletableFuture.completedFuture(null);
@@ -208,31 +416,88 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
                 return CompletableFuture.failedFuture(e);
             }
         }
+        checkOpen();
         Stream s = stream(handle);
-        synchronized (s) {
-            CompletableFuture<Void> f = s.tail.thenRunAsync(work, executor);
-            CompletableFuture<Void> settled = f.exceptionally(e -> null);
-            s.tail = settled;
-            // Completes after the stream's tail: whoever sees this work done finds the stream ready.
-            return settled.thenCompose(v -> f);
+        // Counted before the closed check, and close sets closed before it reads the count: either
+        // this call sees closed and backs out, or close sees the work and waits for it.
+        pending.incrementAndGet();
+        if (closed) {
+            finished();
+            checkOpen();
+        }
+        Runnable counted = () -> {
+            try {
+                work.run();
+            } finally {
+                finished();
+            }
+        };
+        CompletableFuture<Void> f;
+        CompletableFuture<Void> settled;
+        try {
+            synchronized (s) {
+                f = s.tail.thenRunAsync(counted, runner);
+                settled = f.exceptionally(e -> null);
+                s.tail = settled;
+            }
+        } catch (RuntimeException | Error e) {
+            // Nothing was chained (out of memory, say): the work was not accepted.
+            finished();
+            throw e;
+        }
+        // Completes after the stream's tail: whoever sees this work done finds the stream ready.
+        return settled.thenCompose(v -> f);
+    }
+
+    private void execute(Runnable task) {
+        try {
+            executor.execute(task);
+        } catch (RejectedExecutionException | OutOfMemoryError notTaken) {
+            // The pool did not take the task (shut down, or no thread could be started), so it has not
+            // run: run it here, or accepted work would be dropped and its stage never run.
+            task.run();
         }
     }
 
-    /** Waits up to 10 s for submitted work, then stops the threads. Idempotent. */
+    private void finished() {
+        if (pending.decrementAndGet() == 0 && closed) {
+            synchronized (pending) {
+                pending.notifyAll();
+            }
+            executor.shutdown();
+        }
+    }
+
+    /**
+     * Refuses every later call with {@link DeviceUnavailableException}, then waits up to 10 s for the
+     * work already accepted on streams to run. Work accepted is never dropped: what has not run when
+     * the wait ends (work behind a stream's work that still blocks) runs when the work before it
+     * finishes, and the pool's threads stop after the last of it (they are never interrupted).
+     * Idempotent. An interrupt of the closing thread ends the wait, and its flag stays set.
+     */
     @Override
     public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        executor.shutdown();
-        try {
-            if (!executor.awaitTermination(10, TimeUnit.SECONDS)) {
-                executor.shutdownNow();
+        long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+        synchronized (pending) {
+            if (closed) {
+                return;
             }
-        } catch (InterruptedException e) {
-            executor.shutdownNow();
-            Thread.currentThread().interrupt();
+            closed = true;
+            while (pending.get() > 0) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    break;
+                }
+                try {
+                    TimeUnit.NANOSECONDS.timedWait(pending, left);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+        }
+        if (pending.get() == 0) {
+            executor.shutdown();
         }
         streams.clear();
         events.clear();

@@ -1,0 +1,380 @@
+package io.ferrum.memory.pool;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.AbstractExecutorService;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.EventHandle;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.StreamHandle;
+
+/**
+ * The host stream manager on its own: ids that tell managers apart, events that are refused unless
+ * recorded here, and the submit contract the engine relies on to release the pins of an async copy
+ * (the work either is refused before it is accepted, or runs exactly once and its stage completes).
+ */
+class HostStreamManagerTest {
+    private static final Device CPU0 = Device.cpu(0);
+    private static final Device CPU1 = Device.cpu(1);
+    /** A guard against a hang, never a figure the test asserts on. */
+    private static final long WAIT_S = 30;
+
+    private final List<HostStreamManager> toClose = new ArrayList<>();
+
+    @AfterEach
+    void closeAll() {
+        for (HostStreamManager m : toClose) {
+            m.close();
+        }
+    }
+
+    private HostStreamManager manager(Device d) {
+        HostStreamManager m = new HostStreamManager(d);
+        toClose.add(m);
+        return m;
+    }
+
+    private HostStreamManager manager(Device d, ExecutorService executor) {
+        HostStreamManager m = new HostStreamManager(d, executor);
+        toClose.add(m);
+        return m;
+    }
+
+    private static void await(CountDownLatch latch) {
+        try {
+            if (!latch.await(WAIT_S, TimeUnit.SECONDS)) {
+                throw new AssertionError("a latch was not released within " + WAIT_S + " s");
+            }
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    /** Runs on a real thread pool until told to reject, as a shut-down executor (or one out of threads) does. */
+    private static final class SwitchableExecutor extends AbstractExecutorService {
+        final ExecutorService delegate = Executors.newCachedThreadPool(r -> {
+            Thread t = new Thread(r, "test-stream");
+            t.setDaemon(true);
+            return t;
+        });
+        final AtomicBoolean reject = new AtomicBoolean();
+
+        @Override
+        public void execute(Runnable command) {
+            if (reject.get()) {
+                throw new RejectedExecutionException("test executor rejects");
+            }
+            delegate.execute(command);
+        }
+
+        @Override
+        public void shutdown() {
+            delegate.shutdown();
+        }
+
+        @Override
+        public List<Runnable> shutdownNow() {
+            return delegate.shutdownNow();
+        }
+
+        @Override
+        public boolean isShutdown() {
+            return delegate.isShutdown();
+        }
+
+        @Override
+        public boolean isTerminated() {
+            return delegate.isTerminated();
+        }
+
+        @Override
+        public boolean awaitTermination(long timeout, TimeUnit unit) throws InterruptedException {
+            return delegate.awaitTermination(timeout, unit);
+        }
+    }
+
+    // ------------------------------------------------------------------ ids (defect 18)
+
+    @Test
+    void streamAndEventIdsAreUniqueAcrossManagersAndNeverTheDefault() {
+        HostStreamManager a = manager(CPU0);
+        HostStreamManager b = manager(CPU1);
+        Set<Long> seen = new HashSet<>();
+        for (int i = 0; i < 100; i++) {
+            for (HostStreamManager m : List.of(a, b)) {
+                StreamHandle s = m.createStream(m.device());
+                assertFalse(s.isDefault(), "the default stream's id was issued: " + s);
+                assertTrue(seen.add(s.id()), "stream id " + s.id() + " issued twice (" + m.device() + ")");
+                EventHandle e = m.recordEvent(s);
+                assertTrue(seen.add(e.id()), "event id " + e.id() + " issued twice (" + m.device() + ")");
+            }
+        }
+    }
+
+    @Test
+    void aStreamOfAnotherManagerIsRefusedAsAnotherDevicesStream() {
+        HostStreamManager a = manager(CPU0);
+        HostStreamManager b = manager(CPU1);
+        StreamHandle mine = a.createStream(CPU0);
+        StreamHandle theirs = b.createStream(CPU1);
+        AtomicInteger ran = new AtomicInteger();
+        List<Runnable> calls = List.of(
+                () -> a.submit(theirs, ran::incrementAndGet),
+                () -> a.isStreamReady(theirs),
+                () -> a.synchronizeStream(theirs),
+                () -> a.recordEvent(theirs),
+                () -> a.waitEvent(theirs, a.recordEvent(mine)),
+                () -> a.destroyStream(theirs));
+        for (Runnable call : calls) {
+            InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class, call::run);
+            assertTrue(e.getMessage().contains(Long.toString(theirs.id())), e.getMessage());
+            assertTrue(e.getMessage().contains("another device's stream manager"), e.getMessage());
+        }
+        assertEquals(0, ran.get(), "work for another manager's stream never runs here");
+        assertTrue(b.isStreamReady(theirs), "its own manager still serves it");
+    }
+
+    @Test
+    void knowsTheDefaultStreamAndItsOwnLiveStreamsOnly() {
+        HostStreamManager a = manager(CPU0);
+        HostStreamManager b = manager(CPU1);
+        StreamHandle mine = a.createStream(CPU0);
+        StreamHandle theirs = b.createStream(CPU1);
+        EventHandle event = a.recordEvent(mine);
+        assertTrue(a.knows(StreamHandle.DEFAULT));
+        assertTrue(a.knows(null), "null stands for the default stream, as in submit");
+        assertTrue(a.knows(mine));
+        assertFalse(a.knows(theirs), "another manager's stream");
+        assertFalse(a.knows(new StreamHandle(event.id())), "an event's id");
+        assertFalse(a.knows(new StreamHandle(mine.id() + 1)), "never created");
+        assertFalse(a.knows(new StreamHandle(-1)));
+        a.destroyStream(mine);
+        assertFalse(a.knows(mine), "destroyed");
+        InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class, () -> a.isStreamReady(mine));
+        assertTrue(e.getMessage().contains("already destroyed"), e.getMessage());
+    }
+
+    @Test
+    void aManagerWhoseSequenceRunsOutTakesANewNumberAndKeepsItsOldIds() {
+        HostStreamManager a = new HostStreamManager(CPU0, Executors.newCachedThreadPool(), 2);
+        toClose.add(a);
+        HostStreamManager b = manager(CPU1);
+        List<StreamHandle> made = new ArrayList<>();
+        List<EventHandle> recorded = new ArrayList<>();
+        Set<Long> seen = new HashSet<>();
+        for (int i = 0; i < 7; i++) {
+            StreamHandle s = a.createStream(CPU0);
+            made.add(s);
+            recorded.add(a.recordEvent(StreamHandle.DEFAULT));
+            assertTrue(seen.add(s.id()) && seen.add(recorded.getLast().id()), "an id was issued twice");
+            assertTrue(s.id() > 0 && recorded.getLast().id() > 0);
+        }
+        assertNotEquals(made.getFirst().id() >>> 41, made.getLast().id() >>> 41, "a new number after two ids of a kind");
+        for (StreamHandle s : made) {
+            assertTrue(a.knows(s), "still a live stream: " + s);
+            assertTrue(a.isStreamReady(s));
+        }
+        for (EventHandle e : recorded) {
+            a.waitEvent(made.getFirst(), e);
+        }
+        // Another manager's ids are still told apart from all of them.
+        assertThrows(InvalidMemoryRequestException.class, () -> a.isStreamReady(b.createStream(CPU1)));
+        EventHandle streamAsEvent = new EventHandle(made.getLast().id());
+        assertThrows(InvalidMemoryRequestException.class, () -> a.waitEvent(made.getFirst(), streamAsEvent));
+    }
+
+    // ------------------------------------------------------------------ events (defect 23)
+
+    @Test
+    void waitEventRefusesAnIdThatWasNeverRecordedAsAnEvent() {
+        HostStreamManager a = manager(CPU0);
+        HostStreamManager b = manager(CPU1);
+        StreamHandle s = a.createStream(CPU0);
+        EventHandle recorded = a.recordEvent(s);
+        a.waitEvent(s, recorded);
+        // A stream's id is not an event, although the two once came from one counter.
+        EventHandle streamId = new EventHandle(s.id());
+        InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class, () -> a.waitEvent(s, streamId));
+        assertTrue(e.getMessage().contains(Long.toString(streamId.id())), e.getMessage());
+        // Never issued at all.
+        EventHandle never = new EventHandle(recorded.id() + 1000);
+        e = assertThrows(InvalidMemoryRequestException.class, () -> a.waitEvent(s, never));
+        assertTrue(e.getMessage().contains(Long.toString(never.id())), e.getMessage());
+        // Another manager's event: refused, not mistaken for one of ours.
+        b.createStream(CPU1);
+        EventHandle theirs = b.recordEvent(StreamHandle.DEFAULT);
+        e = assertThrows(InvalidMemoryRequestException.class, () -> a.waitEvent(s, theirs));
+        assertTrue(e.getMessage().contains("another device's stream manager"), e.getMessage());
+        assertThrows(InvalidMemoryRequestException.class, () -> a.waitEvent(s, null));
+    }
+
+    @Test
+    void waitingOnASweptCompletedEventIsANoOp() throws Exception {
+        HostStreamManager a = manager(CPU0);
+        StreamHandle s = a.createStream(CPU0);
+        EventHandle first = a.recordEvent(StreamHandle.DEFAULT);
+        for (int i = 0; i < 5000; i++) {
+            a.recordEvent(StreamHandle.DEFAULT); // completed at once: the sweep drops them
+        }
+        a.waitEvent(s, first);
+        AtomicInteger ran = new AtomicInteger();
+        a.submit(s, ran::incrementAndGet).get(WAIT_S, TimeUnit.SECONDS);
+        assertEquals(1, ran.get());
+    }
+
+    // ------------------------------------------------------------------ submit and close (defect 8)
+
+    @Test
+    void workAcceptedWhileTheExecutorRejectsRunsOnceOnTheCallingThread() throws Exception {
+        SwitchableExecutor executor = new SwitchableExecutor();
+        HostStreamManager a = manager(CPU0, executor);
+        StreamHandle s = a.createStream(CPU0);
+        executor.reject.set(true);
+        AtomicInteger ran = new AtomicInteger();
+        AtomicReference<Thread> where = new AtomicReference<>();
+        CompletableFuture<Void> f = a.submit(s, () -> {
+            ran.incrementAndGet();
+            where.set(Thread.currentThread());
+        });
+        f.get(WAIT_S, TimeUnit.SECONDS);
+        assertEquals(1, ran.get(), "accepted work runs exactly once");
+        assertEquals(Thread.currentThread(), where.get());
+        assertTrue(a.isStreamReady(s));
+    }
+
+    @Test
+    void workQueuedBehindPendingWorkRunsOnceWhenTheExecutorRejectsIt() throws Exception {
+        SwitchableExecutor executor = new SwitchableExecutor();
+        HostStreamManager a = manager(CPU0, executor);
+        StreamHandle s = a.createStream(CPU0);
+        CountDownLatch started = new CountDownLatch(1);
+        CountDownLatch gate = new CountDownLatch(1);
+        CompletableFuture<Void> first = a.submit(s, () -> {
+            started.countDown();
+            await(gate);
+        });
+        AtomicInteger ran = new AtomicInteger();
+        CompletableFuture<Void> second = a.submit(s, ran::incrementAndGet);
+        await(started);
+        executor.reject.set(true); // the second work reaches the executor only when the first is done
+        gate.countDown();
+        first.get(WAIT_S, TimeUnit.SECONDS);
+        second.get(WAIT_S, TimeUnit.SECONDS);
+        assertEquals(1, ran.get(), "queued work runs exactly once although the executor refused it");
+        assertTrue(a.isStreamReady(s));
+    }
+
+    @Test
+    void closeLetsAcceptedWorkRunAndRefusesNewWork() throws Exception {
+        HostStreamManager a = manager(CPU0);
+        StreamHandle s = a.createStream(CPU0);
+        CountDownLatch started = new CountDownLatch(1);
+        CountDownLatch gate = new CountDownLatch(1);
+        a.submit(s, () -> {
+            started.countDown();
+            await(gate);
+        });
+        AtomicInteger ran = new AtomicInteger();
+        CompletableFuture<Void> queued = a.submit(s, ran::incrementAndGet);
+        await(started);
+        AtomicInteger ranWhenCloseReturned = new AtomicInteger(-1);
+        Thread closer = new Thread(() -> {
+            a.close();
+            ranWhenCloseReturned.set(ran.get());
+        }, "closer");
+        closer.start();
+        // Wait until close has begun: then every call refuses.
+        while (true) {
+            try {
+                a.isStreamReady(StreamHandle.DEFAULT);
+                Thread.onSpinWait();
+            } catch (DeviceUnavailableException closing) {
+                break;
+            }
+        }
+        AtomicInteger late = new AtomicInteger();
+        assertThrows(DeviceUnavailableException.class, () -> a.submit(s, late::incrementAndGet));
+        assertThrows(DeviceUnavailableException.class, () -> a.submit(StreamHandle.DEFAULT, late::incrementAndGet));
+        gate.countDown();
+        closer.join(TimeUnit.SECONDS.toMillis(WAIT_S));
+        assertFalse(closer.isAlive(), "close returned");
+        queued.get(WAIT_S, TimeUnit.SECONDS);
+        assertEquals(1, ran.get(), "work accepted before close ran exactly once");
+        assertEquals(1, ranWhenCloseReturned.get(), "close returned after the accepted work had run");
+        assertEquals(0, late.get(), "work refused by a closed manager never runs");
+    }
+
+    @Test
+    void submitRacingCloseEitherThrowsOrRunsTheWorkOnce() throws Exception {
+        for (int round = 0; round < 200; round++) {
+            HostStreamManager a = new HostStreamManager(CPU0);
+            StreamHandle s = a.createStream(CPU0);
+            int n = 64;
+            AtomicInteger[] ran = new AtomicInteger[n];
+            List<CompletableFuture<Void>> accepted = new ArrayList<>();
+            List<Integer> acceptedIndex = new ArrayList<>();
+            CountDownLatch go = new CountDownLatch(1);
+            Thread closer = new Thread(() -> {
+                await(go);
+                a.close();
+            }, "closer");
+            closer.start();
+            go.countDown();
+            for (int i = 0; i < n; i++) {
+                AtomicInteger r = ran[i] = new AtomicInteger();
+                try {
+                    accepted.add(a.submit(s, r::incrementAndGet));
+                    acceptedIndex.add(i);
+                } catch (DeviceUnavailableException refused) {
+                    // refused before it was accepted: must never run
+                }
+            }
+            closer.join(TimeUnit.SECONDS.toMillis(WAIT_S));
+            assertFalse(closer.isAlive(), "close returned (round " + round + ")");
+            for (int k = 0; k < accepted.size(); k++) {
+                accepted.get(k).get(WAIT_S, TimeUnit.SECONDS);
+            }
+            for (int i = 0; i < n; i++) {
+                int expected = acceptedIndex.contains(i) ? 1 : 0;
+                assertEquals(expected, ran[i].get(), "work " + i + " of round " + round
+                        + (expected == 1 ? " was accepted" : " was refused"));
+            }
+        }
+    }
+
+    @Test
+    void theDefaultStreamRunsWorkOnTheCallerAndReportsItsFailure() {
+        HostStreamManager a = manager(CPU0);
+        AtomicReference<Thread> where = new AtomicReference<>();
+        CompletableFuture<Void> ok = a.submit(StreamHandle.DEFAULT, () -> where.set(Thread.currentThread()));
+        assertTrue(ok.isDone());
+        assertEquals(Thread.currentThread(), where.get());
+        CompletableFuture<Void> failed = a.submit(null, () -> {
+            throw new IllegalStateException("boom");
+        });
+        assertTrue(failed.isCompletedExceptionally());
+        assertNotEquals(null, failed.exceptionNow());
+    }
+}
