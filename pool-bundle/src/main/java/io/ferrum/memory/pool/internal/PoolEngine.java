@@ -1144,9 +1144,9 @@ public final class PoolEngine implements PooledMemoryManager {
         Block d = resolve(transfer.dst());
         checkRange(transfer.src(), s, transfer.srcOffset(), transfer.size(), "source");
         checkRange(transfer.dst(), d, transfer.dstOffset(), transfer.size(), "destination");
-        if (stream != null && !stream.isDefault() && !streams.streams().contains(stream)) {
+        if (!streams.knows(stream)) {
             throw new InvalidMemoryRequestException("Unknown stream " + stream.id() + " on " + device
-                    + ": create it with the StreamManager of " + device);
+                    + ": it is not a live stream of the StreamManager of " + device + "; create it there");
         }
         if (transfer.size() == 0) {
             return CompletableFuture.completedFuture(null);
