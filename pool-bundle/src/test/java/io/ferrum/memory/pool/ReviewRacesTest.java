@@ -154,7 +154,7 @@ class ReviewRacesTest {
      * allocation gets it while the old view still writes into it.
      */
     @Test
-    void unmapWhileTheViewIsInNativeIoOrphansALiveViewOverTheNextOwnersBlock() throws Exception {
+    void anUnmapRefusedWhileNativeIoUsesTheViewLeavesNoViewOverTheNextOwner() throws Exception {
         HookedUpstream up = new HookedUpstream(64 * MiB);
         PooledMemoryManager m = manager(up, PoolSettings.defaults().withThreadCache(0));
         MemoryHandle h = m.allocate(4 * KiB, CPU);
@@ -189,7 +189,7 @@ class ReviewRacesTest {
      * is never closed, the stream manager it owns is never closed.
      */
     @Test
-    void closeWhileAViewIsInNativeIoNeverReleasesAnything() throws Exception {
+    void aSecondCloseAfterNativeIoEndedReleasesWhatAViewInUseKept() throws Exception {
         HookedUpstream up = new HookedUpstream(64 * MiB);
         PooledMemoryManager m = manager(up, PoolSettings.defaults());
         MemoryHandle h = m.allocate(4 * KiB, CPU);
@@ -211,7 +211,7 @@ class ReviewRacesTest {
      * upstream: memory given back to the C library; any access is a use after free).
      */
     @Test
-    void anOrphanedViewOutlivesTheChunkCloseReleases() throws Exception {
+    void noViewOutlivesTheChunksCloseReleases() throws Exception {
         HookedUpstream up = new HookedUpstream(64 * MiB);
         PooledMemoryManager m = manager(up, PoolSettings.defaults().withThreadCache(0));
         MemoryHandle h = m.allocate(4 * KiB, CPU);
@@ -228,7 +228,7 @@ class ReviewRacesTest {
 
     /** The free path: the ISE escapes deallocate after the handle was claimed: the block is lost. */
     @Test
-    void freeWhileTheViewIsInNativeIoLosesTheBlock() throws Exception {
+    void aBlockFreedWhileNativeIoUsesItsViewComesBackOnceTheViewCloses() throws Exception {
         HookedUpstream up = new HookedUpstream(64 * MiB);
         PooledMemoryManager m = manager(up, PoolSettings.defaults().withThreadCache(0));
         MemoryHandle keep = m.allocate(4 * KiB, CPU);
@@ -254,7 +254,7 @@ class ReviewRacesTest {
      * The fix of issue 8 only covers a submit() that throws synchronously.
      */
     @Test
-    void aCopyQueuedWhenTheStreamManagerClosesLeavesItsPinsForever() throws Exception {
+    void aCopyQueuedWhenTheStreamManagerClosesStillRunsAndUnpins() throws Exception {
         HookedUpstream up = new HookedUpstream(64 * MiB);
         HostStreamManager streams = new HostStreamManager(CPU);
         PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults(), streams);
@@ -307,7 +307,7 @@ class ReviewRacesTest {
      * 4096-aligned, although handleInfo says alignment 4096 (issue 5's cousin through the cache).
      */
     @Test
-    void aBlockFreedAfterTheAlignmentWasRaisedComesBackMisalignedFromTheCache() {
+    void aBlockFreedAfterTheAlignmentWasRaisedNeverComesBackMisaligned() {
         HookedUpstream up = new HookedUpstream(64 * MiB);
         PooledMemoryManager m = manager(up, PoolSettings.defaults());
         m.allocate(256, CPU);
@@ -331,7 +331,7 @@ class ReviewRacesTest {
      * check refuses: a refused configurePool still changed the figures (issue 22 is back).
      */
     @Test
-    void aRefusedConfigurationStillDrainsTheCallersCacheWhenAnotherPoolIsCached() {
+    void aRefusedConfigurationLeavesTheCachesAsTheyWere() {
         HookedUpstream up = new HookedUpstream(64 * MiB);
         PooledMemoryManager m = manager(up, PoolSettings.defaults());
         MemoryHandle live = m.allocate(64 * KiB, CPU);
@@ -351,7 +351,7 @@ class ReviewRacesTest {
      * maxSize 64 KiB is refused, saying "its live blocks already use 131072 bytes".
      */
     @Test
-    void aValidMaxSizeIsRefusedBecauseAnotherThreadCachesBlocks() throws Exception {
+    void aMaxSizeAboveTheLiveBytesIsAcceptedWhateverOtherThreadsCache() throws Exception {
         HookedUpstream up = new HookedUpstream(64 * MiB);
         PooledMemoryManager m = manager(up, PoolSettings.defaults());
         CompletableFuture<Void> cached = new CompletableFuture<>();
@@ -383,7 +383,7 @@ class ReviewRacesTest {
      * forever (until close, which reports it as a leak).
      */
     @Test
-    void anObserverThatThrowsAnErrorLeaksTheAllocationThatChangedTheLevel() {
+    void anObserverThatThrowsAnErrorCostsNoAllocation() {
         HookedUpstream up = new HookedUpstream(64 * MiB);
         PooledMemoryManager m = manager(up, config(pool(4 * MiB, 4 * MiB, 256)),
                 PoolSettings.defaults().withCapacity(4 * MiB), null);
@@ -398,7 +398,7 @@ class ReviewRacesTest {
     }
 
     @Test
-    void anObserverThatThrowsAnErrorLeavesALiveBlockNobodyHolds() {
+    void anObserverThatThrowsAnErrorLeavesNoUnheldBlock() {
         HookedUpstream up = new HookedUpstream(64 * MiB);
         PooledMemoryManager m = manager(up, config(pool(4 * MiB, 4 * MiB, 256)),
                 PoolSettings.defaults().withCapacity(4 * MiB), null);
@@ -422,7 +422,7 @@ class ReviewRacesTest {
      * callback waits for. The issue asks that a callback that blocks cannot stall allocation.
      */
     @Test
-    void aBlockingPressureCallbackStallsOtherThreadsFrees() throws Exception {
+    void aBlockingPressureCallbackStallsNoOtherThreadsFree() throws Exception {
         HookedUpstream up = new HookedUpstream(64 * MiB);
         PooledMemoryManager m = manager(up, config(pool(4 * MiB, 4 * MiB, 256)),
                 PoolSettings.defaults().withCapacity(4 * MiB).withThreadCache(0), null);
@@ -460,7 +460,7 @@ class ReviewRacesTest {
 
     /** A waiter for a growth that fails is woken and fails too (no sleep forever). Holds. */
     @Test
-    void heldUp_aWaiterForAGrowthThatFailsIsWokenAndFails() throws Exception {
+    void aWaiterForAGrowthThatFailsIsWokenAndFails() throws Exception {
         HookedUpstream up = new HookedUpstream(8 * MiB);
         PooledMemoryManager m = manager(up, config(pool(4 * MiB, 4 * MiB, 256)), PoolSettings.defaults(), null);
         DeviceChunk squatter = up.reserve(7 * MiB); // the device has room on paper, not in fact
@@ -483,7 +483,7 @@ class ReviewRacesTest {
 
     /** A waiter for a growth is woken by close and told the device is unavailable; the growth's chunk goes back. Holds. */
     @Test
-    void heldUp_closeWakesAGrowthWaiter() throws Exception {
+    void closeWakesAGrowthWaiter() throws Exception {
         HookedUpstream up = new HookedUpstream(64 * MiB);
         PooledMemoryManager m = manager(up, PoolSettings.defaults());
         Pause reserve = up.pauseNext(Call.RESERVE);
@@ -545,7 +545,7 @@ class ReviewRacesTest {
      * close waits its 30 s and then never releases the pool's chunks nor closes the upstream.
      */
     @Test
-    void aFailedScrubFillLeavesAPinThatNoCloseEverEnds() {
+    void aFailedScrubLeavesNoPinAndCloseReleasesEverything() {
         HookedUpstream hooked = new HookedUpstream(64 * MiB);
         FlakyUpstream up = new FlakyUpstream(hooked);
         PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)),
@@ -567,7 +567,7 @@ class ReviewRacesTest {
 
     /** zeroing=on-allocate: the fill fails after the handle was registered; allocate throws, the block is live and unreachable. */
     @Test
-    void aFailedZeroingFillOnAllocateLeavesALiveBlockNobodyHolds() {
+    void aFailedZeroingFillOnAllocateFailsTheAllocationAndFreesTheBlock() {
         HookedUpstream hooked = new HookedUpstream(64 * MiB);
         FlakyUpstream up = new FlakyUpstream(hooked);
         PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)),
@@ -589,7 +589,7 @@ class ReviewRacesTest {
      * live.
      */
     @Test
-    void createMappingRacingAFreeOfItsGuessedHandleLeaksTheBlock() throws Exception {
+    void createMappingRacingAFreeOfItsGuessedHandleLeaksNoBlock() throws Exception {
         long seed = Long.getLong("ferrum.review.seed", 42L);
         java.util.Random rnd = new java.util.Random(seed);
         HookedUpstream up = new HookedUpstream(256 * MiB);

@@ -13,8 +13,9 @@ import java.lang.invoke.VarHandle;
  * cache of a thread that has died.
  *
  * <p>Up to {@link #MAX_CLASS} (256 KiB), requests are rounded up to a size class (16 B steps below
- * 256 B, then 16 steps per power of two, never finer than the pool alignment) and a bin holds blocks
- * of exactly its class size. Above it, up to {@link #MAX_BLOCK} (4 MiB), blocks keep their exact
+ * 256 B, then 16 steps per power of two, never finer than the pool alignment) and a bin below
+ * MAX_CLASS holds blocks of exactly its class size; MAX_CLASS's own bin is also the first bin of the
+ * exact sizes above it, so a 256 KiB request may get a block up to one step (16 KiB) larger. Above it, up to {@link #MAX_BLOCK} (4 MiB), blocks keep their exact
  * size (rounding 1 MiB requests by up to 1/16 would waste more than the cache saves) and a bin holds
  * any block between its class size and the next one: a request takes the first block in its own bin
  * that is large enough, else any block of the next bin, so a reused block is at most two steps
