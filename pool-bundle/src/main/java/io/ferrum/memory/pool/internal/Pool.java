@@ -280,7 +280,6 @@ public final class Pool {
         b.allocationSite = null;
         b.freePending = false;
         b.scrubbed = false;
-        b.names = 0;
         coalesceAndList(b);
     }
 
