@@ -40,10 +40,13 @@ public interface MemoryRouter {
     void copy(MemoryTransfer transfer);
 
     /**
-     * Copies asynchronously between handles of any two devices.
+     * Copies asynchronously between handles of any two devices. Within one device the copy is
+     * ordered on the stream; between two devices it runs on a router thread, and the stream is only
+     * checked to be the destination device's.
      *
      * @param transfer what to copy (checked before this method returns)
      * @param stream   a stream of the destination's device, or {@code null} for the default stream
+     *                 (another stream is refused with {@link InvalidMemoryRequestException})
      * @return a stage that completes when the bytes have arrived
      */
     CompletionStage<Void> copyAsync(MemoryTransfer transfer, StreamHandle stream);

@@ -28,7 +28,6 @@ import java.util.stream.Collectors;
 import javax.inject.Inject;
 
 import org.junit.After;
-import org.junit.Ignore;
 import org.junit.Test;
 import org.junit.runner.RunWith;
 import org.ops4j.pax.exam.Configuration;
@@ -103,7 +102,7 @@ public class LifecycleUnderTrafficIT {
      *       #aStoppedRouterNeverSaysThatALiveBlockWasReleased}).</li>
      * </ul>
      */
-    private static final Set<Integer> OPEN_DEFECTS = Set.of(20);
+    private static final Set<Integer> OPEN_DEFECTS = Set.of();
 
     private enum Cycle { STOP_START, UPDATE, REINSTALL }
 
@@ -203,8 +202,6 @@ public class LifecycleUnderTrafficIT {
      * between rounds, as a pooled thread waits for work) while the pool bundle is updated.
      */
     @Test
-    @Ignore("defect 19 of issue 13: a thread that allocated through a pool revision keeps it in memory after an"
-            + " update (per-manager ThreadLocal caches; close() removes only the closing thread's); enable once fixed")
     public void anUpdatedPoolRevisionIsCollectedWhileAThreadThatUsedItLives() throws Exception {
         awaitServing("at start");
         startTraffic();
@@ -234,8 +231,6 @@ public class LifecycleUnderTrafficIT {
      * must refuse, saying it is stopped, and the block stays with its manager.
      */
     @Test
-    @Ignore("defect 20 of issue 13: a stopped router refuses to free a block live on cpu:0, saying its device went"
-            + " away and its memory was released; enable once fixed")
     public void aStoppedRouterNeverSaysThatALiveBlockWasReleased() throws Exception {
         awaitServing("at start");
         ServiceReference<?> ref = services(ApiRevision.ROUTER).iterator().next();

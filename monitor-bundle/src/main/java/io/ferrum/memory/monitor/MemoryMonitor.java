@@ -873,6 +873,11 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         if (r.sameManager()) {
             return r.src.copyAsync(transfer, stream);
         }
+        if (stream != null && !stream.isDefault()) {
+            // The stream must be the destination device's, as the contract says: a zero-byte copy on the
+            // destination's manager has it checked there (an unknown or foreign stream is refused).
+            r.dst.copyAsync(MemoryTransfer.of(transfer.dst(), transfer.dst(), 0), stream);
+        }
         // Between managers the copy runs on a monitor thread; stream ordering applies within one device only.
         try {
             return CompletableFuture.runAsync(() -> hostCopy(r, transfer), workers);

@@ -230,7 +230,7 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         }
         long seq = sequenceOf(id);
         if (seq > 0 && seq <= Math.min(n.streams.get(), sequenceLimit)) {
-            return new InvalidMemoryRequestException("Stream " + id + " on " + device + " was already destroyed");
+            return new InvalidMemoryRequestException("The stream " + id + " on " + device + " was already destroyed");
         }
         return new InvalidMemoryRequestException("Unknown stream " + id + " on " + device
                 + ": it was never created here; create it with createStream");
@@ -245,8 +245,8 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
             return new InvalidMemoryRequestException(foreign("Event", id));
         }
         if (!isEventId(id)) {
-            return new InvalidMemoryRequestException("Id " + id + " on " + device
-                    + " is a stream, not an event: record an event with recordEvent");
+            return new InvalidMemoryRequestException("Unknown event " + id + " on " + device
+                    + ": that id is a stream's, not an event's; record an event with recordEvent");
         }
         return new InvalidMemoryRequestException("Event " + id + " was never recorded on " + device
                 + ": record it with recordEvent on this stream manager first");
@@ -289,7 +289,7 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         }
         stream(handle);
         if (streams.remove(handle.id()) == null) {
-            throw new InvalidMemoryRequestException("Stream " + handle.id() + " on " + device + " was already destroyed");
+            throw new InvalidMemoryRequestException("The stream " + handle.id() + " on " + device + " was already destroyed");
         }
         // Work already submitted still runs to completion on the executor.
     }
