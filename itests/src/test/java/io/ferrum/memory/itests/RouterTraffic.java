@@ -326,8 +326,9 @@ final class RouterTraffic implements Runnable {
 
     /**
      * A block the round could not free normally: the router frees it, or must say why not. If it
-     * refuses, no running manager may still hold it (else the refusal was false, and a caller who
-     * believed it leaks the block): it is then freed there and the refusal is a failure.
+     * refuses while a running manager still holds the block, it must say that it is stopped and the
+     * block untouched; any other refusal is false (a caller who believed it would leak the block):
+     * the block is freed there and the refusal is a failure.
      */
     private void release(Object router, long id) {
         try {
@@ -341,7 +342,12 @@ final class RouterTraffic implements Runnable {
             }
             try {
                 String holder = freeWhereStillHeld(id);
-                if (holder != null) {
+                String message = String.valueOf(t.getMessage());
+                if (holder != null && message.contains("is stopped") && message.contains("untouched")) {
+                    // A true refusal: a stopped router says so and that the block stays live (defect 20's fix);
+                    // the caller frees it on the running router or its manager, as done here.
+                    refused("free through a stopped router, then on its manager: " + t.getClass().getSimpleName());
+                } else if (holder != null) {
                     falseRefusals.add(String.format("%s: the router refused to free block 0x%016x (%s: %s), but %s still"
                             + " held it; freed there", phase, id, t.getClass().getSimpleName(), t.getMessage(), holder));
                 } else {
