@@ -6,17 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.DefragmentationStats;
@@ -43,112 +40,7 @@ import io.ferrum.memory.pool.HookedUpstream.Pause;
  * or a growth) while another thread makes the call that raced with it. Each test failed on the
  * engine before its fix; the numbers in the names are the issue's.
  */
-class EngineRacesTest {
-    static final long KiB = 1024;
-    static final long MiB = 1024 * KiB;
-    static final Device CPU = Device.cpu();
-
-    private final List<AutoCloseable> toClose = new ArrayList<>();
-    private final List<Thread> threads = new ArrayList<>();
-
-    @AfterEach
-    void closeAll() throws Exception {
-        for (Thread t : threads) {
-            t.join(TimeUnit.SECONDS.toMillis(30));
-        }
-        for (AutoCloseable c : toClose) {
-            c.close();
-        }
-    }
-
-    static MemoryPoolConfig pool(long initial, long growth, long alignment) {
-        return MemoryPoolConfig.builder().initialSize(initial).growthIncrement(growth).alignment(alignment).build();
-    }
-
-    static MemoryManagerConfig config(MemoryPoolConfig general) {
-        return MemoryManagerConfig.defaults().withPoolConfig(MemoryType.GENERAL, general).withAutoGc(false, 0.85);
-    }
-
-    PooledMemoryManager manager(DeviceUpstream up, MemoryManagerConfig cfg, PoolSettings settings, HostStreamManager streams) {
-        PooledMemoryManager m = PooledMemoryManager.create(up, cfg, settings, streams);
-        toClose.add(0, m);
-        return m;
-    }
-
-    PooledMemoryManager manager(DeviceUpstream up, PoolSettings settings) {
-        return manager(up, config(pool(MiB, MiB, 256)), settings, null);
-    }
-
-    HostStreamManager streams() {
-        HostStreamManager s = new HostStreamManager(CPU);
-        toClose.add(s);
-        return s;
-    }
-
-    /** Starts {@code body} on a new thread; its outcome is the returned future. */
-    <T> CompletableFuture<T> start(String name, Callable<T> body) {
-        CompletableFuture<T> out = new CompletableFuture<>();
-        Thread t = new Thread(() -> {
-            try {
-                out.complete(body.call());
-            } catch (Throwable e) {
-                out.completeExceptionally(e);
-            }
-        }, name);
-        threads.add(t);
-        t.start();
-        return out;
-    }
-
-    /** Waits (at most 30 s) until {@code t} is parked or has ended: it waits for a lock, a condition or a growth. */
-    static void awaitParked(Thread t) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING
-                && t.getState() != Thread.State.TERMINATED) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError(t.getName() + " never parked: " + t.getState());
-            }
-            Thread.onSpinWait();
-        }
-    }
-
-    static void fill(PooledMemoryManager m, MemoryHandle h, byte value) {
-        MemorySegment s = m.mapMemory(h, MemoryAccess.WRITE_ONLY);
-        s.fill(value);
-        m.unmapMemory(h);
-    }
-
-    /** @return the first byte of {@code h} that is not {@code value}, as "offset=byte", or null if none */
-    static String firstOtherThan(PooledMemoryManager m, MemoryHandle h, byte value) {
-        MemorySegment s = m.mapMemory(h, MemoryAccess.READ_ONLY);
-        try {
-            for (long i = 0; i < s.byteSize(); i++) {
-                byte b = s.get(ValueLayout.JAVA_BYTE, i);
-                if (b != value) {
-                    return i + "=" + b;
-                }
-            }
-            return null;
-        } finally {
-            m.unmapMemory(h);
-        }
-    }
-
-    /**
-     * Makes the {@code type} pool hold a block that defragmentation will slide down, then starts a
-     * defragmentation whose first copy pauses: while the pause holds, that pool's lock is taken.
-     */
-    Pause holdPoolLock(PooledMemoryManager m, HookedUpstream up, MemoryType type) throws InterruptedException {
-        MemoryHandle hole = m.allocate(4 * KiB, type, CPU);
-        m.allocate(4 * KiB, type, CPU);
-        m.deallocate(hole);
-        m.trim(); // the freed block leaves this thread's cache: the pool has a hole
-        Pause p = up.pauseNext(Call.COPY);
-        start("defragment", () -> m.defragment(CPU).toCompletableFuture().get(60, TimeUnit.SECONDS));
-        p.awaitArrival();
-        return p;
-    }
-
+class EngineRacesTest extends RaceHarness {
     // ------------------------------------------------------------------ 1
 
     @Test

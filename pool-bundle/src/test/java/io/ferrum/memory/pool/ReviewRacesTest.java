@@ -8,17 +8,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.channels.Pipe;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.Device;
@@ -26,7 +23,6 @@ import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryHandleInfo;
 import io.ferrum.memory.api.MemoryInfo;
-import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryMapping;
 import io.ferrum.memory.api.MemoryObserver;
 import io.ferrum.memory.api.MemoryPoolConfig;
@@ -45,71 +41,7 @@ import io.ferrum.memory.pool.HookedUpstream.Pause;
  * released memory: use after release is detected through the test upstream's violations,
  * upstream.liveBytes() and scope().isAlive().
  */
-class ReviewRacesTest {
-    static final long KiB = 1024;
-    static final long MiB = 1024 * KiB;
-    static final Device CPU = Device.cpu();
-
-    private final List<AutoCloseable> toClose = new ArrayList<>();
-    private final List<Thread> threads = new ArrayList<>();
-
-    @AfterEach
-    void closeAll() throws Exception {
-        for (Thread t : threads) {
-            t.join(TimeUnit.SECONDS.toMillis(30));
-        }
-        for (AutoCloseable c : toClose) {
-            try {
-                c.close();
-            } catch (Exception | Error ignored) {
-                // a finding may leave a manager that cannot close
-            }
-        }
-    }
-
-    static MemoryPoolConfig pool(long initial, long growth, long alignment) {
-        return MemoryPoolConfig.builder().initialSize(initial).growthIncrement(growth).alignment(alignment).build();
-    }
-
-    static MemoryManagerConfig config(MemoryPoolConfig general) {
-        return MemoryManagerConfig.defaults().withPoolConfig(MemoryType.GENERAL, general).withAutoGc(false, 0.85);
-    }
-
-    PooledMemoryManager manager(DeviceUpstream up, MemoryManagerConfig cfg, PoolSettings settings, HostStreamManager streams) {
-        PooledMemoryManager m = PooledMemoryManager.create(up, cfg, settings, streams);
-        toClose.add(0, m);
-        return m;
-    }
-
-    PooledMemoryManager manager(DeviceUpstream up, PoolSettings settings) {
-        return manager(up, config(pool(MiB, MiB, 256)), settings, null);
-    }
-
-    <T> CompletableFuture<T> start(String name, Callable<T> body) {
-        CompletableFuture<T> out = new CompletableFuture<>();
-        Thread t = new Thread(() -> {
-            try {
-                out.complete(body.call());
-            } catch (Throwable e) {
-                out.completeExceptionally(e);
-            }
-        }, name);
-        threads.add(t);
-        t.start();
-        return out;
-    }
-
-    static void awaitParked(Thread t) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING
-                && t.getState() != Thread.State.TERMINATED) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError(t.getName() + " never parked: " + t.getState());
-            }
-            Thread.onSpinWait();
-        }
-    }
-
+class ReviewRacesTest extends RaceHarness {
     /** Waits until {@code t} is blocked in a native read (its session acquired by NIO). */
     static void awaitInNativeRead(Thread t) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
