@@ -370,7 +370,15 @@ final class RouterTraffic implements Runnable {
             try {
                 ApiRevision m = revisionOf(manager);
                 if (m.owns(manager, id)) {
-                    m.free(manager, id);
+                    try {
+                        m.free(manager, id);
+                    } catch (RuntimeException e) {
+                        if (e.getClass().getSimpleName().equals("DeviceUnavailableException")) {
+                            // The manager closed between owns and free: its close released the block.
+                            continue;
+                        }
+                        throw e;
+                    }
                     return String.valueOf(ref.getProperty(ApiRevision.DEVICE_PROPERTY));
                 }
             } finally {
