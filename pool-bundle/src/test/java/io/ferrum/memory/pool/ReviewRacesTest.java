@@ -177,6 +177,37 @@ class ReviewRacesTest extends RaceHarness {
                 + "); handles()=" + m.handles() + "; view alive=" + view.scope().isAlive());
     }
 
+    /**
+     * Found in the last look at the change: a block pinned by a copy, mapped, its view in an NIO
+     * read, then freed: the free parks it (its view cannot close), and the copy's unpin released it
+     * anyway, under the live view.
+     */
+    @Test
+    void aCopyEndingOnABlockWhoseViewIsStuckDoesNotReleaseItUnderTheView() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        HostStreamManager streams = streams();
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults().withThreadCache(0), streams);
+        MemoryHandle h = m.allocate(4 * KiB, CPU);
+        MemoryHandle other = m.allocate(4 * KiB, CPU);
+        MemorySegment view = m.mapMemory(h, MemoryAccess.READ_WRITE);
+        Pipe pipe = blockReadInto(view);
+        StreamHandle s = streams.createStream(CPU);
+        Pause copy = up.pauseNext(Call.COPY);
+        CompletableFuture<Void> done = m.copyAsync(MemoryTransfer.of(h, other, 4 * KiB), s).toCompletableFuture();
+        copy.awaitArrival();
+        m.deallocate(h); // pinned and its view in use: parked
+        copy.release();
+        done.get(30, TimeUnit.SECONDS);
+        assertTrue(view.scope().isAlive(), "the view is still in the native read");
+        assertEquals(8 * KiB, m.memoryInfo().usedBytes(), "the block stays out of use while its view is open");
+        pipe.source().close();
+        threads.get(threads.size() - 1).join(30_000);
+        m.trim(); // tries the parked view again
+        assertFalse(view.scope().isAlive());
+        assertEquals(4 * KiB, m.memoryInfo().usedBytes());
+        assertEquals("", up.violations.toString());
+    }
+
     // ================================================================== B. work a closed stream manager refuses later
 
     /**

@@ -863,7 +863,9 @@ public final class PoolEngine implements PooledMemoryManager {
                 // of use until the view can close, which is tried again on the pool's next free, trim,
                 // defragmentation or close.
                 b.freePending = true;
-                pool.stuckViews.add(b);
+                if (!pool.stuckViews.contains(b)) {
+                    pool.stuckViews.add(b);
+                }
                 return;
             }
             if (pool.closed) {
@@ -1047,7 +1049,9 @@ public final class PoolEngine implements PooledMemoryManager {
             List<DeviceChunk> release = null;
             pool.acquire();
             try {
-                if (b.pins == 1 && b.freePending && !pool.closed) {
+                // A freed block whose views a native operation holds open (b.mapping kept) stays out of
+                // use: the pool gives it back once the views close (Pool.stuckViews).
+                if (b.pins == 1 && b.freePending && b.mapping == null && !pool.closed) {
                     if (settings.zeroing() == ZeroingPolicy.ON_FREE && !b.scrubbed) {
                         scrub = true; // keeps its pin for the scrub
                     } else {
