@@ -134,6 +134,52 @@ public interface DeviceMemoryManager extends AutoCloseable {
     }
 
     /**
+     * A snapshot cheap enough to take on every allocation: what the router and strategies read.
+     * Each figure is exact at some instant of the call, but the figures need not come from the same
+     * instant, and the fragmentation ratio may be the one of the last {@link #memoryInfo()}.
+     * Managers that keep lock-free counters override this; the default is {@link #memoryInfo()}.
+     *
+     * @return the snapshot
+     * @throws DeviceUnavailableException once closed
+     * @since 1.1
+     */
+    default MemoryInfo quickInfo() {
+        return memoryInfo();
+    }
+
+    /**
+     * @return the ids this manager issues; {@link HandleSpace#ANY} when it does not say, and then a
+     *         router asks {@link #owns(MemoryHandle)}. The space never changes for one manager.
+     * @since 1.1
+     */
+    default HandleSpace handleSpace() {
+        return HandleSpace.ANY;
+    }
+
+    /**
+     * Adds an observer told of this device's pressure changes through {@link
+     * MemoryObserver#pressureChanged}, with the same rules as the {@linkplain #setPressureCallback
+     * pressure callback} (edge-triggered, outside the manager's locks, after that callback; a
+     * throwing observer is logged and stays). Its other methods are not called by the manager. Adding
+     * an observer twice adds it once.
+     *
+     * @param observer the observer, not null
+     * @return true if this manager will tell the observer; false if it does not report pressure to
+     *         observers (the default), and then the caller must derive levels from {@link #quickInfo()}
+     * @since 1.1
+     */
+    default boolean addPressureObserver(MemoryObserver observer) {
+        return false;
+    }
+
+    /**
+     * @param observer an observer added before; unknown ones are ignored
+     * @since 1.1
+     */
+    default void removePressureObserver(MemoryObserver observer) {
+    }
+
+    /**
      * @param handle any handle, even an invalid one
      * @return the block's information, or empty if the handle is not a live block of this manager
      */

@@ -261,7 +261,7 @@ public final class OsgiTimings {
         p.put(Constants.FRAMEWORK_STORAGE, work.resolve("cache").toString());
         p.put(Constants.FRAMEWORK_STORAGE_CLEAN, Constants.FRAMEWORK_STORAGE_CLEAN_ONFIRSTINIT);
         // The API comes from the classpath, so that this program and the bundles share its classes.
-        p.put(Constants.FRAMEWORK_SYSTEMPACKAGES_EXTRA, "io.ferrum.memory.api;version=1.0.0");
+        p.put(Constants.FRAMEWORK_SYSTEMPACKAGES_EXTRA, "io.ferrum.memory.api;version=1.1.0");
         p.put("felix.fileinstall.dir", work.resolve("plugins").toString());
         p.put("felix.fileinstall.poll", POLL_MS);
         p.put("felix.fileinstall.noInitialDelay", "true");

@@ -61,7 +61,7 @@ final class DeviceRegistry {
         list.add(e);
         list.sort(PRECEDENCE);
         if (e.manager instanceof PooledMemoryManager p) {
-            departed.remove(p.handlePrefix());
+            departed.remove(p.handleSpace().prefix());
         }
         publish();
         return new Change(e.device, before, active.get(e.device));
@@ -78,7 +78,7 @@ final class DeviceRegistry {
             }
         }
         if (manager instanceof PooledMemoryManager p) {
-            departed.put(p.handlePrefix(), device);
+            departed.put(p.handleSpace().prefix(), device);
         }
         publish();
         return new Change(device, before, active.get(device));
@@ -92,7 +92,7 @@ final class DeviceRegistry {
             a.put(e.getKey(), e.getValue().get(0).manager);
             for (Entry x : e.getValue()) {
                 if (x.manager instanceof PooledMemoryManager p) {
-                    prefixes.put(p.handlePrefix(), p);
+                    prefixes.put(p.handleSpace().prefix(), p);
                 } else {
                     others.add(x.manager);
                 }

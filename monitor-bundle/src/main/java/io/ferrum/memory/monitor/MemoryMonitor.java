@@ -145,7 +145,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     public void deactivate() {
         stopped = true;
         for (Map.Entry<DeviceMemoryManager, MemoryObserver> e : engineListeners.entrySet()) {
-            ((PooledMemoryManager) e.getKey()).removeObserver(e.getValue());
+            e.getKey().removePressureObserver(e.getValue());
         }
         engineListeners.clear();
         sampler.shutdownNow();
@@ -261,14 +261,14 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
                 }
             };
             engineListeners.put(manager, listener);
-            pooled.addObserver(listener);
+            pooled.addPressureObserver(listener);
         }
     }
 
     private void unsubscribe(DeviceMemoryManager manager) {
         MemoryObserver listener = engineListeners.remove(manager);
         if (listener != null) {
-            ((PooledMemoryManager) manager).removeObserver(listener);
+            manager.removePressureObserver(listener);
         }
     }
 

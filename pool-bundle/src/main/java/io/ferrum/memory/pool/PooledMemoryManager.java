@@ -4,7 +4,6 @@ import org.osgi.annotation.versioning.ProviderType;
 
 import io.ferrum.memory.api.AdvancedMemoryManager;
 import io.ferrum.memory.api.MemoryManagerConfig;
-import io.ferrum.memory.api.MemoryObserver;
 import io.ferrum.memory.pool.internal.PoolEngine;
 
 /**
@@ -31,17 +30,6 @@ public interface PooledMemoryManager extends AdvancedMemoryManager {
         return new PoolEngine(upstream, config, settings, streams);
     }
 
-    /**
-     * A snapshot taken without locks, for decisions made on every allocation (the router's
-     * strategies): used, free, reserved and allocations come from the engine's atomic counters (each
-     * exact; reserved may include a chunk being reserved at that moment), the fragmentation ratio is
-     * the one computed by the last {@link #memoryInfo()}.
-     *
-     * @return the snapshot
-     * @throws io.ferrum.memory.api.DeviceUnavailableException once closed
-     */
-    io.ferrum.memory.api.MemoryInfo quickInfo();
-
     /** @return the backend name of the upstream ({@code ffm}, ...) */
     String backendName();
 
@@ -52,20 +40,6 @@ public interface PooledMemoryManager extends AdvancedMemoryManager {
      */
     long trim();
 
-    /**
-     * Adds an observer told of this device's pressure changes (edge-triggered, outside the
-     * allocation locks, after the pressure callback). Used by the global monitor.
-     *
-     * @param observer the observer; its other methods are not called by the manager
-     */
-    void addObserver(MemoryObserver observer);
-
-    /** @param observer an observer added before; unknown ones are ignored */
-    void removeObserver(MemoryObserver observer);
-
     /** @return true once {@link #close()} has run */
     boolean isClosed();
-
-    /** @return the {@link io.ferrum.memory.api.MemoryHandle#id()} bits common to every handle of this manager */
-    long handlePrefix();
 }

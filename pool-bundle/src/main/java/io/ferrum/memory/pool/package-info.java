@@ -7,5 +7,5 @@
  * threads for devices whose copies are driven from the host.
  */
 @org.osgi.annotation.bundle.Export
-@org.osgi.annotation.versioning.Version("1.0.0")
+@org.osgi.annotation.versioning.Version("2.0.0")
 package io.ferrum.memory.pool;

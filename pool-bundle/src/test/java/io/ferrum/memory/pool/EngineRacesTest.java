@@ -442,7 +442,7 @@ class EngineRacesTest extends RaceHarness {
                 }
             }
         });
-        m.addObserver(new io.ferrum.memory.api.MemoryObserver() {
+        m.addPressureObserver(new io.ferrum.memory.api.MemoryObserver() {
             @Override
             public void pressureChanged(Device d, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
                 throw new NoClassDefFoundError("a stopped bundle's class");

@@ -551,7 +551,8 @@ class PoolEngineTest {
     void handlesAreUniqueAcrossManagersAndNeverComeBack() {
         PooledMemoryManager m1 = manager(new ArenaUpstream(64 * MiB), pool(MiB, MiB));
         PooledMemoryManager m2 = manager(new ArenaUpstream(64 * MiB), pool(MiB, MiB));
-        assertNotEquals(m1.handlePrefix(), m2.handlePrefix());
+        assertNotEquals(m1.handleSpace(), m2.handleSpace());
+        assertTrue(m1.handleSpace().isBounded());
         Set<MemoryHandle> seen = new HashSet<>();
         for (int i = 0; i < 1000; i++) {
             MemoryHandle h = m1.allocate(16, CPU);
@@ -561,7 +562,8 @@ class PoolEngineTest {
             assertThrows(InvalidHandleException.class, () -> m1.deallocate(h));
         }
         for (MemoryHandle h : seen) {
-            assertTrue((h.id() & ~((1L << 44) - 1)) == m1.handlePrefix() || m2.owns(h));
+            assertTrue(m1.handleSpace().contains(h.id()) != m2.handleSpace().contains(h.id()));
+            assertTrue(m1.handleSpace().contains(h.id()) || m2.owns(h));
         }
     }
 
@@ -684,7 +686,7 @@ class PoolEngineTest {
         List<MemoryPressure> seen = new CopyOnWriteArrayList<>();
         List<String> observed = new CopyOnWriteArrayList<>();
         m.setPressureCallback(seen::add);
-        m.addObserver(new MemoryObserver() {
+        m.addPressureObserver(new MemoryObserver() {
             @Override
             public void pressureChanged(Device d, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
                 observed.add(previous + ">" + current + "@" + Math.round(info.utilizationPercent()));

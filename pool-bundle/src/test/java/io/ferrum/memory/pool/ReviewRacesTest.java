@@ -350,7 +350,7 @@ class ReviewRacesTest extends RaceHarness {
         HookedUpstream up = new HookedUpstream(64 * MiB);
         PooledMemoryManager m = manager(up, config(pool(4 * MiB, 4 * MiB, 256)),
                 PoolSettings.defaults().withCapacity(4 * MiB), null);
-        m.addObserver(new MemoryObserver() {
+        m.addPressureObserver(new MemoryObserver() {
             @Override
             public void pressureChanged(Device device, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
                 throw new AssertionError("a buggy observer");
@@ -365,7 +365,7 @@ class ReviewRacesTest extends RaceHarness {
         HookedUpstream up = new HookedUpstream(64 * MiB);
         PooledMemoryManager m = manager(up, config(pool(4 * MiB, 4 * MiB, 256)),
                 PoolSettings.defaults().withCapacity(4 * MiB), null);
-        m.addObserver(new MemoryObserver() {
+        m.addPressureObserver(new MemoryObserver() {
             @Override
             public void pressureChanged(Device device, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
                 throw new AssertionError("a buggy observer");

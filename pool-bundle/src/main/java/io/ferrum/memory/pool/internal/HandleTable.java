@@ -5,6 +5,7 @@ import java.lang.invoke.VarHandle;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicLong;
 
+import io.ferrum.memory.api.HandleSpace;
 import io.ferrum.memory.api.MemoryException;
 
 /**
@@ -86,6 +87,12 @@ public final class HandleTable {
     }
 
     /** @return this table's manager number (never 0), the top bits of every id it issues */
+    /** @return the ids this table issues: every id whose manager bits are this table's number */
+    public HandleSpace space() {
+        long mask = -1L << (SLOT_BITS + GEN_BITS);
+        return new HandleSpace(managerId << (SLOT_BITS + GEN_BITS), mask);
+    }
+
     public long managerId() {
         return managerId;
     }

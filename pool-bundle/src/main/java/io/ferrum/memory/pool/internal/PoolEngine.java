@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalDouble;
 import java.util.concurrent.CompletableFuture;
@@ -25,6 +26,7 @@ import java.util.function.Consumer;
 import io.ferrum.memory.api.DefragmentationStats;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.HandleSpace;
 import io.ferrum.memory.api.InvalidHandleException;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryAccess;
@@ -1287,8 +1289,8 @@ public final class PoolEngine implements PooledMemoryManager {
     }
 
     @Override
-    public long handlePrefix() {
-        return handles.managerId() << 44;
+    public HandleSpace handleSpace() {
+        return handles.space();
     }
 
     @Override
@@ -1449,14 +1451,14 @@ public final class PoolEngine implements PooledMemoryManager {
     }
 
     @Override
-    public void addObserver(MemoryObserver observer) {
-        if (observer != null) {
-            observers.addIfAbsent(observer);
-        }
+    public boolean addPressureObserver(MemoryObserver observer) {
+        Objects.requireNonNull(observer, "observer");
+        observers.addIfAbsent(observer);
+        return true;
     }
 
     @Override
-    public void removeObserver(MemoryObserver observer) {
+    public void removePressureObserver(MemoryObserver observer) {
         observers.remove(observer);
     }
 
