@@ -77,12 +77,11 @@ public final class BackendCommands {
     }
 
     private static String note(Bundle b, List<String> devices) {
-        String reason = b.getHeaders().get(BACKEND_HEADER + "-Inactive-Reason");
         return switch (b.getState()) {
             case Bundle.INSTALLED -> "not resolved: a requirement is missing (see the framework log, or 'diag "
                     + b.getBundleId() + "')";
             case Bundle.RESOLVED -> "stopped: start it with 'start " + b.getBundleId() + "'";
-            case Bundle.ACTIVE -> devices.isEmpty() ? (reason != null ? reason : "active, but no device found (see the log)") : "";
+            case Bundle.ACTIVE -> devices.isEmpty() ? "active, but no device found (see the log)" : "";
             default -> "";
         };
     }
