@@ -10,10 +10,11 @@ import org.osgi.service.component.annotations.ComponentPropertyType;
 /**
  * The Gogo service properties of a command component: {@code @MemCommand({"alloc", "free"})}
  * sets {@code osgi.command.scope=mem} and one {@code osgi.command.function} per name, so the
- * scope is written once, here, for every command class of the bundle.
+ * scope is written once, here, for every command class of the bundle. Kept at run time so that a
+ * test can check that the functions named are exactly a class's public commands.
  */
 @ComponentPropertyType
-@Retention(RetentionPolicy.CLASS)
+@Retention(RetentionPolicy.RUNTIME)
 @Target(ElementType.TYPE)
 @interface MemCommand {
 

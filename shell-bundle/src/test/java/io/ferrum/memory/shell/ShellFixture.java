@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
@@ -32,6 +33,7 @@ import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryHandleInfo;
 import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryPressure;
 import io.ferrum.memory.api.MemoryRouter;
 import io.ferrum.memory.api.MemoryTransfer;
@@ -39,7 +41,6 @@ import io.ferrum.memory.api.StreamHandle;
 import io.ferrum.memory.pool.ArenaUpstream;
 import io.ferrum.memory.pool.PoolSettings;
 import io.ferrum.memory.pool.PooledMemoryManager;
-import io.ferrum.memory.api.MemoryManagerConfig;
 
 /**
  * Real parts for the command tests: two pool managers ({@code cpu:0}, {@code cpu:1}) over
@@ -109,7 +110,7 @@ final class ShellFixture implements AutoCloseable {
         private final Map<Device, DeviceMemoryManager> managers;
 
         Directory(Map<Device, ? extends DeviceMemoryManager> managers) {
-            this.managers = new LinkedHashMap<>(new java.util.TreeMap<>(managers));
+            this.managers = new LinkedHashMap<>(new TreeMap<>(managers));
         }
 
         private DeviceMemoryManager ownerOf(MemoryHandle h) {
