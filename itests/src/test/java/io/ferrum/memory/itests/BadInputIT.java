@@ -20,6 +20,7 @@ import javax.inject.Inject;
 
 import org.apache.felix.service.command.CommandProcessor;
 import org.apache.felix.service.command.CommandSession;
+import org.apache.felix.service.command.Converter;
 import org.junit.Test;
 import org.junit.runner.RunWith;
 import org.ops4j.pax.exam.Configuration;
@@ -113,12 +114,15 @@ public class BadInputIT {
                     .replace("{destroyed}", Long.toString(destroyed.id()));
         }
 
-        /** @return what a Gogo command printed */
+        /** @return what the Gogo shell shows for a command: what it printed, then its value as the shell formats it */
         String run(String command) throws Exception {
             ByteArrayOutputStream out = new ByteArrayOutputStream();
             PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8);
             try (CommandSession session = shell.createSession(new ByteArrayInputStream(new byte[0]), ps, ps)) {
-                session.execute(expand(command));
+                Object value = session.execute(expand(command));
+                if (value != null) {
+                    ps.println(session.format(value, Converter.INSPECT));
+                }
             }
             return out.toString(StandardCharsets.UTF_8);
         }

@@ -17,6 +17,7 @@ import javax.inject.Inject;
 
 import org.apache.felix.service.command.CommandProcessor;
 import org.apache.felix.service.command.CommandSession;
+import org.apache.felix.service.command.Converter;
 import org.junit.Test;
 import org.junit.runner.RunWith;
 import org.ops4j.pax.exam.Configuration;
@@ -53,11 +54,15 @@ public class ShellIT {
                 FerrumOptions.testSupport());
     }
 
+    /** @return what the Gogo shell shows for {@code command}: what it printed, then its value as the shell formats it */
     private String run(String command) throws Exception {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8);
         try (CommandSession session = processor.createSession(new ByteArrayInputStream(new byte[0]), ps, ps)) {
-            session.execute(command);
+            Object value = session.execute(command);
+            if (value != null) {
+                ps.println(session.format(value, Converter.INSPECT));
+            }
         }
         return out.toString(StandardCharsets.UTF_8);
     }

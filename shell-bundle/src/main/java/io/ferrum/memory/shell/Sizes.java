@@ -6,7 +6,11 @@ import java.util.regex.Pattern;
 
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 
-/** Byte sizes as people type them ({@code 4096}, {@code 64k}, {@code 64KiB}, {@code 512MiB}, {@code 2g}) and read them. */
+/**
+ * The shell's one parser and formatter of byte sizes: as people type them ({@code 4096}, {@code
+ * 64k}, {@code 64KiB}, {@code 512MiB}, {@code 2g}; binary units) and as they read them ({@code 64.0
+ * KiB}). Every size argument and every size a command shows goes through here.
+ */
 final class Sizes {
     private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*(?:([kmgtKMGT])(?:i?[bB])?|[bB])?");
     private static final String[] UNITS = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};

@@ -1,10 +1,15 @@
 package io.ferrum.memory.shell;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
-/** A plain text table: left-aligned first column, right-aligned numbers, two spaces between. */
-final class Table {
+/**
+ * A plain text table as a command's {@link Reply}: a header row, then one row per item; the first
+ * column left-aligned, the others right-aligned (they are mostly numbers), two spaces between,
+ * no trailing blanks and no final line end. Tests read its cells with {@link #column}.
+ */
+final class Table implements Reply {
     private final String[] header;
     private final List<String[]> rows = new ArrayList<>();
 
@@ -12,6 +17,11 @@ final class Table {
         this.header = header;
     }
 
+    /**
+     * @param cells one value per column, printed with {@code toString}; {@code null} or a missing
+     *              trailing cell is empty
+     * @return this table
+     */
     Table row(Object... cells) {
         String[] r = new String[header.length];
         for (int i = 0; i < r.length; i++) {
@@ -25,6 +35,19 @@ final class Table {
         return rows.isEmpty();
     }
 
+    /**
+     * @param name a column's header
+     * @return that column's cells, one per row, in row order
+     * @throws IllegalArgumentException if the table has no such column
+     */
+    List<String> column(String name) {
+        int i = Arrays.asList(header).indexOf(name);
+        if (i < 0) {
+            throw new IllegalArgumentException("No column '" + name + "' in " + List.of(header));
+        }
+        return rows.stream().map(r -> r[i]).toList();
+    }
+
     @Override
     public String toString() {
         int[] w = new int[header.length];
@@ -34,15 +57,16 @@ final class Table {
                 w[i] = Math.max(w[i], r[i].length());
             }
         }
-        StringBuilder sb = new StringBuilder();
-        line(sb, header, w);
+        List<String> lines = new ArrayList<>(rows.size() + 1);
+        lines.add(line(header, w));
         for (String[] r : rows) {
-            line(sb, r, w);
+            lines.add(line(r, w));
         }
-        return sb.toString();
+        return String.join(System.lineSeparator(), lines);
     }
 
-    private static void line(StringBuilder sb, String[] cells, int[] w) {
+    private static String line(String[] cells, int[] w) {
+        StringBuilder sb = new StringBuilder();
         for (int i = 0; i < cells.length; i++) {
             if (i > 0) {
                 sb.append("  ");
@@ -50,11 +74,6 @@ final class Table {
             String pad = " ".repeat(w[i] - cells[i].length());
             sb.append(i == 0 ? cells[i] + pad : pad + cells[i]);
         }
-        int end = sb.length();
-        while (end > 0 && sb.charAt(end - 1) == ' ') {
-            end--;
-        }
-        sb.setLength(end);
-        sb.append(System.lineSeparator());
+        return sb.toString().stripTrailing();
     }
 }

@@ -1,0 +1,140 @@
+package io.ferrum.memory.shell;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.apache.felix.service.command.Descriptor;
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.InvalidSyntaxException;
+import org.osgi.framework.ServiceReference;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.component.annotations.ReferenceCardinality;
+import org.osgi.service.component.annotations.ReferencePolicy;
+import org.osgi.service.component.annotations.ReferencePolicyOption;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.GlobalMemoryMonitor;
+import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.StreamHandle;
+import io.ferrum.memory.api.StreamManager;
+
+/**
+ * The device commands: {@code mem:devices}, {@code mem:info}, {@code mem:pressure} and {@code
+ * mem:streams}. They only read: figures from the monitor, a device's backend name from its
+ * manager's service properties, and the streams of every {@link StreamManager} service.
+ */
+@Component(service = DeviceCommands.class)
+@MemCommand(function = {"devices", "info", "pressure", "streams"})
+public final class DeviceCommands {
+    private final BundleContext context;
+
+    @Reference(cardinality = ReferenceCardinality.OPTIONAL, policy = ReferencePolicy.DYNAMIC,
+            policyOption = ReferencePolicyOption.GREEDY)
+    volatile GlobalMemoryMonitor monitor;
+
+    @Activate
+    public DeviceCommands(BundleContext context) {
+        this.context = context;
+    }
+
+    @Descriptor("List every memory device: backend, capacity, use, fragmentation and pressure")
+    public Reply devices() {
+        return Reply.attempt(() -> {
+            Map<Device, MemoryInfo> all = Services.monitor(monitor).globalMemoryInfo();
+            if (all.isEmpty()) {
+                return Reply.line("No memory devices. Start a backend bundle (mem:backends lists them).");
+            }
+            Table t = new Table("DEVICE", "BACKEND", "TOTAL", "USED", "FREE", "RESERVED", "ALLOCS", "FRAG", "PRESSURE");
+            all.forEach((d, i) -> t.row(d, backendOf(d), Sizes.human(i.totalBytes()), Sizes.human(i.usedBytes()),
+                    Sizes.human(i.freeBytes()), Sizes.human(i.reservedBytes()), i.activeAllocations(),
+                    percent(i.fragmentationRatio() * 100), i.pressureLevel()));
+            return t;
+        });
+    }
+
+    @Descriptor("Show everything known about every device")
+    public Reply info() {
+        return Reply.attempt(() -> {
+            List<String> lines = new ArrayList<>();
+            for (Device d : new TreeMap<>(Services.monitor(monitor).globalMemoryInfo()).keySet()) {
+                lines.addAll(info(d));
+            }
+            return lines.isEmpty() ? Reply.line("No memory devices. Start a backend bundle (mem:backends lists them).")
+                    : Reply.lines(lines);
+        });
+    }
+
+    @Descriptor("Show everything known about one device")
+    public Reply info(@Descriptor("the device, e.g. cpu:0") String device) {
+        return Reply.attempt(() -> Reply.lines(info(Device.parse(device))));
+    }
+
+    private List<String> info(Device d) {
+        MemoryInfo i = Services.manager(monitor, d).memoryInfo();
+        return List.of(
+                d + " (" + backendOf(d) + ")",
+                "  total        " + Sizes.human(i.totalBytes()) + " (" + i.totalBytes() + " bytes)",
+                "  used         " + Sizes.human(i.usedBytes()) + " (" + percent(i.utilizationPercent()) + ")",
+                "  free         " + Sizes.human(i.freeBytes()),
+                "  reserved     " + Sizes.human(i.reservedBytes()),
+                "  allocations  " + i.activeAllocations(),
+                "  fragmentation " + percent(i.fragmentationRatio() * 100),
+                "  bandwidth    " + (i.bandwidthGbps().isPresent()
+                        ? String.format(Locale.ROOT, "%.2f GB/s", i.bandwidthGbps().getAsDouble()) : "not measured yet"),
+                "  pressure     " + i.pressureLevel());
+    }
+
+    @Descriptor("Show the memory pressure of every device and overall")
+    public Reply pressure() {
+        return Reply.attempt(() -> {
+            GlobalMemoryMonitor m = Services.monitor(monitor);
+            Table t = new Table("DEVICE", "USED", "UTILISATION", "PRESSURE");
+            m.globalMemoryInfo().forEach((d, i) -> t.row(d, Sizes.human(i.usedBytes()),
+                    percent(i.utilizationPercent()), i.pressureLevel()));
+            return Reply.lines(List.of(t.toString(), "overall: " + m.globalMemoryPressure()));
+        });
+    }
+
+    @Descriptor("List the streams of every device")
+    public Reply streams() {
+        return Reply.attempt(() -> {
+            Table t = new Table("DEVICE", "STREAM", "STATE");
+            for (ServiceReference<StreamManager> ref : context.getServiceReferences(StreamManager.class, null)) {
+                StreamManager s = context.getService(ref);
+                if (s == null) {
+                    continue;
+                }
+                try {
+                    for (StreamHandle h : s.streams()) {
+                        t.row(s.device(), h.isDefault() ? "default" : Long.toString(h.id()),
+                                s.isStreamReady(h) ? "ready" : "busy");
+                    }
+                } finally {
+                    context.ungetService(ref);
+                }
+            }
+            return t.isEmpty() ? Reply.line("No stream managers are registered.") : t;
+        });
+    }
+
+    /** @return the backend property of the manager service serving {@code d}, or {@code -} */
+    private String backendOf(Device d) {
+        try {
+            ServiceReference<?>[] refs = context.getServiceReferences(DeviceMemoryManager.class.getName(),
+                    "(" + DeviceMemoryManager.DEVICE_PROPERTY + "=" + d + ")");
+            return refs == null ? "-" : String.valueOf(refs[0].getProperty(DeviceMemoryManager.BACKEND_PROPERTY));
+        } catch (InvalidSyntaxException e) {
+            return "-";
+        }
+    }
+
+    private static String percent(double value) {
+        return String.format(Locale.ROOT, "%.1f%%", value);
+    }
+}

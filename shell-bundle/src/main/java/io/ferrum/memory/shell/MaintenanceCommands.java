@@ -1,0 +1,138 @@
+package io.ferrum.memory.shell;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.OptionalLong;
+import java.util.TreeMap;
+
+import org.apache.felix.service.command.Descriptor;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.component.annotations.ReferenceCardinality;
+import org.osgi.service.component.annotations.ReferencePolicy;
+import org.osgi.service.component.annotations.ReferencePolicyOption;
+
+import io.ferrum.memory.api.DefragmentationStats;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.GlobalMemoryMonitor;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryType;
+
+/**
+ * The maintenance commands: {@code mem:defrag} (one device, or each in turn), {@code mem:gc} (the
+ * monitor's global GC) and {@code mem:pool} (show a pool's configuration, or change it at run time
+ * with {@code key=value} settings, not saved).
+ */
+@Component(service = MaintenanceCommands.class)
+@MemCommand(function = {"defrag", "gc", "pool"})
+public final class MaintenanceCommands {
+
+    @Reference(cardinality = ReferenceCardinality.OPTIONAL, policy = ReferencePolicy.DYNAMIC,
+            policyOption = ReferencePolicyOption.GREEDY)
+    volatile GlobalMemoryMonitor monitor;
+
+    @Descriptor("Defragment every device, one after the other")
+    public Reply defrag() {
+        return Reply.attempt(() -> {
+            List<String> lines = new ArrayList<>();
+            for (Device d : new TreeMap<>(Services.monitor(monitor).globalMemoryInfo()).keySet()) {
+                lines.add(stats(d, Services.manager(monitor, d).defragment(d).toCompletableFuture().join()));
+            }
+            return Reply.lines(lines);
+        });
+    }
+
+    @Descriptor("Defragment one device")
+    public Reply defrag(@Descriptor("the device, e.g. cpu:0") String device) {
+        return Reply.attempt(() -> {
+            Device d = Device.parse(device);
+            return Reply.line(stats(d, Services.manager(monitor, d).defragment(d).toCompletableFuture().join()));
+        });
+    }
+
+    @Descriptor("Defragment and trim every device at once (the monitor's global GC)")
+    public Reply gc() {
+        return Reply.attempt(() -> {
+            List<String> lines = new ArrayList<>();
+            new TreeMap<>(Services.monitor(monitor).globalGc().toCompletableFuture().join())
+                    .forEach((d, s) -> lines.add(stats(d, s)));
+            return Reply.lines(lines);
+        });
+    }
+
+    private static String stats(Device d, DefragmentationStats s) {
+        return String.format(Locale.ROOT, "%s: moved %d blocks, freed %s, fragmentation %.1f%% -> %.1f%%, %d ms",
+                d, s.blocksMoved(), Sizes.human(s.memoryFreed()), s.fragmentationBefore() * 100,
+                s.fragmentationAfter() * 100, s.timeTakenMs());
+    }
+
+    @Descriptor("Show the GENERAL pool of a device")
+    public Reply pool(@Descriptor("the device, e.g. cpu:0") String device) {
+        return Reply.attempt(() -> pool(Device.parse(device), MemoryType.GENERAL));
+    }
+
+    @Descriptor("Show one pool of a device, or change it with key=value settings (not saved: the next restart of"
+            + " the device uses its configuration): initialSize, maxSize (0: unlimited), growthIncrement,"
+            + " autoExpansion, alignment, preAllocate, stats")
+    public Reply pool(@Descriptor("the device, e.g. cpu:0") String device,
+                      @Descriptor("the memory type, e.g. GENERAL") String type,
+                      @Descriptor("settings, e.g. maxSize=1g growthIncrement=64m") String... settings) {
+        return Reply.attempt(() -> {
+            Device d = Device.parse(device);
+            MemoryType t = Arguments.memoryType(type);
+            if (settings.length > 0) {
+                DeviceMemoryManager m = Services.manager(monitor, d);
+                MemoryPoolConfig.Builder b = m.poolConfig(t).toBuilder();
+                for (String kv : settings) {
+                    apply(b, kv);
+                }
+                m.configurePool(d, t, b.build());
+            }
+            return pool(d, t);
+        });
+    }
+
+    private static void apply(MemoryPoolConfig.Builder b, String kv) {
+        int eq = kv.indexOf('=');
+        if (eq <= 0) {
+            throw new InvalidMemoryRequestException("Invalid setting '" + kv + "': use key=value, e.g. maxSize=1g");
+        }
+        String key = kv.substring(0, eq).strip();
+        String value = kv.substring(eq + 1).strip();
+        switch (key) {
+            case "initialSize" -> b.initialSize(Sizes.parse(value));
+            case "maxSize" -> {
+                long v = Sizes.parse(value);
+                if (v == 0) {
+                    b.unlimited();
+                } else {
+                    b.maxSize(v);
+                }
+            }
+            case "growthIncrement" -> b.growthIncrement(Sizes.parse(value));
+            case "autoExpansion" -> b.autoExpansion(Arguments.flag(key, value));
+            case "alignment" -> b.alignment(Sizes.parse(value));
+            case "preAllocate" -> b.preAllocate(Arguments.flag(key, value));
+            case "stats" -> b.stats(Arguments.flag(key, value));
+            default -> throw new InvalidMemoryRequestException("Unknown pool setting '" + key + "': use initialSize,"
+                    + " maxSize, growthIncrement, autoExpansion, alignment, preAllocate or stats");
+        }
+    }
+
+    private Reply pool(Device d, MemoryType t) {
+        MemoryPoolConfig c = Services.manager(monitor, d).poolConfig(t);
+        OptionalLong max = c.maxSize();
+        return Reply.lines(List.of(
+                d + " " + t + " pool",
+                "  initialSize      " + Sizes.human(c.initialSize()),
+                "  maxSize          " + (max.isPresent() ? Sizes.human(max.getAsLong()) : "unlimited"),
+                "  growthIncrement  " + Sizes.human(c.growthIncrement()),
+                "  autoExpansion    " + c.enableAutoExpansion(),
+                "  alignment        " + c.alignment(),
+                "  preAllocate      " + c.preAllocate(),
+                "  stats            " + c.enableStats()));
+    }
+}

@@ -1,0 +1,77 @@
+package io.ferrum.memory.shell;
+
+import java.util.List;
+import java.util.concurrent.CompletionException;
+
+/**
+ * What a command answers. Commands print nothing: Gogo prints the returned value with {@code
+ * CommandSession.format(value, Converter.INSPECT)}, which for an object without {@code get*}
+ * methods is its {@code toString()}, followed by a new line (so no reply ends with one). A test
+ * reads the same value without capturing any output.
+ *
+ * <p>This type owns the {@code error:} line: {@link #attempt} turns any exception of a command
+ * into one {@link Failure}, never a stack trace, and the shell goes on.
+ */
+sealed interface Reply permits Table, Reply.Text, Reply.Failure {
+
+    /** A command's body; it may throw whatever its services throw. */
+    @FunctionalInterface
+    interface Body {
+        Reply run() throws Exception;
+    }
+
+    /**
+     * Runs a command's body.
+     *
+     * @param body the command
+     * @return what the body answered, or a {@link Failure} with the message of what it threw
+     */
+    static Reply attempt(Body body) {
+        try {
+            return body.run();
+        } catch (CompletionException e) {
+            return Failure.of(e.getCause() != null ? e.getCause() : e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return Failure.of(e);
+        } catch (Exception e) {
+            return Failure.of(e);
+        }
+    }
+
+    /**
+     * @param lines the lines of the reply, without line ends
+     * @return the lines as one reply
+     */
+    static Text lines(List<String> lines) {
+        return new Text(String.join(System.lineSeparator(), lines));
+    }
+
+    /**
+     * @param line one line, without its end
+     * @return the line as a reply
+     */
+    static Text line(String line) {
+        return new Text(line);
+    }
+
+    /** Plain text: one or more lines, the last without a line end. */
+    record Text(String text) implements Reply {
+        @Override
+        public String toString() {
+            return text;
+        }
+    }
+
+    /** A command that failed: printed as {@code error: <message>}, one line. */
+    record Failure(String message) implements Reply {
+        static Failure of(Throwable e) {
+            return new Failure(e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName());
+        }
+
+        @Override
+        public String toString() {
+            return "error: " + message;
+        }
+    }
+}

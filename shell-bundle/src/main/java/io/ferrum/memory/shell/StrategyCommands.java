@@ -1,0 +1,107 @@
+package io.ferrum.memory.shell;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.Dictionary;
+import java.util.Hashtable;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.felix.service.command.Descriptor;
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.Constants;
+import org.osgi.framework.ServiceReference;
+import org.osgi.service.cm.Configuration;
+import org.osgi.service.cm.ConfigurationAdmin;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.component.annotations.ReferenceCardinality;
+import org.osgi.service.component.annotations.ReferencePolicy;
+import org.osgi.service.component.annotations.ReferencePolicyOption;
+
+import io.ferrum.memory.api.AllocationStrategy;
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.MemoryRouter;
+
+/**
+ * The strategy commands: {@code mem:strategies} lists the {@link AllocationStrategy} services and
+ * marks the router's active one; {@code mem:strategy NAME} saves the choice in the monitor's
+ * configuration (PID {@value #MONITOR_PID}), so it survives a restart, and waits briefly for the
+ * router to take it.
+ */
+@Component(service = StrategyCommands.class)
+@MemCommand(function = {"strategies", "strategy"})
+public final class StrategyCommands {
+    /** The monitor's configuration PID; its {@code strategy} property is the chosen strategy's name. */
+    static final String MONITOR_PID = "io.ferrum.memory.monitor";
+    /** How long {@code mem:strategy} waits for the router to switch to a present strategy. */
+    private static final long SWITCH_WAIT_SECONDS = 5;
+
+    private final BundleContext context;
+
+    @Reference(cardinality = ReferenceCardinality.OPTIONAL, policy = ReferencePolicy.DYNAMIC,
+            policyOption = ReferencePolicyOption.GREEDY)
+    volatile MemoryRouter router;
+
+    @Reference(cardinality = ReferenceCardinality.OPTIONAL, policy = ReferencePolicy.DYNAMIC,
+            policyOption = ReferencePolicyOption.GREEDY)
+    volatile ConfigurationAdmin configAdmin;
+
+    @Activate
+    public StrategyCommands(BundleContext context) {
+        this.context = context;
+    }
+
+    @Descriptor("List the allocation strategies present; * marks the active one")
+    public Reply strategies() {
+        return Reply.attempt(() -> {
+            MemoryRouter r = router;
+            Optional<String> active = r == null ? Optional.empty() : r.activeStrategy();
+            Table t = new Table("", "STRATEGY", "RANKING", "BUNDLE");
+            List<ServiceReference<AllocationStrategy>> refs = new ArrayList<>(
+                    context.getServiceReferences(AllocationStrategy.class, null));
+            refs.sort(Comparator.reverseOrder()); // the highest ranking first, as the router prefers it
+            for (ServiceReference<AllocationStrategy> ref : refs) {
+                Object name = ref.getProperty(AllocationStrategy.NAME_PROPERTY);
+                Object ranking = ref.getProperty(Constants.SERVICE_RANKING);
+                t.row(active.isPresent() && active.get().equals(name) ? "*" : "", name, ranking == null ? 0 : ranking,
+                        ref.getBundle().getSymbolicName());
+            }
+            return t.isEmpty() ? Reply.line("No allocation strategy is present: install a strategy bundle.") : t;
+        });
+    }
+
+    @Descriptor("Show the active allocation strategy")
+    public Reply strategy() {
+        return Reply.attempt(() -> Reply.line(Services.router(router).activeStrategy().map(n -> "active strategy: " + n)
+                .orElse("no strategy is present: allocation through the router fails")));
+    }
+
+    @Descriptor("Switch the allocation strategy (saved in the monitor's configuration)")
+    public Reply strategy(@Descriptor("the strategy's name, e.g. best-fit, most-free, preferred-order, round-robin") String name) {
+        return Reply.attempt(() -> {
+            ConfigurationAdmin ca = configAdmin;
+            if (ca == null) {
+                throw new DeviceUnavailableException(null, "Config Admin is not running: the strategy cannot be saved");
+            }
+            boolean present = !context.getServiceReferences(AllocationStrategy.class,
+                    "(" + AllocationStrategy.NAME_PROPERTY + "=" + name + ")").isEmpty();
+            Configuration c = ca.getConfiguration(MONITOR_PID, "?");
+            Dictionary<String, Object> p = c.getProperties() != null ? c.getProperties() : new Hashtable<>();
+            p.put("strategy", name);
+            c.update(p);
+            MemoryRouter r = Services.router(router);
+            if (!present) {
+                return Reply.line("strategy " + name + " saved, but no such strategy is present; the router uses "
+                        + r.activeStrategy().orElse("none") + " until it appears");
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(SWITCH_WAIT_SECONDS);
+            while (!r.activeStrategy().equals(Optional.of(name)) && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            return Reply.line("active strategy: " + r.activeStrategy().orElse("none"));
+        });
+    }
+}

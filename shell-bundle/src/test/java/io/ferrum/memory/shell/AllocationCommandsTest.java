@@ -1,0 +1,99 @@
+package io.ferrum.memory.shell;
+
+import static io.ferrum.memory.shell.ShellFixture.CPU0;
+import static io.ferrum.memory.shell.ShellFixture.CPU1;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryHandleInfo;
+import io.ferrum.memory.api.MemoryType;
+
+class AllocationCommandsTest {
+    private static final Pattern ALLOCATED = Pattern.compile("(0x[0-9a-f]{16}) on (cpu:\\d)");
+
+    private final ShellFixture fixture = new ShellFixture();
+    private final AllocationCommands commands = new AllocationCommands();
+
+    AllocationCommandsTest() {
+        commands.monitor = fixture.directory;
+        commands.router = fixture.directory;
+    }
+
+    @AfterEach
+    void close() throws Exception {
+        fixture.close();
+    }
+
+    private static MemoryHandle handle(Reply allocated, String device) {
+        Matcher m = ALLOCATED.matcher(allocated.toString());
+        assertTrue(m.matches(), allocated.toString());
+        assertEquals(device, m.group(2));
+        return MemoryHandle.parse(m.group(1));
+    }
+
+    @Test
+    void allocThroughTheRouterAnswersTheHandleAndItsDevice() {
+        MemoryHandle h = handle(commands.alloc("GENERAL", "0", "64k"), "cpu:0");
+        assertEquals(64 * 1024, fixture.cpu0.handleInfo(h).orElseThrow().size());
+    }
+
+    @Test
+    void allocOnADeviceTakesTypeAndAlignment() {
+        MemoryHandle h = handle(commands.alloc("cache", "4096", "1m", "cpu:1"), "cpu:1");
+        MemoryHandleInfo i = fixture.cpu1.handleInfo(h).orElseThrow();
+        assertEquals(MemoryType.CACHE, i.memoryType());
+        assertEquals(4096, i.alignment());
+        assertEquals(1 << 20, i.size());
+    }
+
+    @Test
+    void badArgumentsAreOneErrorLineNamingTheValueAndAllocateNothing() {
+        assertEquals("error: Invalid size '12parsecs': use bytes with an optional unit, e.g. 4096, 64k, 64KiB, 512MiB, 2g",
+                commands.alloc("GENERAL", "0", "12parsecs").toString());
+        assertEquals("error: Invalid memory type 'BOGUS': use GENERAL, TENSOR, CACHE, TEMPORARY, PINNED or MAPPED",
+                commands.alloc("BOGUS", "0", "4096").toString());
+        assertEquals("error: No device cpu:8 is registered; mem:devices lists the devices there are",
+                commands.alloc("GENERAL", "0", "4096", "cpu:8").toString());
+        assertTrue(fixture.cpu0.handles().isEmpty() && fixture.cpu1.handles().isEmpty());
+    }
+
+    @Test
+    void withoutARouterAllocSaysWhatToStart() {
+        AllocationCommands alone = new AllocationCommands();
+        assertEquals("error: No memory router is running: start the bundle io.ferrum.memory.monitor",
+                alone.alloc("GENERAL", "0", "4096").toString());
+    }
+
+    @Test
+    void freeReleasesTheBlockAndASecondFreeNamesTheHandle() {
+        MemoryHandle h = fixture.cpu0.allocate(4096, CPU0);
+        assertEquals("freed " + h, commands.free(h.toString()).toString());
+        assertFalse(fixture.cpu0.owns(h));
+        String again = commands.free(h.toString()).toString();
+        assertTrue(again.startsWith("error: ") && again.contains(h.toString()), again);
+    }
+
+    @Test
+    void handlesListsTheLiveBlocksOfEveryDeviceOrOfOne() {
+        MemoryHandle a = fixture.cpu0.allocate(4096, CPU0);
+        MemoryHandle b = fixture.cpu1.allocate(8192, CPU1);
+        Table all = assertInstanceOf(Table.class, commands.handles());
+        assertEquals(List.of(a.toString(), b.toString()), all.column("HANDLE"));
+        assertEquals(List.of("4.0 KiB", "8.0 KiB"), all.column("SIZE"));
+        assertEquals(List.of("no", "no"), all.column("MAPPED"));
+        Table one = assertInstanceOf(Table.class, commands.handles("cpu:1"));
+        assertEquals(List.of(b.toString()), one.column("HANDLE"));
+        fixture.cpu1.deallocate(b);
+        assertEquals("No live blocks.", commands.handles("cpu:1").toString());
+    }
+}

@@ -1,0 +1,82 @@
+package io.ferrum.memory.shell;
+
+import static io.ferrum.memory.shell.ShellFixture.MiB;
+import static io.ferrum.memory.shell.ShellFixture.lines;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryType;
+
+class MaintenanceCommandsTest {
+    private final ShellFixture fixture = new ShellFixture();
+    private final MaintenanceCommands commands = new MaintenanceCommands();
+
+    MaintenanceCommandsTest() {
+        commands.monitor = fixture.directory;
+    }
+
+    @AfterEach
+    void close() throws Exception {
+        fixture.close();
+    }
+
+    @Test
+    void defragReportsOneLinePerDevice() {
+        String one = commands.defrag("cpu:0").toString();
+        assertTrue(one.matches("cpu:0: moved \\d+ blocks, freed .+, fragmentation .+% -> .+%, \\d+ ms"), one);
+        List<String> all = lines(commands.defrag());
+        assertEquals(2, all.size(), all.toString());
+        assertTrue(all.get(0).startsWith("cpu:0: ") && all.get(1).startsWith("cpu:1: "), all.toString());
+        assertEquals("error: No device cpu:7 is registered; mem:devices lists the devices there are",
+                commands.defrag("cpu:7").toString());
+    }
+
+    @Test
+    void gcReportsEveryDeviceInOrder() {
+        List<String> all = lines(commands.gc());
+        assertEquals(2, all.size(), all.toString());
+        assertTrue(all.get(0).startsWith("cpu:0: moved") && all.get(1).startsWith("cpu:1: moved"), all.toString());
+    }
+
+    @Test
+    void poolShowsTheGeneralPoolOfADevice() {
+        List<String> pool = lines(commands.pool("cpu:0"));
+        assertEquals("cpu:0 GENERAL pool", pool.get(0));
+        assertEquals(8, pool.size(), pool.toString());
+    }
+
+    @Test
+    void poolSettingsChangeThePoolAndTheReplyShowsIt() {
+        List<String> pool = lines(commands.pool("cpu:0", "GENERAL", "initialSize=4m", "maxSize=128m", "growthIncrement=2m", "stats=off"));
+        assertEquals("cpu:0 GENERAL pool", pool.get(0), pool.toString());
+        MemoryPoolConfig c = fixture.cpu0.poolConfig(MemoryType.GENERAL);
+        assertEquals(128 * MiB, c.maxSize().getAsLong());
+        assertEquals(4 * MiB, c.initialSize());
+        assertEquals(2 * MiB, c.growthIncrement());
+        assertTrue(pool.contains("  maxSize          128.0 MiB"), pool.toString());
+        assertTrue(pool.contains("  stats            false"), pool.toString());
+        commands.pool("cpu:0", "GENERAL", "maxSize=0");
+        assertTrue(fixture.cpu0.poolConfig(MemoryType.GENERAL).maxSize().isEmpty(), "0 means unlimited");
+    }
+
+    @Test
+    void badSettingsAreOneErrorLineNamingThemAndChangeNothing() {
+        MemoryPoolConfig before = fixture.cpu0.poolConfig(MemoryType.GENERAL);
+        assertEquals("error: Unknown pool setting 'colour': use initialSize, maxSize, growthIncrement, autoExpansion,"
+                + " alignment, preAllocate or stats", commands.pool("cpu:0", "GENERAL", "colour=blue").toString());
+        assertEquals("error: Invalid preAllocate 'maybe': use true or false",
+                commands.pool("cpu:0", "GENERAL", "preAllocate=maybe").toString());
+        assertEquals("error: Invalid setting 'maxSize': use key=value, e.g. maxSize=1g",
+                commands.pool("cpu:0", "GENERAL", "maxSize").toString());
+        String inconsistent = commands.pool("cpu:0", "GENERAL", "maxSize=1k", "initialSize=2k").toString();
+        assertTrue(inconsistent.startsWith("error: Invalid pool configuration"), inconsistent);
+        assertTrue(commands.pool("cpu:0", "WEIRD").toString().startsWith("error: Invalid memory type 'WEIRD'"));
+        assertEquals(before, fixture.cpu0.poolConfig(MemoryType.GENERAL));
+    }
+}

@@ -1,0 +1,84 @@
+package io.ferrum.memory.shell;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+
+import java.util.Hashtable;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.Constants;
+
+import io.ferrum.memory.api.AllocationRequirements;
+import io.ferrum.memory.api.AllocationStrategy;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryInfo;
+
+class StrategyCommandsTest {
+    private final ShellFixture fixture = new ShellFixture();
+
+    @AfterEach
+    void close() throws Exception {
+        fixture.close();
+    }
+
+    /** A strategy that names the first device offered. */
+    record First(String name) implements AllocationStrategy {
+        @Override
+        public Optional<Device> selectDevice(long size, AllocationRequirements requirements, List<Device> available,
+                                             Map<Device, MemoryInfo> memoryInfo) {
+            return available.stream().findFirst();
+        }
+    }
+
+    private static void register(BundleContext context, String name, int ranking) {
+        Hashtable<String, Object> p = new Hashtable<>();
+        p.put(AllocationStrategy.NAME_PROPERTY, name);
+        p.put(Constants.SERVICE_RANKING, ranking);
+        context.registerService(AllocationStrategy.class, new First(name), p);
+    }
+
+    private StrategyCommands commands() throws Exception {
+        StrategyCommands c = new StrategyCommands(fixture.framework());
+        c.router = fixture.directory;
+        return c;
+    }
+
+    @Test
+    void strategiesListsEveryStrategyAndMarksTheActiveOne() throws Exception {
+        StrategyCommands c = commands();
+        register(fixture.framework(), "first-device", 10);
+        register(fixture.framework(), "other", 0);
+        Table t = assertInstanceOf(Table.class, c.strategies());
+        assertEquals(List.of("*", ""), t.column(""));
+        assertEquals(List.of("first-device", "other"), t.column("STRATEGY"));
+        assertEquals(List.of("10", "0"), t.column("RANKING"));
+        assertEquals(List.of("org.apache.felix.framework", "org.apache.felix.framework"), t.column("BUNDLE"));
+    }
+
+    @Test
+    void withoutStrategiesTheListSaysWhatToInstall() throws Exception {
+        assertEquals("No allocation strategy is present: install a strategy bundle.", commands().strategies().toString());
+    }
+
+    @Test
+    void strategyShowsTheRoutersActiveStrategy() throws Exception {
+        assertEquals("active strategy: first-device", commands().strategy().toString());
+    }
+
+    @Test
+    void switchingNeedsConfigAdminToSaveTheChoice() throws Exception {
+        assertEquals("error: Config Admin is not running: the strategy cannot be saved",
+                commands().strategy("most-free").toString());
+    }
+
+    @Test
+    void withoutARouterTheActiveStrategyIsUnknown() throws Exception {
+        StrategyCommands c = new StrategyCommands(fixture.framework());
+        assertEquals("error: No memory router is running: start the bundle io.ferrum.memory.monitor", c.strategy().toString());
+    }
+}
