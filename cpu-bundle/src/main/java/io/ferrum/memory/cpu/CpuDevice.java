@@ -1,22 +1,18 @@
 package io.ferrum.memory.cpu;
 
-import java.util.Hashtable;
 import java.util.Locale;
 import java.util.Map;
 import java.util.OptionalLong;
 
 import org.osgi.framework.BundleContext;
-import org.osgi.framework.ServiceRegistration;
 import org.osgi.service.log.Logger;
 
-import io.ferrum.memory.api.AdvancedMemoryManager;
 import io.ferrum.memory.api.Device;
-import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
-import io.ferrum.memory.api.StreamManager;
+import io.ferrum.memory.pool.DeviceRegistration;
 import io.ferrum.memory.pool.HostStreamManager;
 import io.ferrum.memory.pool.PoolSettings;
 import io.ferrum.memory.pool.PooledMemoryManager;
@@ -24,7 +20,7 @@ import io.ferrum.memory.pool.ZeroingPolicy;
 
 /**
  * One running host device: an FFM upstream, its pooled manager and its stream manager, registered
- * as services for as long as the component is active. Stopping the component (bundle stop, update,
+ * as services through {@link DeviceRegistration} for as long as the component is active. Stopping the component (bundle stop, update,
  * configuration change or deletion) unregisters the services first, then closes the manager, which
  * gives every chunk back to the C library.
  */
@@ -33,8 +29,7 @@ abstract class CpuDevice {
     private FfmUpstream upstream;
     private HostStreamManager streams;
     private PooledMemoryManager manager;
-    private ServiceRegistration<?> managerRegistration;
-    private ServiceRegistration<?> streamsRegistration;
+    private DeviceRegistration registration;
     private Logger log;
 
     final void start(BundleContext context, CpuDeviceConfig cfg, int index, Logger logger) {
@@ -48,14 +43,14 @@ abstract class CpuDevice {
         this.manager = PooledMemoryManager.create(upstream, config, settings, streams);
         CpuBackend.DEVICES.put(device, manager);
 
-        Hashtable<String, Object> props = new Hashtable<>();
-        props.put(DeviceMemoryManager.DEVICE_PROPERTY, device.toString());
-        props.put(DeviceMemoryManager.DEVICE_KIND_PROPERTY, device.kind());
-        props.put(DeviceMemoryManager.BACKEND_PROPERTY, upstream.backendName());
-        props.put("service.description", "Ferrum Memory host memory " + device + " (FFM)");
-        managerRegistration = context.registerService(new String[] {DeviceMemoryManager.class.getName(),
-            AdvancedMemoryManager.class.getName(), PooledMemoryManager.class.getName()}, manager, props);
-        streamsRegistration = context.registerService(StreamManager.class.getName(), streams, props);
+        try {
+            registration = DeviceRegistration.of(manager).streams(streams)
+                    .property("service.description", "Ferrum Memory host memory " + device + " (FFM)").register(context);
+        } catch (RuntimeException | Error e) {
+            // DS does not deactivate a component whose activation failed: give the memory back here.
+            stop();
+            throw e;
+        }
         if (log != null) {
             log.info("{} started: capacity {} bytes, pool {}", device, upstream.physicalCapacity(), config.poolConfig(MemoryType.GENERAL));
         }
@@ -65,10 +60,10 @@ abstract class CpuDevice {
         if (device != null) {
             CpuBackend.DEVICES.remove(device, manager);
         }
-        unregister(managerRegistration);
-        unregister(streamsRegistration);
-        managerRegistration = null;
-        streamsRegistration = null;
+        if (registration != null) {
+            registration.unregister();
+            registration = null;
+        }
         if (manager != null) {
             manager.close();
         }
@@ -78,16 +73,6 @@ abstract class CpuDevice {
         if (log != null && device != null) {
             log.info("{} stopped: its memory went back to the C library ({} bytes still held by the cpu backend)",
                     device, CpuBackend.HELD_BYTES.get());
-        }
-    }
-
-    private static void unregister(ServiceRegistration<?> r) {
-        if (r != null) {
-            try {
-                r.unregister();
-            } catch (IllegalStateException alreadyGone) {
-                // The framework unregisters a stopping bundle's services itself.
-            }
         }
     }
 
