@@ -35,12 +35,9 @@ abstract class CpuDevice {
     final void start(BundleContext context, CpuDeviceConfig cfg, int index, Logger logger) {
         this.log = logger;
         this.device = Device.cpu(index);
-        MemoryManagerConfig config = managerConfig(cfg);
         this.upstream = new FfmUpstream(device, cfg.capacity(), CpuBackend.HELD_BYTES);
         this.streams = new HostStreamManager(device);
-        PoolSettings settings = PoolSettings.defaults().withZeroing(zeroing(cfg.zeroing())).withLog(new OsgiPoolLog(logger))
-                .withPeers(CpuBackend.DEVICES::get).withThreadCache(cfg.threadCacheBytes());
-        this.manager = PooledMemoryManager.create(upstream, config, settings, streams);
+        this.manager = newManager(upstream, cfg, logger, streams);
         CpuBackend.DEVICES.put(device, manager);
 
         try {
@@ -52,7 +49,8 @@ abstract class CpuDevice {
             throw e;
         }
         if (log != null) {
-            log.info("{} started: capacity {} bytes, pool {}", device, upstream.physicalCapacity(), config.poolConfig(MemoryType.GENERAL));
+            log.info("{} started: capacity {} bytes, pool {}", device, upstream.physicalCapacity(),
+                    manager.poolConfig(MemoryType.GENERAL));
         }
     }
 
@@ -74,6 +72,18 @@ abstract class CpuDevice {
             log.info("{} stopped: its memory went back to the C library ({} bytes still held by the cpu backend)",
                     device, CpuBackend.HELD_BYTES.get());
         }
+    }
+
+    /**
+     * The pooled manager of one configured device, exactly as a running device builds it (the
+     * contract tests build theirs here too).
+     *
+     * @param streams the device's streams, on which its asynchronous copies run
+     */
+    static PooledMemoryManager newManager(FfmUpstream upstream, CpuDeviceConfig cfg, Logger logger, HostStreamManager streams) {
+        PoolSettings settings = PoolSettings.defaults().withZeroing(zeroing(cfg.zeroing())).withLog(new OsgiPoolLog(logger))
+                .withPeers(CpuBackend.DEVICES::get).withThreadCache(cfg.threadCacheBytes());
+        return PooledMemoryManager.create(upstream, managerConfig(cfg), settings, streams);
     }
 
     static MemoryManagerConfig managerConfig(CpuDeviceConfig cfg) {
