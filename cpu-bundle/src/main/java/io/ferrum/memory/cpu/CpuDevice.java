@@ -20,9 +20,14 @@ import io.ferrum.memory.pool.ZeroingPolicy;
 
 /**
  * One running host device: an FFM upstream, its pooled manager and its stream manager, registered
- * as services through {@link DeviceRegistration} for as long as the component is active. Stopping the component (bundle stop, update,
- * configuration change or deletion) unregisters the services first, then closes the manager, which
- * gives every chunk back to the C library.
+ * as services through {@link DeviceRegistration} for as long as the component is active. Stopping
+ * the component (bundle stop or update, deletion of a factory configuration) unregisters the
+ * services first, then closes the manager, which gives every chunk back to the C library.
+ *
+ * <p><b>Configuration changes</b> arrive at {@link #reconfigure}: a configuration that is valid
+ * restarts the device with it (its handles become invalid, as after any restart); one that is not
+ * (see {@link #refusal}) is logged as an error naming the bad value and changes nothing: the device
+ * keeps running as it was.
  */
 abstract class CpuDevice {
     private Device device;
@@ -30,9 +35,11 @@ abstract class CpuDevice {
     private HostStreamManager streams;
     private PooledMemoryManager manager;
     private DeviceRegistration registration;
+    private BundleContext context;
     private Logger log;
 
-    final void start(BundleContext context, CpuDeviceConfig cfg, int index, Logger logger) {
+    final void start(BundleContext bundleContext, CpuDeviceConfig cfg, int index, Logger logger) {
+        this.context = bundleContext;
         this.log = logger;
         this.device = Device.cpu(index);
         this.upstream = new FfmUpstream(device, cfg.capacity(), CpuBackend.HELD_BYTES);
@@ -42,7 +49,7 @@ abstract class CpuDevice {
 
         try {
             registration = DeviceRegistration.of(manager).streams(streams)
-                    .property("service.description", "Ferrum Memory host memory " + device + " (FFM)").register(context);
+                    .property("service.description", "Ferrum Memory host memory " + device + " (FFM)").register(bundleContext);
         } catch (RuntimeException | Error e) {
             // DS does not deactivate a component whose activation failed: give the memory back here.
             stop();
@@ -71,6 +78,46 @@ abstract class CpuDevice {
         if (log != null && device != null) {
             log.info("{} stopped: its memory went back to the C library ({} bytes still held by the cpu backend)",
                     device, CpuBackend.HELD_BYTES.get());
+        }
+    }
+
+    /**
+     * Applies a changed configuration (a DS modification): restarts the device with it, or, when
+     * it is refused, logs why as an error and keeps the device as it is.
+     *
+     * @param cfg          the new configuration
+     * @param index        the device index it asks for
+     * @param indexRefusal why the component refuses that index, or null when it accepts it
+     */
+    final void reconfigure(CpuDeviceConfig cfg, int index, String indexRefusal) {
+        String refusal = refusal(cfg, index, indexRefusal);
+        if (refusal != null) {
+            if (log != null) {
+                log.error("{}; {} keeps running as it was", refusal, device);
+            }
+            return;
+        }
+        stop();
+        start(context, cfg, index, log);
+    }
+
+    /**
+     * @param cfg          a configuration
+     * @param index        the device index it asks for
+     * @param indexRefusal why the component refuses that index, or null when it accepts it
+     * @return why the configuration cannot apply, naming the bad value and what to do, or null if it can
+     */
+    static String refusal(CpuDeviceConfig cfg, int index, String indexRefusal) {
+        if (indexRefusal != null) {
+            return indexRefusal;
+        }
+        try {
+            managerConfig(cfg);
+            zeroing(cfg.zeroing());
+            PoolSettings.defaults().withCapacity(cfg.capacity()).withThreadCache(cfg.threadCacheBytes());
+            return null;
+        } catch (InvalidMemoryRequestException e) {
+            return "Configuration of cpu:" + index + " refused: " + e.getMessage();
         }
     }
 
