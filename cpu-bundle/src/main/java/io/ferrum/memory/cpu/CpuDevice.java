@@ -15,6 +15,7 @@ import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.pool.DeviceRegistration;
 import io.ferrum.memory.pool.HostStreamManager;
 import io.ferrum.memory.pool.PoolSettings;
+import io.ferrum.memory.pool.ProvidesDeviceServices;
 import io.ferrum.memory.pool.PooledMemoryManager;
 import io.ferrum.memory.pool.ZeroingPolicy;
 
@@ -29,6 +30,7 @@ import io.ferrum.memory.pool.ZeroingPolicy;
  * (see {@link #refusal}) is logged as an error naming the bad value and changes nothing: the device
  * keeps running as it was.
  */
+@ProvidesDeviceServices
 abstract class CpuDevice {
     private Device device;
     private FfmUpstream upstream;
