@@ -127,7 +127,8 @@ abstract class CpuDevice {
      * The pooled manager of one configured device, exactly as a running device builds it (the
      * contract tests build theirs here too).
      *
-     * @param streams the device's streams, on which its asynchronous copies run
+     * @param streams the device's streams, on which its asynchronous copies run; null for private
+     *                streams that close with the manager
      */
     static PooledMemoryManager newManager(FfmUpstream upstream, CpuDeviceConfig cfg, Logger logger, HostStreamManager streams) {
         PoolSettings settings = PoolSettings.defaults().withZeroing(zeroing(cfg.zeroing())).withLog(new OsgiPoolLog(logger))

@@ -2,33 +2,18 @@ package io.ferrum.memory.cpu;
 
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
-import io.ferrum.memory.pool.HostStreamManager;
 import io.ferrum.memory.pool.testkit.DeviceMemoryManagerContract;
 
-import org.junit.jupiter.api.AfterEach;
-
 /**
- * The manager of a configured CPU device, built as {@link CpuDevice} builds it (FFM upstream, the
- * device's own streams, its zeroing and thread cache settings), keeps the contract of {@link
- * DeviceMemoryManager} and {@link io.ferrum.memory.api.AdvancedMemoryManager}.
+ * The manager of a configured CPU device, built by {@link CpuDevice#newManager} as a running device
+ * builds it (FFM upstream, its zeroing and thread cache settings, the backend's peers), keeps the
+ * contract of {@link DeviceMemoryManager} and {@link io.ferrum.memory.api.AdvancedMemoryManager}.
+ * Its streams are private to it (null), so closing the manager closes them.
  */
 class CpuManagerContractTest extends DeviceMemoryManagerContract {
-    private HostStreamManager streams;
-
     @Override
     protected DeviceMemoryManager createManager() {
         CpuDeviceConfig cfg = TestConfigs.small();
-        Device device = Device.cpu(6);
-        if (streams == null) {
-            streams = new HostStreamManager(device);
-        }
-        return CpuDevice.newManager(new FfmUpstream(device, cfg.capacity(), CpuBackend.HELD_BYTES), cfg, null, streams);
-    }
-
-    @AfterEach
-    void closeStreams() {
-        if (streams != null) {
-            streams.close();
-        }
+        return CpuDevice.newManager(new FfmUpstream(Device.cpu(6), cfg.capacity(), CpuBackend.HELD_BYTES), cfg, null, null);
     }
 }
