@@ -30,8 +30,9 @@ import io.ferrum.memory.api.StreamManager;
  * }</pre>
  *
  * <p><b>What is registered.</b> The manager as {@link DeviceMemoryManager} (and {@link
- * AdvancedMemoryManager} when it is one), the device's {@link StreamManager} and, optionally, a
- * {@link MemoryManagerFactory}. Each carries the properties of {@link
+ * AdvancedMemoryManager} when it is one) and, when given, the device's {@link StreamManager} and a
+ * {@link MemoryManagerFactory}; API types only. {@link ProvidesDeviceServices} on the registering
+ * class declares the manager and streams to the resolver. Each service carries the properties of {@link
  * io.ferrum.memory.api.DeviceServiceProperties}: {@value DeviceMemoryManager#DEVICE_PROPERTY} (the
  * device as {@code kind:index}), {@value DeviceMemoryManager#DEVICE_KIND_PROPERTY} and {@value
  * DeviceMemoryManager#BACKEND_PROPERTY}, plus any extra properties given (a description, a ranking).
