@@ -5,6 +5,7 @@ import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.ConfigurationPolicy;
 import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Modified;
 import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.component.annotations.ReferenceCardinality;
 import org.osgi.service.log.Logger;
@@ -16,7 +17,9 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
 /**
  * {@code cpu:1}, {@code cpu:2}, ...: one per factory configuration of {@code io.ferrum.memory.cpu.device}
  * (for example a FileInstall file {@code io.ferrum.memory.cpu.device-tenant1.cfg} with
- * {@code index=1} and {@code capacity=268435456}).
+ * {@code index=1} and {@code capacity=268435456}). A configuration with an index below 1 or another
+ * bad value creates no device (activation fails with a message naming the value); an update to such
+ * a configuration is refused with an error and the device keeps running as it was.
  */
 @Component(configurationPid = CpuBackend.DEVICE_FACTORY_PID, configurationPolicy = ConfigurationPolicy.REQUIRE,
         immediate = true, service = {})
@@ -26,11 +29,25 @@ public final class ConfiguredCpuDevice extends CpuDevice {
     @Activate
     public ConfiguredCpuDevice(BundleContext context, CpuDeviceConfig config,
                                @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger log) {
-        if (config.index() < 1) {
-            throw new InvalidMemoryRequestException("A " + CpuBackend.DEVICE_FACTORY_PID + " configuration needs index >= 1"
-                    + " (got " + config.index() + "); cpu:0 is configured by the PID " + CpuBackend.DEFAULT_PID);
+        String refusal = refusal(config, config.index(), indexRefusal(config));
+        if (refusal != null) {
+            throw new InvalidMemoryRequestException(refusal);
         }
         start(context, config, config.index(), log);
+    }
+
+    /** @return why a factory configuration may not have its index, or null for an index of 1 or more */
+    static String indexRefusal(CpuDeviceConfig config) {
+        if (config.index() >= 1) {
+            return null;
+        }
+        return "A " + CpuBackend.DEVICE_FACTORY_PID + " configuration needs index >= 1 (got " + config.index()
+                + "); cpu:0 is configured by the PID " + CpuBackend.DEFAULT_PID;
+    }
+
+    @Modified
+    void modified(CpuDeviceConfig config) {
+        reconfigure(config, config.index(), indexRefusal(config));
     }
 
     @Deactivate

@@ -3,11 +3,20 @@ package io.ferrum.memory.cpu;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
+import org.osgi.annotation.bundle.Header;
+
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.pool.PooledMemoryManager;
 
-/** Names and bundle-wide state of the CPU backend. */
+/**
+ * Names and bundle-wide state of the CPU backend. The {@value #BACKEND_HEADER} manifest header marks
+ * this bundle as a device backend of kind {@code cpu}: the shell's {@code mem:backends} lists the
+ * bundles that carry it, with their state.
+ */
+@Header(name = CpuBackend.BACKEND_HEADER, value = "cpu")
 final class CpuBackend {
+    /** The manifest header that marks a device backend bundle; its value is the device kind. */
+    static final String BACKEND_HEADER = "Ferrum-Backend";
     /** Configuration PID of cpu:0. */
     static final String DEFAULT_PID = "io.ferrum.memory.cpu";
     /** Factory PID of cpu:1, cpu:2, ... */

@@ -1,63 +1,65 @@
 package io.ferrum.memory.cpu;
 
-import java.util.Hashtable;
 import java.util.Locale;
 import java.util.Map;
 import java.util.OptionalLong;
 
 import org.osgi.framework.BundleContext;
-import org.osgi.framework.ServiceRegistration;
 import org.osgi.service.log.Logger;
 
-import io.ferrum.memory.api.AdvancedMemoryManager;
 import io.ferrum.memory.api.Device;
-import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
-import io.ferrum.memory.api.StreamManager;
+import io.ferrum.memory.pool.DeviceRegistration;
 import io.ferrum.memory.pool.HostStreamManager;
 import io.ferrum.memory.pool.PoolSettings;
+import io.ferrum.memory.pool.ProvidesDeviceServices;
 import io.ferrum.memory.pool.PooledMemoryManager;
 import io.ferrum.memory.pool.ZeroingPolicy;
 
 /**
  * One running host device: an FFM upstream, its pooled manager and its stream manager, registered
- * as services for as long as the component is active. Stopping the component (bundle stop, update,
- * configuration change or deletion) unregisters the services first, then closes the manager, which
- * gives every chunk back to the C library.
+ * as services through {@link DeviceRegistration} for as long as the component is active. Stopping
+ * the component (bundle stop or update, deletion of a factory configuration) unregisters the
+ * services first, then closes the manager, which gives every chunk back to the C library.
+ *
+ * <p><b>Configuration changes</b> arrive at {@link #reconfigure}: a configuration that is valid
+ * restarts the device with it (its handles become invalid, as after any restart); one that is not
+ * (see {@link #refusal}) is logged as an error naming the bad value and changes nothing: the device
+ * keeps running as it was.
  */
+@ProvidesDeviceServices
 abstract class CpuDevice {
     private Device device;
     private FfmUpstream upstream;
     private HostStreamManager streams;
     private PooledMemoryManager manager;
-    private ServiceRegistration<?> managerRegistration;
-    private ServiceRegistration<?> streamsRegistration;
+    private DeviceRegistration registration;
+    private BundleContext context;
     private Logger log;
 
-    final void start(BundleContext context, CpuDeviceConfig cfg, int index, Logger logger) {
+    final void start(BundleContext bundleContext, CpuDeviceConfig cfg, int index, Logger logger) {
+        this.context = bundleContext;
         this.log = logger;
         this.device = Device.cpu(index);
-        MemoryManagerConfig config = managerConfig(cfg);
         this.upstream = new FfmUpstream(device, cfg.capacity(), CpuBackend.HELD_BYTES);
         this.streams = new HostStreamManager(device);
-        PoolSettings settings = PoolSettings.defaults().withZeroing(zeroing(cfg.zeroing())).withLog(new OsgiPoolLog(logger))
-                .withPeers(CpuBackend.DEVICES::get).withThreadCache(cfg.threadCacheBytes());
-        this.manager = PooledMemoryManager.create(upstream, config, settings, streams);
+        this.manager = newManager(upstream, cfg, logger, streams);
         CpuBackend.DEVICES.put(device, manager);
 
-        Hashtable<String, Object> props = new Hashtable<>();
-        props.put(DeviceMemoryManager.DEVICE_PROPERTY, device.toString());
-        props.put(DeviceMemoryManager.DEVICE_KIND_PROPERTY, device.kind());
-        props.put(DeviceMemoryManager.BACKEND_PROPERTY, upstream.backendName());
-        props.put("service.description", "Ferrum Memory host memory " + device + " (FFM)");
-        managerRegistration = context.registerService(new String[] {DeviceMemoryManager.class.getName(),
-            AdvancedMemoryManager.class.getName(), PooledMemoryManager.class.getName()}, manager, props);
-        streamsRegistration = context.registerService(StreamManager.class.getName(), streams, props);
+        try {
+            registration = DeviceRegistration.of(manager).streams(streams)
+                    .property("service.description", "Ferrum Memory host memory " + device + " (FFM)").register(bundleContext);
+        } catch (RuntimeException | Error e) {
+            // DS does not deactivate a component whose activation failed: give the memory back here.
+            stop();
+            throw e;
+        }
         if (log != null) {
-            log.info("{} started: capacity {} bytes, pool {}", device, upstream.physicalCapacity(), config.poolConfig(MemoryType.GENERAL));
+            log.info("{} started: capacity {} bytes, pool {}", device, upstream.physicalCapacity(),
+                    manager.poolConfig(MemoryType.GENERAL));
         }
     }
 
@@ -65,10 +67,10 @@ abstract class CpuDevice {
         if (device != null) {
             CpuBackend.DEVICES.remove(device, manager);
         }
-        unregister(managerRegistration);
-        unregister(streamsRegistration);
-        managerRegistration = null;
-        streamsRegistration = null;
+        if (registration != null) {
+            registration.unregister();
+            registration = null;
+        }
         if (manager != null) {
             manager.close();
         }
@@ -81,14 +83,57 @@ abstract class CpuDevice {
         }
     }
 
-    private static void unregister(ServiceRegistration<?> r) {
-        if (r != null) {
-            try {
-                r.unregister();
-            } catch (IllegalStateException alreadyGone) {
-                // The framework unregisters a stopping bundle's services itself.
+    /**
+     * Applies a changed configuration (a DS modification): restarts the device with it, or, when
+     * it is refused, logs why as an error and keeps the device as it is.
+     *
+     * @param cfg          the new configuration
+     * @param index        the device index it asks for
+     * @param indexRefusal why the component refuses that index, or null when it accepts it
+     */
+    final void reconfigure(CpuDeviceConfig cfg, int index, String indexRefusal) {
+        String refusal = refusal(cfg, index, indexRefusal);
+        if (refusal != null) {
+            if (log != null) {
+                log.error("{}; {} keeps running as it was", refusal, device);
             }
+            return;
         }
+        stop();
+        start(context, cfg, index, log);
+    }
+
+    /**
+     * @param cfg          a configuration
+     * @param index        the device index it asks for
+     * @param indexRefusal why the component refuses that index, or null when it accepts it
+     * @return why the configuration cannot apply, naming the bad value and what to do, or null if it can
+     */
+    static String refusal(CpuDeviceConfig cfg, int index, String indexRefusal) {
+        if (indexRefusal != null) {
+            return indexRefusal;
+        }
+        try {
+            managerConfig(cfg);
+            zeroing(cfg.zeroing());
+            PoolSettings.defaults().withCapacity(cfg.capacity()).withThreadCache(cfg.threadCacheBytes());
+            return null;
+        } catch (InvalidMemoryRequestException e) {
+            return "Configuration of cpu:" + index + " refused: " + e.getMessage();
+        }
+    }
+
+    /**
+     * The pooled manager of one configured device, exactly as a running device builds it (the
+     * contract tests build theirs here too).
+     *
+     * @param streams the device's streams, on which its asynchronous copies run; null for private
+     *                streams that close with the manager
+     */
+    static PooledMemoryManager newManager(FfmUpstream upstream, CpuDeviceConfig cfg, Logger logger, HostStreamManager streams) {
+        PoolSettings settings = PoolSettings.defaults().withZeroing(zeroing(cfg.zeroing())).withLog(new OsgiPoolLog(logger))
+                .withPeers(CpuBackend.DEVICES::get).withThreadCache(cfg.threadCacheBytes());
+        return PooledMemoryManager.create(upstream, managerConfig(cfg), settings, streams);
     }
 
     static MemoryManagerConfig managerConfig(CpuDeviceConfig cfg) {

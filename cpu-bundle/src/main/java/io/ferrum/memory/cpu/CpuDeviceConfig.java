@@ -12,8 +12,9 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
         description = "A logical host-memory device (cpu:<index>) served through Java's FFM API.")
 @interface CpuDeviceConfig {
 
-    @AttributeDefinition(description = "Device index: the device is cpu:<index>. cpu:0 is configured by the PID"
-            + " io.ferrum.memory.cpu; factory configurations (io.ferrum.memory.cpu.device) need 1 or more.")
+    @AttributeDefinition(description = "Device index: the device is cpu:<index>. The PID io.ferrum.memory.cpu configures"
+            + " cpu:0 only and refuses any other index; factory configurations (io.ferrum.memory.cpu.device) need 1 or more."
+            + " A refused configuration is logged as an error and changes nothing.")
     int index() default 0;
 
     @AttributeDefinition(description = "Capacity in bytes this device may use (its totalBytes); 0 means all physical RAM.")

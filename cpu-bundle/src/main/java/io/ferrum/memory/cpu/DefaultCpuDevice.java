@@ -5,13 +5,20 @@ import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.ConfigurationPolicy;
 import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Modified;
 import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.component.annotations.ReferenceCardinality;
 import org.osgi.service.log.Logger;
 import org.osgi.service.log.LoggerFactory;
 import org.osgi.service.metatype.annotations.Designate;
 
-/** {@code cpu:0}: always present while the bundle runs; configured by the PID {@code io.ferrum.memory.cpu}. */
+/**
+ * {@code cpu:0}: always present while the bundle runs; configured by the PID {@code
+ * io.ferrum.memory.cpu}. That PID configures {@code cpu:0} only: a configuration with any other
+ * {@code index} is refused with an error that names the value and the factory PID to use instead.
+ * A refused configuration changes nothing: at activation {@code cpu:0} starts with its defaults (as
+ * without a configuration), and on an update it keeps running as it was.
+ */
 @Component(configurationPid = CpuBackend.DEFAULT_PID, configurationPolicy = ConfigurationPolicy.OPTIONAL,
         immediate = true, service = {})
 @Designate(ocd = CpuDeviceConfig.class)
@@ -20,8 +27,26 @@ public final class DefaultCpuDevice extends CpuDevice {
     @Activate
     public DefaultCpuDevice(BundleContext context, CpuDeviceConfig config,
                             @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger log) {
-        // The index attribute is ignored here: this component always serves cpu:0.
-        start(context, config, 0, log);
+        String refusal = refusal(config, 0, indexRefusal(config));
+        if (refusal != null && log != null) {
+            log.error("{}; cpu:0 starts with its defaults", refusal);
+        }
+        start(context, refusal == null ? config : CpuDeviceConfigs.DEFAULTS, 0, log);
+    }
+
+    /** @return why this component refuses the configuration's index, or null for index 0 */
+    static String indexRefusal(CpuDeviceConfig config) {
+        if (config.index() == 0) {
+            return null;
+        }
+        return "Configuration " + CpuBackend.DEFAULT_PID + " refused: index=" + config.index()
+                + ", but this PID configures cpu:0 only (leave index out or set it to 0); for cpu:" + config.index()
+                + " create a factory configuration of " + CpuBackend.DEVICE_FACTORY_PID + " with index=" + config.index();
+    }
+
+    @Modified
+    void modified(CpuDeviceConfig config) {
+        reconfigure(config, 0, indexRefusal(config));
     }
 
     @Deactivate

@@ -10,6 +10,7 @@ import io.ferrum.memory.api.AllocationRequirements;
 import io.ferrum.memory.api.AllocationStrategy;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.StrategyName;
 
 /**
  * The seed contract's {@code BestFitStrategy}, exactly: a device with less free memory than the
@@ -24,8 +25,10 @@ import io.ferrum.memory.api.MemoryInfo;
  * {@code available} wins. A device with a total of zero cannot hold anything and is skipped (the seed
  * would divide by zero). The default strategy of the router.
  */
-@Component(service = AllocationStrategy.class, property = AllocationStrategy.NAME_PROPERTY + "=" + BestFitStrategy.NAME)
+@Component(service = AllocationStrategy.class)
+@StrategyName(BestFitStrategy.NAME)
 public final class BestFitStrategy implements AllocationStrategy {
+    /** The strategy's name: its {@value AllocationStrategy#NAME_PROPERTY} service property and {@link #name()}. */
     static final String NAME = "best-fit";
 
     @Override

@@ -10,13 +10,16 @@ import io.ferrum.memory.api.AllocationRequirements;
 import io.ferrum.memory.api.AllocationStrategy;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.StrategyName;
 
 /**
  * Spreads load: the device with the most free bytes that can hold the request. On a tie the
  * preferred device (earlier in the preference list) wins, then the one earlier in {@code available}.
  */
-@Component(service = AllocationStrategy.class, property = AllocationStrategy.NAME_PROPERTY + "=" + MostFreeStrategy.NAME)
+@Component(service = AllocationStrategy.class)
+@StrategyName(MostFreeStrategy.NAME)
 public final class MostFreeStrategy implements AllocationStrategy {
+    /** The strategy's name: its {@value AllocationStrategy#NAME_PROPERTY} service property and {@link #name()}. */
     static final String NAME = "most-free";
 
     @Override

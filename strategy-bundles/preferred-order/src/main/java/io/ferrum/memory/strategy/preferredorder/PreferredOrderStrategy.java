@@ -10,14 +10,16 @@ import io.ferrum.memory.api.AllocationRequirements;
 import io.ferrum.memory.api.AllocationStrategy;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.StrategyName;
 
 /**
  * The first preferred device that is available and can hold the request; if none can, the first
  * device in {@code available} that can.
  */
-@Component(service = AllocationStrategy.class,
-        property = AllocationStrategy.NAME_PROPERTY + "=" + PreferredOrderStrategy.NAME)
+@Component(service = AllocationStrategy.class)
+@StrategyName(PreferredOrderStrategy.NAME)
 public final class PreferredOrderStrategy implements AllocationStrategy {
+    /** The strategy's name: its {@value AllocationStrategy#NAME_PROPERTY} service property and {@link #name()}. */
     static final String NAME = "preferred-order";
 
     @Override

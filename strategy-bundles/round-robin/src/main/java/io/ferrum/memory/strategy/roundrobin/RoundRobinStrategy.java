@@ -12,14 +12,17 @@ import io.ferrum.memory.api.AllocationRequirements;
 import io.ferrum.memory.api.AllocationStrategy;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.StrategyName;
 
 /**
  * Rotates among the devices that can hold the request, in their natural order ({@code cpu:0 <
  * cpu:1 < cuda:0}): the n-th call picks the (n mod k)-th of the k devices that fit. Preferences are
  * ignored; thread-safe.
  */
-@Component(service = AllocationStrategy.class, property = AllocationStrategy.NAME_PROPERTY + "=" + RoundRobinStrategy.NAME)
+@Component(service = AllocationStrategy.class)
+@StrategyName(RoundRobinStrategy.NAME)
 public final class RoundRobinStrategy implements AllocationStrategy {
+    /** The strategy's name: its {@value AllocationStrategy#NAME_PROPERTY} service property and {@link #name()}. */
     static final String NAME = "round-robin";
 
     private final AtomicLong turn = new AtomicLong();
