@@ -165,6 +165,31 @@ public class CpuBackendIT {
     }
 
     @Test
+    public void anIndexOnCpuZerosConfigurationIsRefusedAndChangesNothing() throws Exception {
+        DeviceMemoryManager cpu0 = await(DeviceMemoryManager.class, Device.cpu());
+        long total = cpu0.memoryInfo().totalBytes();
+        org.osgi.service.cm.Configuration zero = configAdmin.getConfiguration("io.ferrum.memory.cpu", "?");
+        org.osgi.service.cm.Configuration marker = configAdmin.createFactoryConfiguration("io.ferrum.memory.cpu.device", "?");
+        try {
+            zero.update(props(Map.of("index", 3, "capacity", 64 * MiB)));
+            // Config Admin delivers configuration events in order, on one thread: once the later
+            // configuration has taken effect, the refused one has been seen and handled.
+            marker.update(props(Map.of("index", 5, "capacity", 16 * MiB, "initialSize", 2 * MiB,
+                    "growthIncrement", 2 * MiB)));
+            await(DeviceMemoryManager.class, Device.cpu(5));
+            DeviceMemoryManager still = await(DeviceMemoryManager.class, Device.cpu());
+            assertTrue("the refused update must not replace cpu:0's manager", still == cpu0);
+            assertEquals("the refused capacity must not apply", total, still.memoryInfo().totalBytes());
+            assertNull("no device may appear at the refused index", context.getServiceReferences(
+                    DeviceMemoryManager.class.getName(), "(" + DeviceMemoryManager.DEVICE_PROPERTY + "=cpu:3)"));
+        } finally {
+            marker.delete();
+            zero.delete();
+            awaitGone(DeviceMemoryManager.class, Device.cpu(5));
+        }
+    }
+
+    @Test
     public void stoppingTheBundleRemovesItsServicesAndStartingItAgainWorks() throws Exception {
         DeviceMemoryManager before = await(DeviceMemoryManager.class, Device.cpu());
         MemoryHandle h = before.allocate(8 * MiB, Device.cpu());
