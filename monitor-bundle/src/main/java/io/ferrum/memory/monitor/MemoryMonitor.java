@@ -189,7 +189,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     /** Follows a change of a device's serving manager: snapshots, pressure source, observers. */
     private void onChange(DeviceRegistry.Change change) {
-        router.devicesChanged();
+        router.devicesChanged(registry.active());
         Device d = change.device();
         if (change.before() != null && change.before() != change.after()) {
             levels.unsubscribe(d, change.before());

@@ -55,9 +55,13 @@ final class Router implements MemoryRouter {
         this.state = state;
     }
 
-    /** Drops every thread's snapshot: the devices changed (see {@link RoutingSnapshots#clear()}). */
-    void devicesChanged() {
-        snapshots.clear();
+    /**
+     * Drops every thread's snapshot: the devices changed (see {@link RoutingSnapshots#clear(Map)}).
+     *
+     * @param now the registry's device map after the change
+     */
+    void devicesChanged(Map<Device, DeviceMemoryManager> now) {
+        snapshots.clear(now);
     }
 
     /** @param attempts devices a routed allocation may try; at least one */

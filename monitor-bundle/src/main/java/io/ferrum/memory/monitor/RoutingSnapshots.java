@@ -1,6 +1,7 @@
 package io.ferrum.memory.monitor;
 
-import java.util.Arrays;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -26,10 +27,14 @@ import io.ferrum.memory.api.MemoryInfo;
  * collide share a slot, which is only slower. An array rather than a {@code ThreadLocal}, so that no
  * thread keeps this bundle's classes after it is stopped.
  *
- * <p>Invariant: after {@link #clear()} (every device change) no slot holds a snapshot made before it,
- * so a manager that went away, and with it its bundle's class loader, is not reachable from a thread
- * that routed through it once and never again. Without it each of those threads kept the old
- * revision alive until its next routed call.
+ * <p>Invariant: after {@link #clear(Map)} (every device change) no slot keeps a snapshot of any other
+ * device map than the one it was given, so a manager that went away, and with it its bundle's class
+ * loader, is not reachable from a thread that routed through it once and never again (before, each
+ * such thread kept the old revision alive until its next routed call). That includes a thread that
+ * read the old map before the change and stores its snapshot after the slots were emptied: a store
+ * is followed by a check of the current map, and both the stores and the emptying are volatile, so
+ * either the emptying comes last or the storing thread sees the new map and empties its own slot.
+ * Reads on the hot path are plain: a stale read only costs a refresh.
  */
 final class RoutingSnapshots {
     /** Routed calls a snapshot's figures serve before they are read again. */
@@ -60,11 +65,15 @@ final class RoutingSnapshots {
         }
     }
 
+    private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Routing[].class);
+
     private final Routing[] routing = new Routing[SLOTS * STRIDE];
     /** Per slot of {@link #routing}: routed calls left before its figures are read again. */
     private final int[] calls = new int[SLOTS * STRIDE];
     private final PressureLevels levels;
     private volatile int epoch;
+    /** The registry's device map as of the last {@link #clear(Map)}; snapshots of another map are not kept. */
+    private volatile Map<Device, DeviceMemoryManager> devices = Map.of();
 
     RoutingSnapshots(PressureLevels levels) {
         this.levels = levels;
@@ -79,10 +88,25 @@ final class RoutingSnapshots {
         epoch++;
     }
 
-    /** Empties every slot; on every device change. */
-    void clear() {
+    /**
+     * Empties every slot; on every device change.
+     *
+     * @param now the registry's device map after the change
+     */
+    void clear(Map<Device, DeviceMemoryManager> now) {
+        devices = now;
         epoch++;
-        Arrays.fill(routing, null);
+        for (int i = 0; i < routing.length; i += STRIDE) {
+            SLOT.setVolatile(routing, i, (Routing) null);
+        }
+    }
+
+    /** Stores the calling thread's snapshot, unless its devices are no longer the registry's (see the class Javadoc). */
+    private void store(int slot, Routing r) {
+        SLOT.setVolatile(routing, slot, r);
+        if (r.active() != devices) {
+            SLOT.setVolatile(routing, slot, (Routing) null);
+        }
     }
 
     /** @return the calling thread's snapshot for {@code active}, made anew when stale and every {@value #REFRESH} calls */
@@ -108,7 +132,7 @@ final class RoutingSnapshots {
         if (r == null) {
             r = of(active, figures(active), e);
         }
-        routing[slot] = r;
+        store(slot, r);
         calls[slot] = REFRESH - 1;
         return r;
     }
@@ -116,7 +140,7 @@ final class RoutingSnapshots {
     /** Installs the fresh figures a full routing pass read, as the calling thread's snapshot. */
     void install(Map<Device, DeviceMemoryManager> active, Map<Device, MemoryInfo> infos) {
         int slot = slot();
-        routing[slot] = of(active, new LinkedHashMap<>(infos), epoch);
+        store(slot, of(active, new LinkedHashMap<>(infos), epoch));
         calls[slot] = REFRESH;
     }
 

@@ -17,7 +17,10 @@ import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.MemoryInfo;
 
-/** The per-thread routing snapshots: when they are reused, remade and emptied. */
+/**
+ * The per-thread routing snapshots: when they are reused, remade and emptied. Each test announces its
+ * device map with {@code clear} first, as the monitor does on every device change.
+ */
 class RoutingSnapshotsTest {
     static final Device CPU1 = Device.cpu(1);
     static final Device CPU2 = Device.cpu(2);
@@ -60,6 +63,7 @@ class RoutingSnapshotsTest {
     void aSnapshotServesRefreshCallsThenItsFiguresAreReadAgain() {
         StubManager one = new StubManager(CPU1, StubManager.poolSpace(1), true, 1000, 100);
         Map<Device, DeviceMemoryManager> active = active(one);
+        snapshots.clear(active);
 
         RoutingSnapshots.Routing first = snapshots.current(active);
         assertEquals(List.of(CPU1), first.devices());
@@ -81,9 +85,11 @@ class RoutingSnapshotsTest {
         StubManager one = new StubManager(CPU1, StubManager.poolSpace(1), true, 1000, 0);
         StubManager two = new StubManager(CPU2, StubManager.poolSpace(2), true, 1000, 0);
         Map<Device, DeviceMemoryManager> before = active(one);
+        snapshots.clear(before);
         RoutingSnapshots.Routing r = snapshots.current(before);
 
         Map<Device, DeviceMemoryManager> after = active(one, two);
+        snapshots.clear(after);
         RoutingSnapshots.Routing r2 = snapshots.current(after);
         assertEquals(List.of(CPU1, CPU2), r2.devices());
         assertSame(two, r2.managerOf(CPU2));
@@ -98,6 +104,7 @@ class RoutingSnapshotsTest {
         StubManager one = new StubManager(CPU1, StubManager.poolSpace(1), true, 1000, 0);
         Flaky two = new Flaky(CPU2);
         Map<Device, DeviceMemoryManager> active = active(one, two);
+        snapshots.clear(active);
         assertEquals(List.of(CPU1, CPU2), snapshots.current(active).devices());
 
         two.failing = true;
@@ -109,29 +116,51 @@ class RoutingSnapshotsTest {
     @Test
     void aRemovedDevicesManagerIsNotReachableFromAnyThreadsSnapshotAfterTheChange() throws Exception {
         StubManager stays = new StubManager(CPU1, StubManager.poolSpace(1), true, 1000, 0);
-        WeakReference<DeviceMemoryManager> gone = routeOnceThroughAnotherManager(stays);
+        WeakReference<DeviceMemoryManager> gone = routeOnceThroughAnotherManager(stays, false);
 
         // The device change: cpu:2 went away, and nobody routes again.
-        snapshots.clear();
+        snapshots.clear(active(stays));
 
-        for (int i = 0; i < 50 && gone.get() != null; i++) {
+        assertCollected(gone, "a snapshot made before the change still holds the removed device's manager"
+                + " (and, in a framework, its bundle's class loader)");
+    }
+
+    /**
+     * The interleaving the emptying alone misses: a thread read the registry's map before the change
+     * and stores its snapshot of that map after the slots were emptied.
+     */
+    @Test
+    void aSnapshotOfTheOldDevicesStoredAfterTheChangeIsNotKept() throws Exception {
+        StubManager stays = new StubManager(CPU1, StubManager.poolSpace(1), true, 1000, 0);
+        WeakReference<DeviceMemoryManager> gone = routeOnceThroughAnotherManager(stays, true);
+
+        assertCollected(gone, "a snapshot of the old devices, stored after the change, holds the removed"
+                + " device's manager");
+    }
+
+    private static void assertCollected(WeakReference<?> ref, String message) throws InterruptedException {
+        for (int i = 0; i < 50 && ref.get() != null; i++) {
             System.gc();
             Thread.sleep(10);
         }
-        assertNull(gone.get(), "a snapshot made before the change still holds the removed device's manager"
-                + " (and, in a framework, its bundle's class loader)");
+        assertNull(ref.get(), message);
     }
 
     /**
      * Routes through cpu:2 once from this thread and once from a thread that then ends, as a thread that
      * routes once and never again does; returns a weak reference to cpu:2's manager, which nothing else
      * holds.
+     *
+     * @param changedFirst whether cpu:2 went away before the routing (which then stores its snapshot
+     *                     of the map it read before the change) rather than after it
      */
-    private WeakReference<DeviceMemoryManager> routeOnceThroughAnotherManager(StubManager stays) throws Exception {
+    private WeakReference<DeviceMemoryManager> routeOnceThroughAnotherManager(StubManager stays, boolean changedFirst)
+            throws Exception {
         StubManager leaving = new StubManager(CPU2, StubManager.poolSpace(2), true, 1000, 0);
         Map<Device, DeviceMemoryManager> active = active(stays, leaving);
+        snapshots.clear(changedFirst ? active(stays) : active);
         assertSame(leaving, snapshots.current(active).managerOf(CPU2));
-        Thread other = new Thread(() -> snapshots.current(active));
+        Thread other = new Thread(() -> snapshots.install(active, snapshots.figures(active)));
         other.start();
         other.join();
         return new WeakReference<>(leaving);
