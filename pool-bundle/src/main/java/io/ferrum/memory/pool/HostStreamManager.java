@@ -44,7 +44,7 @@ import io.ferrum.memory.api.StreamManager;
  * <p>Thread-safe. {@link #close()} refuses new work with {@link DeviceUnavailableException} and
  * lets the work it had accepted run (see {@link #submit} and {@link #close()}).
  */
-public final class HostStreamManager implements StreamManager, AutoCloseable {
+public final class HostStreamManager implements StreamManager, StreamExecutor {
     private static final int EVENT_SWEEP_THRESHOLD = 4096;
     private static final int SEQUENCE_BITS = 40;
     private static final long MAX_SEQUENCE = (1L << SEQUENCE_BITS) - 1;
@@ -268,6 +268,7 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
      * @return true for the default stream or a live stream of this manager; false for a destroyed
      *         stream, another stream manager's stream, an event id, or an id never issued
      */
+    @Override
     public boolean knows(StreamHandle stream) {
         return stream == null || stream.isDefault() || streams.containsKey(stream.id());
     }
@@ -403,6 +404,7 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
      * @return completes when the work has run, exceptionally if it threw (the stream goes on with
      *         the next work)
      */
+    @Override
     public CompletableFuture<Void> submit(StreamHandle handle, Runnable work) {
         if (work == null) {
             throw new InvalidMemoryRequestException("Work is null on " + device + "'s stream manager");

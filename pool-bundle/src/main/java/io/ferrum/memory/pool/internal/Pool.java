@@ -3,7 +3,6 @@ package io.ferrum.memory.pool.internal;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -30,11 +29,8 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * </ul>
  */
 public final class Pool {
-    /** Smallest block, and the unit every block size and offset is a multiple of. */
-    public static final long MIN_BLOCK = 16;
-    private static final int SL_BITS = 4;
-    private static final int SL_COUNT = 1 << SL_BITS;
-    private static final int FL_COUNT = 64;
+    /** Smallest block, and the unit every block size and offset is a multiple of ({@link SizeClasses#MIN_BLOCK}). */
+    public static final long MIN_BLOCK = SizeClasses.MIN_BLOCK;
 
     /** No thread id: thread ids are positive. */
     static final long NO_THREAD = -1;
@@ -48,8 +44,8 @@ public final class Pool {
     /** Signalled when a growth ends, for allocations that waited for it rather than growing too. */
     final Condition grown = lock.newCondition();
     final List<PoolChunk> chunks = new ArrayList<>();
-    private final AtomicLong deviceUsed;
-    private final AtomicLong deviceLive;
+    /** The device-wide figures this pool's carves and releases add to. */
+    private final DeviceAccount account;
 
     MemoryPoolConfig config;
     long reserved;
@@ -76,16 +72,14 @@ public final class Pool {
     long lastCacheThread = NO_THREAD;
     boolean closed;
 
-    private final Block[] heads = new Block[FL_COUNT * SL_COUNT];
-    private long flBitmap;
-    private final int[] slBitmap = new int[FL_COUNT];
+    /** The free blocks of this pool's chunks. */
+    final FreeBlockIndex free = new FreeBlockIndex();
 
-    Pool(PoolEngine engine, MemoryType type, MemoryPoolConfig config, AtomicLong deviceUsed, AtomicLong deviceLive) {
+    Pool(PoolEngine engine, MemoryType type, MemoryPoolConfig config, DeviceAccount account) {
         this.engine = engine;
         this.type = type;
         this.config = config;
-        this.deviceUsed = deviceUsed;
-        this.deviceLive = deviceLive;
+        this.account = account;
     }
 
     /**
@@ -109,102 +103,16 @@ public final class Pool {
 
     /** @return the block size for a request: rounded up to the pool alignment and MIN_BLOCK */
     long blockSize(long requested) {
-        long unit = Math.max(config.alignment(), MIN_BLOCK);
-        return alignUp(Math.max(requested, MIN_BLOCK), unit);
+        return SizeClasses.blockSize(requested, SizeClasses.unit(config));
     }
 
     static long alignUp(long value, long alignment) {
-        return (value + alignment - 1) & -alignment;
-    }
-
-    // ---------------------------------------------------------------- TLSF index
-
-    private static int firstLevel(long size) {
-        return 63 - Long.numberOfLeadingZeros(size);
-    }
-
-    private static int secondLevel(long size, int fl) {
-        return (int) ((size >>> (fl - SL_BITS)) & (SL_COUNT - 1));
-    }
-
-    void insertFree(Block b) {
-        int fl = firstLevel(b.size);
-        int sl = secondLevel(b.size, fl);
-        int idx = fl * SL_COUNT + sl;
-        Block head = heads[idx];
-        b.prevFree = null;
-        b.nextFree = head;
-        if (head != null) {
-            head.prevFree = b;
-        }
-        heads[idx] = b;
-        flBitmap |= 1L << fl;
-        slBitmap[fl] |= 1 << sl;
-    }
-
-    void removeFree(Block b) {
-        int fl = firstLevel(b.size);
-        int sl = secondLevel(b.size, fl);
-        int idx = fl * SL_COUNT + sl;
-        if (b.prevFree != null) {
-            b.prevFree.nextFree = b.nextFree;
-        } else {
-            heads[idx] = b.nextFree;
-            if (heads[idx] == null) {
-                slBitmap[fl] &= ~(1 << sl);
-                if (slBitmap[fl] == 0) {
-                    flBitmap &= ~(1L << fl);
-                }
-            }
-        }
-        if (b.nextFree != null) {
-            b.nextFree.prevFree = b.prevFree;
-        }
-        b.prevFree = null;
-        b.nextFree = null;
-    }
-
-    /** @return a free block of at least {@code needed} bytes, or null */
-    Block findFree(long needed) {
-        int fl = firstLevel(needed);
-        int sl = secondLevel(needed, fl);
-        // The request's own class may hold a block that fits: take its head if it does (good fit).
-        Block head = heads[fl * SL_COUNT + sl];
-        if (head != null && head.size >= needed) {
-            return head;
-        }
-        // Otherwise round up to the next class: every block there fits.
-        long rounded = needed + (1L << (fl - SL_BITS)) - 1;
-        if (rounded < 0) {
-            return null;
-        }
-        fl = firstLevel(rounded);
-        sl = secondLevel(rounded, fl);
-        int slMap = slBitmap[fl] & (-1 << sl);
-        if (slMap == 0) {
-            long flMap = fl + 1 < FL_COUNT ? flBitmap & (-1L << (fl + 1)) : 0;
-            if (flMap == 0) {
-                return null;
-            }
-            fl = Long.numberOfTrailingZeros(flMap);
-            slMap = slBitmap[fl];
-        }
-        sl = Integer.numberOfTrailingZeros(slMap);
-        return heads[fl * SL_COUNT + sl];
+        return SizeClasses.alignUp(value, alignment);
     }
 
     /** @return the largest free block's size, 0 if none */
     long largestFree() {
-        if (flBitmap == 0) {
-            return 0;
-        }
-        int fl = 63 - Long.numberOfLeadingZeros(flBitmap);
-        int sl = 31 - Integer.numberOfLeadingZeros(slBitmap[fl]);
-        long max = 0;
-        for (Block b = heads[fl * SL_COUNT + sl]; b != null; b = b.nextFree) {
-            max = Math.max(max, b.size);
-        }
-        return max;
+        return free.largest();
     }
 
     // ---------------------------------------------------------------- carve and release
@@ -217,7 +125,7 @@ public final class Pool {
      */
     Block carve(long size, long alignment) {
         long unit = Math.max(config.alignment(), MIN_BLOCK);
-        Block b = findFree(alignment <= unit ? size : size + alignment - MIN_BLOCK);
+        Block b = free.find(alignment <= unit ? size : size + alignment - MIN_BLOCK);
         if (b == null) {
             return null;
         }
@@ -225,20 +133,20 @@ public final class Pool {
         if (b.size - pad < size) {
             // A free block from before the pool's alignment was raised, or at the start of a chunk
             // less aligned than the pool: look again with room for the padding.
-            b = findFree(size + alignment - MIN_BLOCK);
+            b = free.find(size + alignment - MIN_BLOCK);
             if (b == null) {
                 return null;
             }
             pad = padTo(b, alignment);
         }
-        removeFree(b);
+        free.remove(b);
         if (pad > 0) {
             // Front padding stays free; the block proper starts after it.
             Block rest = new Block(b.chunk, b.offset + pad, b.size - pad);
             linkAfter(b, rest);
             b.size = pad;
             b.free = true;
-            insertFree(b);
+            free.insert(b);
             b = rest;
         }
         if (b.size - size >= MIN_BLOCK) {
@@ -246,15 +154,14 @@ public final class Pool {
             tail.free = true;
             linkAfter(b, tail);
             b.size = size;
-            insertFree(tail);
+            free.insert(tail);
         }
         b.free = false;
         b.pool = this;
         b.chunk.usedBytes += b.size;
         used += b.size;
         live++;
-        deviceUsed.addAndGet(b.size);
-        deviceLive.incrementAndGet();
+        account.allocated(b.size);
         return b;
     }
 
@@ -269,8 +176,7 @@ public final class Pool {
         b.chunk.usedBytes -= b.size;
         used -= b.size;
         live--;
-        deviceUsed.addAndGet(-b.size);
-        deviceLive.decrementAndGet();
+        account.released(b.size);
         b.free = true;
         b.handleId = 0;
         b.aliasId = 0;
@@ -286,18 +192,18 @@ public final class Pool {
     private void coalesceAndList(Block b) {
         Block prev = b.prevPhys;
         if (prev != null && prev.free) {
-            removeFree(prev);
+            free.remove(prev);
             prev.size += b.size;
             unlink(b);
             b = prev;
         }
         Block next = b.nextPhys;
         if (next != null && next.free) {
-            removeFree(next);
+            free.remove(next);
             b.size += next.size;
             unlink(next);
         }
-        insertFree(b);
+        free.insert(b);
     }
 
     private static void linkAfter(Block b, Block added) {
@@ -332,7 +238,7 @@ public final class Pool {
         chunk.first = whole;
         chunks.add(chunk);
         reserved += chunk.size;
-        insertFree(whole);
+        free.insert(whole);
     }
 
     /** @return the most bytes this pool may hold from the device under its configuration */
@@ -379,7 +285,7 @@ public final class Pool {
         for (int i = chunks.size() - 1; i >= 0; i--) {
             PoolChunk c = chunks.get(i);
             if (isEmpty(c) && reserved - c.size >= keepBytes) {
-                removeFree(c.first);
+                free.remove(c.first);
                 chunks.remove(i);
                 reserved -= c.size;
                 out.add(c.device);
@@ -395,11 +301,8 @@ public final class Pool {
             out.add(c.device);
         }
         chunks.clear();
-        java.util.Arrays.fill(heads, null);
-        flBitmap = 0;
-        java.util.Arrays.fill(slBitmap, 0);
-        deviceUsed.addAndGet(-used);
-        deviceLive.addAndGet(-live);
+        free.clear();
+        account.releasedAll(used, live);
         reserved = 0;
         used = 0;
         live = 0;
@@ -465,7 +368,7 @@ public final class Pool {
             if (x.free && n != null && n.isMovable()
                     && (c.device.address() + x.offset) % n.alignment == 0) {
                 // P - x(free) - n(live) - N  becomes  P - n - x(free) - N, then x merges with N.
-                removeFree(x);
+                free.remove(x);
                 long target = x.offset;
                 upstream.copy(c.device, n.offset, c.device, target, n.requested);
                 if (scrub) {
@@ -493,14 +396,14 @@ public final class Pool {
                 n.offset = target;
                 x.offset = target + n.size;
                 if (after != null && after.free) {
-                    removeFree(after);
+                    free.remove(after);
                     x.size += after.size;
                     x.nextPhys = after.nextPhys;
                     if (after.nextPhys != null) {
                         after.nextPhys.prevPhys = x;
                     }
                 }
-                insertFree(x);
+                free.insert(x);
                 moved++;
                 // x is still the free block, now after n: keep sliding what follows it.
             } else {
@@ -554,8 +457,7 @@ public final class Pool {
                 c.usedBytes -= dest.size;
                 used -= dest.size;
                 live--;
-                deviceUsed.addAndGet(-dest.size);
-                deviceLive.decrementAndGet();
+                account.released(dest.size);
                 b = dest;
                 moved++;
             }
@@ -581,7 +483,7 @@ public final class Pool {
     private void unlistFree(PoolChunk c) {
         for (Block b = c.first; b != null; b = b.nextPhys) {
             if (b.free) {
-                removeFree(b);
+                free.remove(b);
             }
         }
     }
@@ -596,7 +498,7 @@ public final class Pool {
                     b.size += n.size;
                     unlink(n);
                 }
-                insertFree(b);
+                free.insert(b);
             }
             b = b.nextPhys;
         }

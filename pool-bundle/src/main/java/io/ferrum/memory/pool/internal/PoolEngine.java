@@ -48,6 +48,7 @@ import io.ferrum.memory.pool.DeviceChunk;
 import io.ferrum.memory.pool.DeviceUpstream;
 import io.ferrum.memory.pool.HostStreamManager;
 import io.ferrum.memory.pool.PoolSettings;
+import io.ferrum.memory.pool.StreamExecutor;
 import io.ferrum.memory.pool.PooledMemoryManager;
 import io.ferrum.memory.pool.ZeroingPolicy;
 
@@ -79,12 +80,13 @@ public final class PoolEngine implements PooledMemoryManager {
     private final EnumMap<MemoryType, Pool> pools = new EnumMap<>(MemoryType.class);
     private final Pool[] poolList;
     private final HandleTable handles;
-    private final AtomicLong deviceReserved = new AtomicLong();
-    private final AtomicLong deviceUsed = new AtomicLong();
-    private final AtomicLong deviceLive = new AtomicLong();
+    private final Checks checks;
+    /** Whether threads cache blocks above SizeClasses.MAX_CLASS. */
+    private final LargeBlockPolicy largeBlocks = SharedPoolRule.INSTANCE;
+    private final DeviceAccount account;
     /** The fragmentation ratio of the last full {@link #memoryInfo(Device)}, for {@link #quickInfo()}. */
     private volatile double lastFragmentation;
-    private final HostStreamManager streams;
+    private final StreamExecutor streams;
     private final boolean ownsStreams;
     private final Semaphore transfers;
     private final Instant epoch;
@@ -120,15 +122,15 @@ public final class PoolEngine implements PooledMemoryManager {
     private final boolean coarseClock;
 
     public PoolEngine(DeviceUpstream upstream, MemoryManagerConfig config, PoolSettings settings,
-                      HostStreamManager streams) {
+                      StreamExecutor streams) {
         this(upstream, config, settings, streams, null);
     }
 
     /** @param handles the handle table (tests: a small one), or null for a full-size one */
     PoolEngine(DeviceUpstream upstream, MemoryManagerConfig config, PoolSettings settings,
-               HostStreamManager streams, HandleTable handles) {
+               StreamExecutor streams, HandleTable handles) {
         if (upstream == null || config == null || settings == null) {
-            throw new InvalidMemoryRequestException("A pooled manager needs an upstream, a configuration and settings");
+            throw Checks.missingParts();
         }
         this.handles = handles != null ? handles : new HandleTable();
         this.upstream = upstream;
@@ -141,10 +143,9 @@ public final class PoolEngine implements PooledMemoryManager {
         this.lowBelow = capacity == 0 ? Long.MAX_VALUE
                 : (long) Math.floor(capacity * (MemoryPressure.MEDIUM.thresholdPercent() / 100.0)) - 1;
         this.chunkAlignment = Math.max(upstream.chunkAlignment(), Pool.MIN_BLOCK);
-        if (Long.bitCount(chunkAlignment) != 1) {
-            throw new InvalidMemoryRequestException("Upstream " + upstream.backendName() + " of " + device
-                    + " reports chunk alignment " + chunkAlignment + ", which is not a power of two");
-        }
+        this.account = new DeviceAccount(capacity, chunkAlignment);
+        this.checks = new Checks(device, capacity, chunkAlignment, this.handles, upstream.backendName());
+        checks.chunkAlignment();
         this.ownsStreams = streams == null;
         this.streams = streams != null ? streams : new HostStreamManager(device);
         this.transfers = new Semaphore(config.maxConcurrentTransfers());
@@ -155,7 +156,7 @@ public final class PoolEngine implements PooledMemoryManager {
             CoarseClock.acquire();
         }
         for (MemoryType type : MemoryType.values()) {
-            pools.put(type, new Pool(this, type, config.poolConfig(type), deviceUsed, deviceLive));
+            pools.put(type, new Pool(this, type, config.poolConfig(type), account));
         }
         this.poolList = pools.values().toArray(new Pool[0]);
         this.localCache = settings.threadCacheBytes() > 0 && settings.zeroing() == ZeroingPolicy.NONE
@@ -176,89 +177,19 @@ public final class PoolEngine implements PooledMemoryManager {
 
     private void checkOpen() {
         if (closed) {
-            throw unavailable();
+            throw checks.closed();
         }
-    }
-
-    private DeviceUnavailableException unavailable() {
-        return new DeviceUnavailableException(device, "The memory manager of " + device
-                + " is closed (its backend was stopped or the manager was closed); its handles are no longer valid."
-                + " Use a running manager for this device");
-    }
-
-    private void checkDevice(Device d) {
-        if (d == null) {
-            throw new InvalidMemoryRequestException("Device is null; this manager serves " + device);
-        }
-        if (!device.equals(d)) {
-            throw new InvalidMemoryRequestException("Device " + d + " is not served by this manager, which serves "
-                    + device + "; use the manager registered with memory.device=" + d + " or the MemoryRouter");
-        }
-    }
-
-    private static void checkType(MemoryType type) {
-        if (type == null) {
-            throw new InvalidMemoryRequestException("Memory type is null; use MemoryType.GENERAL for general memory");
-        }
-    }
-
-    private void checkSize(long size, Pool pool, MemoryPoolConfig cfg) {
-        if (size <= 0) {
-            throw new InvalidMemoryRequestException("Invalid allocation size " + size + " bytes on " + device
-                    + ": the size must be more than zero");
-        }
-        if (size > capacity) {
-            throw new InvalidMemoryRequestException("Allocation of " + Bytes.exact(size) + " on " + device
-                    + " exceeds the device capacity of " + Bytes.exact(capacity));
-        }
-        if (cfg.maxSize().isPresent() && size > cfg.maxSize().getAsLong()) {
-            throw new InvalidMemoryRequestException("Allocation of " + Bytes.exact(size) + " on " + device + " exceeds the "
-                    + pool.type + " pool's maxSize of " + Bytes.exact(cfg.maxSize().getAsLong())
-                    + "; raise maxSize with configurePool");
-        }
-        if (!cfg.enableAutoExpansion() && size > cfg.initialSize()) {
-            throw new InvalidMemoryRequestException("Allocation of " + Bytes.exact(size) + " on " + device + " exceeds the "
-                    + pool.type + " pool's initialSize of " + Bytes.exact(cfg.initialSize())
-                    + " and the pool may not grow (enableAutoExpansion=false)");
-        }
-    }
-
-    private long checkAlignment(long alignment, MemoryPoolConfig cfg) {
-        if (alignment <= 0 || Long.bitCount(alignment) != 1) {
-            throw new InvalidMemoryRequestException("Invalid alignment " + alignment + " on " + device
-                    + ": the alignment must be a power of two (1, 2, 4, ..., 4096, ...)");
-        }
-        long largestChunk = Math.max(Math.max(cfg.initialSize(), cfg.growthIncrement()), chunkAlignment);
-        if (alignment > largestChunk) {
-            throw new InvalidMemoryRequestException("Alignment " + Bytes.exact(alignment) + " on " + device
-                    + " is larger than the pool's largest chunk (" + Bytes.exact(largestChunk) + ")");
-        }
-        return Math.max(alignment, Math.max(cfg.alignment(), Pool.MIN_BLOCK));
     }
 
     /** @return the live block named by {@code handle}, or an exception that says why there is none */
     private Block resolve(MemoryHandle handle) {
         checkOpen();
-        if (handle == null) {
-            throw new InvalidHandleException(null, "Handle is null on " + device);
-        }
-        if (!handle.isValid()) {
-            throw new InvalidHandleException(handle, "The zero handle names no allocation (on " + device + ")");
-        }
+        checks.handle(handle);
         Block b = handles.lookup(handle.id());
         if (b == null) {
-            throw invalidHandle(handle);
+            throw checks.invalidHandle(handle);
         }
         return b;
-    }
-
-    private InvalidHandleException invalidHandle(MemoryHandle handle) {
-        if (!handles.isOwn(handle.id())) {
-            return new InvalidHandleException(handle, "Handle " + handle + " was not issued by the manager of " + device
-                    + " (it belongs to another device or manager, or is stale from before a restart)");
-        }
-        return new InvalidHandleException(handle, "Handle " + handle + " is not live on " + device
-                + ": it was already freed (a double free?) or its manager restarted");
     }
 
     // ================================================================ allocation
@@ -271,17 +202,17 @@ public final class PoolEngine implements PooledMemoryManager {
     @Override
     public MemoryHandle allocate(long size, MemoryType type, Device d) {
         checkOpen();
-        checkDevice(d);
-        checkType(type);
+        checks.device(d);
+        Checks.type(type);
         Pool pool = pools.get(type);
         MemoryPoolConfig cfg = pool.config;
-        checkSize(size, pool, cfg);
+        checks.size(size, type, cfg);
         long unit = Math.max(cfg.alignment(), Pool.MIN_BLOCK);
         if (localCache == null || type == MemoryType.MAPPED) {
             return allocateIn(pool, size, unit, pool.blockSize(size), null, 1, null);
         }
-        long blockSize = ThreadCache.classSize(pool.blockSize(size), unit);
-        ThreadCache tc = blockSize <= ThreadCache.MAX_BLOCK ? cache() : null;
+        long blockSize = SizeClasses.classSize(pool.blockSize(size), unit);
+        ThreadCache tc = blockSize <= SizeClasses.MAX_BLOCK ? cache() : null;
         if (tc != null) {
             Block b = tc.pop(type.ordinal(), blockSize);
             if (b != null) {
@@ -319,7 +250,7 @@ public final class PoolEngine implements PooledMemoryManager {
 
     /** @return true if a block of {@code size} bytes may go to {@code tc} (large ones only while the thread caches them) */
     private static boolean cacheable(ThreadCache tc, long size) {
-        return size <= ThreadCache.MAX_CLASS || (size <= ThreadCache.MAX_BLOCK && tc.cachesLarge);
+        return SizeClasses.cacheable(size, tc.cachesLarge);
     }
 
     /** Gives a newly allocated block fresh access statistics when they are on, reusing its tracker if it has one. */
@@ -366,6 +297,7 @@ public final class PoolEngine implements PooledMemoryManager {
         // not at the next trim (short-lived threads would otherwise grow the pools without bound).
         sweepDeadCaches();
         ThreadCache tc = new ThreadCache(poolList.length, settings.threadCacheBytes(), cacheEpoch);
+        largeBlocks.started(tc);
         Object[] holder = {tc};
         tc.holder = holder;
         localCache.set(holder);
@@ -500,12 +432,12 @@ public final class PoolEngine implements PooledMemoryManager {
     @Override
     public MemoryHandle allocateAligned(long size, long alignment, MemoryType type, Device d) {
         checkOpen();
-        checkDevice(d);
-        checkType(type);
+        checks.device(d);
+        Checks.type(type);
         Pool pool = pools.get(type);
         MemoryPoolConfig cfg = pool.config;
-        checkSize(size, pool, cfg);
-        return allocateIn(pool, size, checkAlignment(alignment, cfg), pool.blockSize(size), null, 1, null);
+        checks.size(size, type, cfg);
+        return allocateIn(pool, size, checks.alignment(alignment, cfg), pool.blockSize(size), null, 1, null);
     }
 
     /**
@@ -526,11 +458,11 @@ public final class PoolEngine implements PooledMemoryManager {
             long id = 0;
             pool.acquire();
             if (tc != null) {
-                tc.sawPoolLock(pool, caches);
+                largeBlocks.sawPoolLock(tc, pool, caches);
             }
             try {
                 if (pool.closed) {
-                    throw unavailable();
+                    throw checks.closed();
                 }
                 b = pool.carve(blockSize, alignment);
                 if (b != null) {
@@ -608,10 +540,7 @@ public final class PoolEngine implements PooledMemoryManager {
                 }
                 continue;
             }
-            long free = Math.max(0, capacity - deviceUsed.get());
-            throw new OutOfDeviceMemoryException(device, size, free, "Out of memory on " + device + ": cannot allocate "
-                    + Bytes.exact(size) + " in the " + pool.type + " pool: " + failure + ". Free " + Bytes.human(free)
-                    + " of " + Bytes.human(capacity) + "; free blocks, raise the limit, or defragment");
+            throw checks.outOfMemory(size, pool.type, failure, account.used());
         }
     }
 
@@ -625,23 +554,20 @@ public final class PoolEngine implements PooledMemoryManager {
         pool.acquire();
         try {
             if (pool.closed) {
-                throw unavailable();
+                throw checks.closed();
             }
             if (pool.pending >= needed) {
                 // A growth in flight can hold this block too: wait for it instead of reserving a
                 // second chunk (four threads' first allocations would reserve four), then carve again.
                 pool.grown.awaitUninterruptibly();
                 if (pool.closed) {
-                    throw unavailable();
+                    throw checks.closed();
                 }
                 return null;
             }
             planned = pool.planGrowth(needed, chunkAlignment);
             if (planned == 0) {
-                return pool.config.enableAutoExpansion()
-                        ? "the pool holds " + Bytes.human(pool.reserved) + " and may hold at most "
-                          + Bytes.human(pool.limit()) + " (maxSize)"
-                        : "the pool holds " + Bytes.human(pool.reserved) + " and may not grow (enableAutoExpansion=false)";
+                return Checks.poolAtLimit(pool);
             }
             pool.inflight++;
         } finally {
@@ -650,10 +576,9 @@ public final class PoolEngine implements PooledMemoryManager {
         DeviceChunk chunk = null;
         String failure = null;
         try {
-            long size = bookDevice(planned, needed);
+            long size = account.book(planned, needed);
             if (size == 0) {
-                failure = "the device's pools already hold " + Bytes.human(deviceReserved.get()) + " of its "
-                        + Bytes.human(capacity) + " capacity";
+                failure = checks.deviceFull(account.reserved());
             } else {
                 try {
                     DeviceChunk c = upstream.reserve(size);
@@ -668,15 +593,14 @@ public final class PoolEngine implements PooledMemoryManager {
                     }
                     chunk = c;
                 } catch (OutOfDeviceMemoryException e) {
-                    failure = "the device refused a chunk of " + Bytes.human(size) + " (" + e.getMessage() + ")";
+                    failure = Checks.chunkRefused(size, e);
                 } catch (LinkageError e) {
                     // The backend's classes went away under the call (its bundle was refreshed).
-                    throw new DeviceUnavailableException(device, "The backend of " + device + " was updated or"
-                            + " refreshed while a chunk was reserved (" + e + "); use the manager of its new revision", e);
+                    throw checks.backendGone(e);
                 } finally {
                     // Any failure, an Error too: the booked capacity goes back.
                     if (chunk == null) {
-                        deviceReserved.addAndGet(-size);
+                        account.unbook(size);
                     }
                 }
             }
@@ -732,7 +656,7 @@ public final class PoolEngine implements PooledMemoryManager {
             } catch (RuntimeException e) {
                 settings.log().warn(device + ": releasing a chunk of " + c.size() + " bytes failed", e);
             }
-            deviceReserved.addAndGet(-c.size());
+            account.unbook(c.size());
         }
     }
 
@@ -743,22 +667,6 @@ public final class PoolEngine implements PooledMemoryManager {
                 upstream.close();
             } catch (RuntimeException e) {
                 settings.log().warn(device + ": closing the upstream failed", e);
-            }
-        }
-    }
-
-    /** Books {@code size} bytes of device capacity, shrinking towards {@code needed} if that is all there is. */
-    private long bookDevice(long size, long needed) {
-        long min = Pool.alignUp(needed, chunkAlignment);
-        while (true) {
-            long cur = deviceReserved.get();
-            long room = (capacity - cur) & -chunkAlignment;
-            long take = Math.min(size, room);
-            if (take < min) {
-                return 0;
-            }
-            if (deviceReserved.compareAndSet(cur, cur + take)) {
-                return take;
             }
         }
     }
@@ -777,9 +685,7 @@ public final class PoolEngine implements PooledMemoryManager {
             }
             String failure = grow(pool, Math.min(missing, Math.max(pool.config.initialSize(), chunkAlignment)));
             if (failure != null) {
-                throw new OutOfDeviceMemoryException(device, bytes, Math.max(0, capacity - deviceUsed.get()),
-                        "Cannot pre-allocate " + Bytes.exact(bytes) + " for the " + pool.type + " pool on " + device
-                        + ": " + failure);
+                throw checks.preAllocationFailed(bytes, pool.type, failure, account.used());
             }
         }
     }
@@ -798,7 +704,7 @@ public final class PoolEngine implements PooledMemoryManager {
         // names left decides which of a mapping's two handles, freed at once, gives the memory back.
         int left = b.claim(id);
         if (left < 0) {
-            throw invalidHandle(handle);
+            throw checks.invalidHandle(handle);
         }
         Pool pool = b.pool;
         if (pool.engine != this) {
@@ -817,7 +723,7 @@ public final class PoolEngine implements PooledMemoryManager {
         // goes to the pool, which honours the new one; from a cache it would come back misaligned.
         if (tc != null && left == 0 && b.pins == 0 && b.mapping == null && cacheable(tc, b.size)
                 && b.alignment >= (unit = Math.max(pool.config.alignment(), Pool.MIN_BLOCK))
-                && b.size == ThreadCache.classSize(b.size, unit)) {
+                && b.size == SizeClasses.classSize(b.size, unit)) {
             // The tracker stays for the block's next allocation (reset then), and so does the handle
             // slot, which still points at the block: no reference store on the hot path (under G1 a
             // card mark per call), and no write to the handle table (its lines are shared).
@@ -854,7 +760,7 @@ public final class PoolEngine implements PooledMemoryManager {
         boolean scrub = false;
         pool.acquire();
         if (tc != null) {
-            tc.sawPoolLock(pool, caches);
+            largeBlocks.sawPoolLock(tc, pool, caches);
         }
         List<Block> unstuck = null;
         try {
@@ -1014,10 +920,10 @@ public final class PoolEngine implements PooledMemoryManager {
     /** Under the pool lock: the pool is open and {@code id} still names {@code b}, else the exception that says why. */
     private void checkLive(Pool pool, Block b, long id) {
         if (pool.closed) {
-            throw unavailable();
+            throw checks.closed();
         }
         if (!b.isNamedBy(id)) {
-            throw invalidHandle(new MemoryHandle(id));
+            throw checks.invalidHandle(new MemoryHandle(id));
         }
     }
 
@@ -1032,7 +938,7 @@ public final class PoolEngine implements PooledMemoryManager {
                 // A free claimed the handle without the lock just now: it did not see this pin.
                 b.pins--;
                 leave(pool);
-                throw invalidHandle(new MemoryHandle(id));
+                throw checks.invalidHandle(new MemoryHandle(id));
             }
         } finally {
             pool.lock.unlock();
@@ -1085,24 +991,12 @@ public final class PoolEngine implements PooledMemoryManager {
 
     // ================================================================ copies
 
-    private void checkRange(MemoryHandle h, Block b, long offset, long size, String what) {
-        long length = b.requested;
-        if (offset < 0 || size < 0) {
-            throw new InvalidMemoryRequestException("Invalid copy on " + device + ": " + what + " offset " + offset
-                    + " and size " + size + " must be zero or more");
-        }
-        if (size > length || offset > length - size) {
-            throw new InvalidMemoryRequestException("Copy of " + size + " bytes at " + what + " offset " + offset
-                    + " falls outside " + what + " block " + h + " of " + length + " bytes on " + device);
-        }
-    }
-
     @Override
     public void copy(MemoryHandle src, MemoryHandle dst, long size, long srcOffset, long dstOffset) {
         Block s = resolve(src);
         Block d = resolve(dst);
-        checkRange(src, s, srcOffset, size, "source");
-        checkRange(dst, d, dstOffset, size, "destination");
+        checks.range(src, s, srcOffset, size, "source");
+        checks.range(dst, d, dstOffset, size, "destination");
         if (size == 0) {
             return;
         }
@@ -1143,16 +1037,13 @@ public final class PoolEngine implements PooledMemoryManager {
 
     @Override
     public CompletionStage<Void> copyAsync(MemoryTransfer transfer, StreamHandle stream) {
-        if (transfer == null) {
-            throw new InvalidMemoryRequestException("Transfer is null on " + device);
-        }
+        checks.transfer(transfer);
         Block s = resolve(transfer.src());
         Block d = resolve(transfer.dst());
-        checkRange(transfer.src(), s, transfer.srcOffset(), transfer.size(), "source");
-        checkRange(transfer.dst(), d, transfer.dstOffset(), transfer.size(), "destination");
+        checks.range(transfer.src(), s, transfer.srcOffset(), transfer.size(), "source");
+        checks.range(transfer.dst(), d, transfer.dstOffset(), transfer.size(), "destination");
         if (!streams.knows(stream)) {
-            throw new InvalidMemoryRequestException("Unknown stream " + stream.id() + " on " + device
-                    + ": it is not a live stream of the StreamManager of " + device + "; create it there");
+            throw checks.unknownStream(stream);
         }
         if (transfer.size() == 0) {
             return CompletableFuture.completedFuture(null);
@@ -1197,7 +1088,7 @@ public final class PoolEngine implements PooledMemoryManager {
     @Override
     public MemoryInfo memoryInfo(Device d) {
         checkOpen();
-        checkDevice(d);
+        checks.device(d);
         long reserved = 0;
         long used = 0;
         long live = 0;
@@ -1241,12 +1132,12 @@ public final class PoolEngine implements PooledMemoryManager {
     @Override
     public MemoryInfo quickInfo() {
         checkOpen();
-        long used = deviceUsed.get();
-        long reserved = Math.max(deviceReserved.get(), used);
+        long used = account.used();
+        long reserved = Math.max(account.reserved(), used);
         long[] cached = cached();
         used = Math.max(0, used - cached[0]);
         return new MemoryInfo(capacity, used, Math.max(0, capacity - used), reserved,
-                Math.max(0, deviceLive.get() - cached[1]), lastFragmentation, bandwidth());
+                Math.max(0, account.live() - cached[1]), lastFragmentation, bandwidth());
     }
 
     private MemoryHandleInfo info(Block b, long id) {
@@ -1303,22 +1194,16 @@ public final class PoolEngine implements PooledMemoryManager {
     @Override
     public void configurePool(Device d, MemoryType type, MemoryPoolConfig cfg) {
         checkOpen();
-        checkDevice(d);
-        checkType(type);
-        if (cfg == null) {
-            throw new InvalidMemoryRequestException("Pool configuration is null for the " + type + " pool on " + device);
-        }
+        checks.device(d);
+        Checks.type(type);
+        checks.poolConfig(type, cfg);
         Pool pool = pools.get(type);
-        if (cfg.initialSize() > capacity) {
-            throw new InvalidMemoryRequestException("Cannot set initialSize of the " + type + " pool on " + device
-                    + " to " + Bytes.exact(cfg.initialSize()) + ": the device has " + Bytes.exact(capacity));
-        }
         // Validated before anything changes: a refused call leaves the caches, and so every figure, as they were.
         // Blocks in thread caches count in pool.used; whatever they hold, less than what is live cannot do.
         if (cfg.maxSize().isPresent()) {
             long live = liveBytes(pool);
             if (cfg.maxSize().getAsLong() < live) {
-                throw maxSizeBelowUse(type, cfg, live);
+                throw checks.maxSizeBelowUse(type, cfg, live);
             }
         }
         // A new alignment changes class sizes: cached blocks go back to their pools first.
@@ -1355,15 +1240,10 @@ public final class PoolEngine implements PooledMemoryManager {
         }
     }
 
-    private InvalidMemoryRequestException maxSizeBelowUse(MemoryType type, MemoryPoolConfig cfg, long used) {
-        return new InvalidMemoryRequestException("Cannot set maxSize of the " + type + " pool on " + device + " to "
-                + Bytes.exact(cfg.maxSize().getAsLong()) + ": its live blocks already use " + Bytes.exact(used));
-    }
-
     @Override
     public MemoryPoolConfig poolConfig(MemoryType type) {
         checkOpen();
-        checkType(type);
+        Checks.type(type);
         return pools.get(type).config;
     }
 
@@ -1378,7 +1258,7 @@ public final class PoolEngine implements PooledMemoryManager {
             pool.acquire();
             try {
                 if (pool.closed) {
-                    throw unavailable();
+                    throw checks.closed();
                 }
                 MemoryPoolConfig cfg = pool.config;
                 empty = pool.takeEmptyChunks(cfg.preAllocate() ? cfg.initialSize() : 0);
@@ -1411,11 +1291,11 @@ public final class PoolEngine implements PooledMemoryManager {
     @Override
     public CompletionStage<DefragmentationStats> defragment(Device d) {
         checkOpen();
-        checkDevice(d);
+        checks.device(d);
         try {
             long t0 = System.nanoTime();
             double before = memoryInfo(device).fragmentationRatio();
-            long reservedBefore = deviceReserved.get();
+            long reservedBefore = account.reserved();
             drainCaches();
             long moved = 0;
             for (Pool pool : poolList) {
@@ -1423,7 +1303,7 @@ public final class PoolEngine implements PooledMemoryManager {
             }
             trim();
             double after = memoryInfo(device).fragmentationRatio();
-            long freed = Math.max(0, reservedBefore - deviceReserved.get());
+            long freed = Math.max(0, reservedBefore - account.reserved());
             long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
             return CompletableFuture.completedFuture(new DefragmentationStats(freed, moved, ms, before, after));
         } catch (RuntimeException e) {
@@ -1435,7 +1315,7 @@ public final class PoolEngine implements PooledMemoryManager {
         pool.acquire();
         try {
             if (pool.closed) {
-                throw unavailable();
+                throw checks.closed();
             }
             return pool.compact(upstream, settings.zeroing() == ZeroingPolicy.ON_FREE);
         } finally {
@@ -1468,7 +1348,7 @@ public final class PoolEngine implements PooledMemoryManager {
      * the caches need not be read.
      */
     private MemoryPressure currentPressure() {
-        long used = deviceUsed.get();
+        long used = account.used();
         if (used < lowBelow) {
             return MemoryPressure.LOW;
         }
@@ -1484,7 +1364,7 @@ public final class PoolEngine implements PooledMemoryManager {
      * and the last level was LOW.
      */
     private void checkPressureOnCachePath() {
-        if (lastPressure == MemoryPressure.LOW && deviceUsed.get() < lowBelow) {
+        if (lastPressure == MemoryPressure.LOW && account.used() < lowBelow) {
             return;
         }
         checkPressure();
@@ -1552,9 +1432,7 @@ public final class PoolEngine implements PooledMemoryManager {
 
     @Override
     public MemorySegment mapMemory(MemoryHandle handle, MemoryAccess access) {
-        if (access == null) {
-            throw new InvalidMemoryRequestException("Access mode is null; use READ_ONLY, WRITE_ONLY or READ_WRITE");
-        }
+        Checks.access(access);
         Block b = resolve(handle);
         Pool pool = b.pool;
         pool.acquire();
@@ -1574,7 +1452,7 @@ public final class PoolEngine implements PooledMemoryManager {
                 if (!b.isNamedBy(handle.id())) {
                     // A free claimed the handle without the lock just now: it did not see this mapping.
                     closeViews(b, m, false);
-                    throw invalidHandle(handle);
+                    throw checks.invalidHandle(handle);
                 }
             }
             MemorySegment base = m.staging != null ? m.staging
@@ -1607,13 +1485,10 @@ public final class PoolEngine implements PooledMemoryManager {
         try {
             checkLive(b.pool, b, handle.id());
             if (b.mapping == null) {
-                throw new InvalidMemoryRequestException("Block " + handle + " on " + device
-                        + " is not mapped; map it with mapMemory before unmapping");
+                throw checks.notMapped(handle);
             }
             if (!closeViews(b, b.mapping, true)) {
-                throw new InvalidMemoryRequestException("Block " + handle + " on " + device + " cannot be unmapped now:"
-                        + " a native operation (an I/O call on a buffer of its view, say) still uses a view;"
-                        + " unmap it when that operation has ended. It stays mapped");
+                throw checks.viewInUse(handle);
             }
         } finally {
             pool.lock.unlock();
@@ -1627,28 +1502,18 @@ public final class PoolEngine implements PooledMemoryManager {
     @Override
     public MemoryMapping createMapping(Device sourceDevice, Device targetDevice, long size) {
         checkOpen();
-        if (sourceDevice == null || targetDevice == null) {
-            throw new InvalidMemoryRequestException("Both devices of a mapping are required (source " + sourceDevice
-                    + ", target " + targetDevice + ")");
-        }
-        if (!sourceDevice.equals(device) && !targetDevice.equals(device)) {
-            throw new InvalidMemoryRequestException("Mapping " + sourceDevice + " <-> " + targetDevice
-                    + " does not involve " + device + "; ask the manager of " + sourceDevice);
-        }
+        checks.mappingDevices(sourceDevice, targetDevice);
         Device other = sourceDevice.equals(device) ? targetDevice : sourceDevice;
         PoolEngine peer = this;
         if (!other.equals(device)) {
             PooledMemoryManager found = other.kind().equals(device.kind()) ? settings.peers().apply(other) : null;
             if (!(found instanceof PoolEngine p) || p.closed) {
-                throw new InvalidMemoryRequestException("Mapping " + sourceDevice + " <-> " + targetDevice
-                        + " is not provided by the " + upstream.backendName() + " backend of " + device
-                        + (other.kind().equals(device.kind()) ? ": no running " + other + " is known to it"
-                           : ": " + device.kind() + " <-> " + other.kind() + " mappings come from a backend that serves both kinds"));
+                throw checks.noPeer(sourceDevice, targetDevice, other);
             }
             peer = p;
         }
         Pool pool = pools.get(MemoryType.MAPPED);
-        checkSize(size, pool, pool.config);
+        checks.size(size, MemoryType.MAPPED, pool.config);
         // Counted as named twice from the start: a free of the (guessable) first handle before the
         // second is issued leaves the block to the second.
         Block[] carved = new Block[1];
@@ -1713,9 +1578,7 @@ public final class PoolEngine implements PooledMemoryManager {
 
     @Override
     public void prefetch(MemoryHandle handle, Device target) {
-        if (target == null) {
-            throw new InvalidMemoryRequestException("Prefetch target device is null");
-        }
+        Checks.prefetchTarget(target);
         withPinned(handle, b -> upstream.prefetch(b.chunk.device, b.offset, b.requested, target));
     }
 
@@ -1733,9 +1596,7 @@ public final class PoolEngine implements PooledMemoryManager {
 
     @Override
     public void setUsageHint(MemoryHandle handle, MemoryUsageHint hint) {
-        if (hint == null) {
-            throw new InvalidMemoryRequestException("Usage hint is null");
-        }
+        Checks.usageHint(hint);
         withPinned(handle, b -> {
             b.hint = hint;
             upstream.advise(b.chunk.device, b.offset, b.requested, hint);

@@ -10,7 +10,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 
 import org.junit.jupiter.api.Test;
 
@@ -32,13 +31,13 @@ class PoolTest {
     record FakeChunk(long size, long address) implements DeviceChunk {
     }
 
-    private final AtomicLong deviceUsed = new AtomicLong();
-    private final AtomicLong deviceLive = new AtomicLong();
+    /** The device-wide figures the pools under test feed. */
+    private final DeviceAccount account = new DeviceAccount(1L << 30, 4 * KiB);
 
     private Pool pool(long alignment) {
         MemoryPoolConfig cfg = MemoryPoolConfig.builder().initialSize(64 * KiB).growthIncrement(64 * KiB)
                 .alignment(alignment).maxSize(256 * KiB).build();
-        return new Pool(null, MemoryType.GENERAL, cfg, deviceUsed, deviceLive);
+        return new Pool(null, MemoryType.GENERAL, cfg, account);
     }
 
     private static PoolChunk addChunk(Pool p, long size, long address) {
@@ -76,8 +75,8 @@ class PoolTest {
         assertEquals(used, p.used);
         assertEquals(live, p.live);
         assertEquals(reserved, p.reserved);
-        assertEquals(used, deviceUsed.get());
-        assertEquals(live, deviceLive.get());
+        assertEquals(used, account.used());
+        assertEquals(live, account.live());
     }
 
     private static List<Block> blocks(PoolChunk c) {
