@@ -1,7 +1,6 @@
 package io.ferrum.memory.pool.internal;
 
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -9,16 +8,18 @@ import java.util.concurrent.locks.ReentrantLock;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.pool.DeviceChunk;
-import io.ferrum.memory.pool.DeviceUpstream;
 
 /**
- * The pool of one memory type on one device: the chunks it reserved and a TLSF (two-level
- * segregated fit) index of their free blocks.
+ * The pool of one memory type on one device, and its lock: the chunks it reserved, the blocks that
+ * tile them, and a {@link FreeBlockIndex} of the free ones. It carves and releases blocks and
+ * plans growth; compaction is {@link Compactor}'s, growth's upstream calls {@link Growth}'s.
  *
- * <p>TLSF keeps free blocks in 64 x 16 lists by size class: the first level is the power of two,
- * the second splits it in 16. Two bitmaps find the first non-empty list that is large enough in
- * O(1); freeing coalesces with both physical neighbours in O(1). Block sizes are multiples of the
- * pool's alignment (at least {@value #MIN_BLOCK} bytes) so that splitting never leaves slivers.
+ * <p><b>Layout.</b> Each chunk ({@link PoolChunk}) is tiled by blocks in address order, linked
+ * through prevPhys/nextPhys; free blocks are also listed in the index by size. Block sizes and
+ * offsets are multiples of the pool's unit (its alignment, at least {@value #MIN_BLOCK} bytes), so
+ * splitting never leaves slivers. A carve takes a free block that fits (with room for the padding
+ * an alignment above the unit needs), leaves the front padding and the tail free; a release
+ * coalesces with both physical neighbours.
  *
  * <p>Everything here is guarded by {@link #lock}. Invariants, true whenever the lock is free:
  * <ul>
@@ -26,6 +27,8 @@ import io.ferrum.memory.pool.DeviceUpstream;
  *       free (outside a defragmentation run);</li>
  *   <li>{@code used} = sum of sizes of non-free blocks = sum of {@code chunk.usedBytes};</li>
  *   <li>{@code reserved} = sum of chunk sizes; {@code reserved + pending <= limit}.</li>
+ *   <li>auto-GC at the threshold is armed exactly when no allocation took {@code used} above the
+ *       line since {@code used} was last at or below it.</li>
  * </ul>
  */
 public final class Pool {
@@ -36,8 +39,11 @@ public final class Pool {
     static final long NO_THREAD = -1;
 
     final MemoryType type;
-    /** The manager whose device this pool's chunks are on (a peer's alias of a block frees through it). */
-    final PoolEngine engine;
+    /**
+     * The free path of the manager whose device this pool's chunks are on (a peer's alias of a
+     * block frees through it); set once, while the manager is built.
+     */
+    Reclaimer reclaimer;
     final ReentrantLock lock = new ReentrantLock();
     /** Signalled when {@link #inflight} drops to zero, for close. */
     final Condition idle = lock.newCondition();
@@ -47,7 +53,15 @@ public final class Pool {
     /** The device-wide figures this pool's carves and releases add to. */
     private final DeviceAccount account;
 
+    /** Set through {@link #configure}. */
     MemoryPoolConfig config;
+    /** Auto-GC's threshold in utilisation (NaN: off) and the device capacity it is read against. */
+    private final double gcThreshold;
+    private final long capacity;
+    /** Auto-GC runs when an allocation takes {@link #used} above this; Long.MAX_VALUE: never. */
+    private long gcLine;
+    /** True until an allocation crosses {@link #gcLine}; true again once used is at or below it. */
+    private boolean gcArmed = true;
     long reserved;
     /** Bytes being reserved from the upstream right now, outside the lock. */
     long pending;
@@ -75,12 +89,39 @@ public final class Pool {
     /** The free blocks of this pool's chunks. */
     final FreeBlockIndex free = new FreeBlockIndex();
 
-    Pool(PoolEngine engine, MemoryType type, MemoryPoolConfig config, DeviceAccount account) {
-        this.engine = engine;
+    /**
+     * @param gcThreshold the utilisation above which an allocation runs auto-GC, in [0, 1]; NaN for never
+     */
+    Pool(MemoryType type, MemoryPoolConfig config, DeviceAccount account, double gcThreshold) {
         this.type = type;
-        this.config = config;
         this.account = account;
+        this.gcThreshold = gcThreshold;
+        this.capacity = account.capacity();
+        configure(config);
     }
+
+    /** Under the lock (or before the pool is shared): sets the configuration and what follows from it. */
+    void configure(MemoryPoolConfig cfg) {
+        this.config = cfg;
+        // Utilisation is used bytes over the most the pool may hold: its limit, or the device's capacity.
+        long ceiling = Math.min(limit(), capacity);
+        this.gcLine = Double.isNaN(gcThreshold) ? Long.MAX_VALUE : (long) Math.floor(gcThreshold * ceiling);
+    }
+
+    /**
+     * Under the lock, after a carve for an allocation: whether this allocation took the pool's
+     * utilisation above the auto-GC threshold, at most once per crossing.
+     *
+     * @return true if the caller is to run auto-GC now (the line is disarmed until used falls back to it)
+     */
+    boolean crossedGcLine() {
+        if (gcArmed && used > gcLine) {
+            gcArmed = false;
+            return true;
+        }
+        return false;
+    }
+
 
     /**
      * Takes {@link #lock}, spinning briefly first: the lock is held for a fraction of a microsecond
@@ -177,6 +218,9 @@ public final class Pool {
         used -= b.size;
         live--;
         account.released(b.size);
+        if (used <= gcLine) {
+            gcArmed = true;
+        }
         b.free = true;
         b.handleId = 0;
         b.aliasId = 0;
@@ -215,7 +259,7 @@ public final class Pool {
         b.nextPhys = added;
     }
 
-    private static void unlink(Block b) {
+    static void unlink(Block b) {
         if (b.prevPhys != null) {
             b.prevPhys.nextPhys = b.nextPhys;
         } else {
@@ -306,6 +350,7 @@ public final class Pool {
         reserved = 0;
         used = 0;
         live = 0;
+        gcArmed = true;
         return out;
     }
 
@@ -340,201 +385,17 @@ public final class Pool {
         return reserved - used;
     }
 
-    // ---------------------------------------------------------------- compaction
-
     /**
-     * Moves movable live blocks so free space coalesces: first each chunk slides its blocks towards
-     * its start, then the emptiest chunks are evacuated into free space of fuller ones. Handles stay
-     * valid (blocks keep their identity) and contents move with them. Runs under the lock; the
-     * copies go to the upstream, which must give memmove semantics for overlapping ranges.
-     *
-     * @param scrub clear the bytes a moved block leaves behind (zeroing on free: free memory holds only zeros)
-     * @return blocks moved
+     * Compaction moved live block {@code b} away and left {@code moved}, a block it carved as the
+     * destination, in {@code b}'s old place: that place is free space now (not listed: the
+     * compactor lists it when it is done with the chunk).
      */
-    long compact(DeviceUpstream upstream, boolean scrub) {
-        long moved = 0;
-        for (PoolChunk c : chunks) {
-            moved += slideDown(c, upstream, scrub);
-        }
-        moved += evacuateEmptiest(upstream, scrub);
-        return moved;
-    }
-
-    private long slideDown(PoolChunk c, DeviceUpstream upstream, boolean scrub) {
-        long moved = 0;
-        Block x = c.first;
-        while (x != null) {
-            Block n = x.nextPhys;
-            if (x.free && n != null && n.isMovable()
-                    && (c.device.address() + x.offset) % n.alignment == 0) {
-                // P - x(free) - n(live) - N  becomes  P - n - x(free) - N, then x merges with N.
-                free.remove(x);
-                long target = x.offset;
-                upstream.copy(c.device, n.offset, c.device, target, n.requested);
-                if (scrub) {
-                    // The part of n's old bytes that its new place does not cover is free now.
-                    long from = Math.max(n.offset, target + n.requested);
-                    long end = n.offset + n.requested;
-                    if (end > from) {
-                        upstream.fill(c.device, from, end - from, (byte) 0);
-                    }
-                }
-                Block p = x.prevPhys;
-                Block after = n.nextPhys;
-                n.prevPhys = p;
-                if (p != null) {
-                    p.nextPhys = n;
-                } else {
-                    c.first = n;
-                }
-                n.nextPhys = x;
-                x.prevPhys = n;
-                x.nextPhys = after;
-                if (after != null) {
-                    after.prevPhys = x;
-                }
-                n.offset = target;
-                x.offset = target + n.size;
-                if (after != null && after.free) {
-                    free.remove(after);
-                    x.size += after.size;
-                    x.nextPhys = after.nextPhys;
-                    if (after.nextPhys != null) {
-                        after.nextPhys.prevPhys = x;
-                    }
-                }
-                free.insert(x);
-                moved++;
-                // x is still the free block, now after n: keep sliding what follows it.
-            } else {
-                x = n;
-            }
-        }
-        return moved;
-    }
-
-    /**
-     * Empties the emptiest chunks into chunks that are fuller than they are (never into emptier or
-     * empty ones: that would only move data around without letting a chunk go).
-     */
-    private long evacuateEmptiest(DeviceUpstream upstream, boolean scrub) {
-        long moved = 0;
-        List<PoolChunk> byUse = new ArrayList<>(chunks);
-        byUse.sort(Comparator.comparingLong(c -> c.usedBytes));
-        for (int i = 0; i < byUse.size(); i++) {
-            PoolChunk c = byUse.get(i);
-            if (c.usedBytes == 0 || !allMovable(c)) {
-                continue;
-            }
-            // Destinations: the chunks after c in this order (at least as full), minus c itself.
-            long room = 0;
-            for (int j = i + 1; j < byUse.size(); j++) {
-                room += byUse.get(j).size - byUse.get(j).usedBytes;
-            }
-            if (room < c.usedBytes) {
-                continue;
-            }
-            for (int j = 0; j <= i; j++) {
-                unlistFree(byUse.get(j));
-            }
-            boolean emptied = true;
-            for (Block b = c.first; b != null; b = b.nextPhys) {
-                if (b.free) {
-                    continue;
-                }
-                Block dest = carve(b.size, b.alignment);
-                if (dest == null) {
-                    emptied = false;
-                    break;
-                }
-                upstream.copy(c.device, b.offset, dest.chunk.device, dest.offset, b.requested);
-                if (scrub) {
-                    upstream.fill(c.device, b.offset, b.requested, (byte) 0);
-                }
-                swapPlaces(b, dest);
-                // dest now sits where b was, in c: it is free space (c's free blocks stay unlisted).
-                dest.free = true;
-                c.usedBytes -= dest.size;
-                used -= dest.size;
-                live--;
-                account.released(dest.size);
-                b = dest;
-                moved++;
-            }
-            for (int j = 0; j <= i; j++) {
-                relistFree(byUse.get(j));
-            }
-            if (!emptied) {
-                break;
-            }
-        }
-        return moved;
-    }
-
-    private static boolean allMovable(PoolChunk c) {
-        for (Block b = c.first; b != null; b = b.nextPhys) {
-            if (!b.free && !b.isMovable()) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    private void unlistFree(PoolChunk c) {
-        for (Block b = c.first; b != null; b = b.nextPhys) {
-            if (b.free) {
-                free.remove(b);
-            }
-        }
-    }
-
-    /** Merges adjacent free blocks of c and puts them back on the free lists. */
-    private void relistFree(PoolChunk c) {
-        Block b = c.first;
-        while (b != null) {
-            if (b.free) {
-                while (b.nextPhys != null && b.nextPhys.free) {
-                    Block n = b.nextPhys;
-                    b.size += n.size;
-                    unlink(n);
-                }
-                free.insert(b);
-            }
-            b = b.nextPhys;
-        }
-    }
-
-    /** Exchanges the places (chunk, offset, neighbours) of two blocks of equal size. */
-    private static void swapPlaces(Block a, Block b) {
-        PoolChunk ac = a.chunk;
-        long ao = a.offset;
-        Block ap = a.prevPhys;
-        Block an = a.nextPhys;
-        PoolChunk bc = b.chunk;
-        long bo = b.offset;
-        Block bp = b.prevPhys;
-        Block bn = b.nextPhys;
-
-        place(b, ac, ao, ap, an);
-        place(a, bc, bo, bp, bn);
-        // Swapping the usedBytes accounting of the two chunks: a (live) moved to bc, b to ac.
-        ac.usedBytes += b.size - a.size;
-        bc.usedBytes += a.size - b.size;
-    }
-
-    private static void place(Block x, PoolChunk chunk, long offset, Block prev, Block next) {
-        x.chunk = chunk;
-        x.offset = offset;
-        x.prevPhys = prev;
-        x.nextPhys = next;
-        if (prev != null) {
-            prev.nextPhys = x;
-        } else {
-            chunk.first = x;
-        }
-        if (next != null) {
-            next.prevPhys = x;
-        }
+    void vacated(Block moved) {
+        moved.free = true;
+        moved.chunk.usedBytes -= moved.size;
+        used -= moved.size;
+        live--;
+        account.released(moved.size);
     }
 
     /** @return the pool's memory type */

@@ -4,7 +4,7 @@ package io.ferrum.memory.pool.internal;
  * The large-block rule: a thread caches blocks above {@link SizeClasses#MAX_CLASS} while another
  * thread shares its pools. When another thread's cache path held a pool's lock since this thread
  * last did, the pool's lock and free lists move between cores on every visit, whether or not anyone
- * waits (docs/PERFORMANCE.md item 11): caching large blocks saves those visits. A thread alone keeps
+ * waits (docs/PERFORMANCE.md items 4 and 7): caching large blocks saves those visits. A thread alone keeps
  * the exact fit of the pool.
  *
  * <p><b>Algorithm</b>, on each visit of a pool's lock by a cache's owner: 1. if the last cache path
@@ -12,7 +12,7 @@ package io.ferrum.memory.pool.internal;
  * every {@link #CHECK_EVERY} visits in a row, look at whether another live thread has called the
  * manager's caches since the last check (at the first check: ever), and cache large blocks only if
  * one has. A thread whose cache serves every call never takes the lock, yet the pool is not the other
- * thread's alone, so counting only visits to the lock is not enough (item 11 again).
+ * thread's alone, so counting only visits to the lock is not enough (item 12).
  *
  * <p>State: per cache, in its owner-only fields {@code untilCheck} and {@code othersCalls}; per
  * pool, {@link Pool#lastCacheThread}. Stateless itself; one instance serves every engine.

@@ -25,7 +25,7 @@ import io.ferrum.memory.api.MemoryType;
  */
 class LargeBlockPolicyTest {
     private final LargeBlockPolicy rule = SharedPoolRule.INSTANCE;
-    private final Pool pool = new Pool(null, MemoryType.GENERAL, MemoryPoolConfig.defaults(), new DeviceAccount(1L << 30, 4096));
+    private final Pool pool = new Pool(MemoryType.GENERAL, MemoryPoolConfig.defaults(), new DeviceAccount(1L << 30, 4096), Double.NaN);
     private final ThreadCache mine = new ThreadCache(1, 1 << 20, 0);
     private final List<ThreadCache> caches = new ArrayList<>(List.of(mine));
     private final CountDownLatch release = new CountDownLatch(1);

@@ -37,7 +37,7 @@ class PoolTest {
     private Pool pool(long alignment) {
         MemoryPoolConfig cfg = MemoryPoolConfig.builder().initialSize(64 * KiB).growthIncrement(64 * KiB)
                 .alignment(alignment).maxSize(256 * KiB).build();
-        return new Pool(null, MemoryType.GENERAL, cfg, account);
+        return new Pool(MemoryType.GENERAL, cfg, account, Double.NaN);
     }
 
     private static PoolChunk addChunk(Pool p, long size, long address) {
