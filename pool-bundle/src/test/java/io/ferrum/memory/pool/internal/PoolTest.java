@@ -13,8 +13,6 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 
-import io.ferrum.memory.api.MemoryPoolConfig;
-import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.MemoryUsageHint;
 import io.ferrum.memory.pool.DeviceChunk;
 
@@ -27,56 +25,24 @@ import io.ferrum.memory.pool.DeviceChunk;
  */
 class PoolTest {
     static final long KiB = 1024;
-    /** A chunk at a 1 MiB-aligned address: only its address and size matter to carving. */
-    record FakeChunk(long size, long address) implements DeviceChunk {
-    }
 
-    /** The device-wide figures the pools under test feed. */
-    private final DeviceAccount account = new DeviceAccount(1L << 30, 4 * KiB);
+    /** The fixture of the pool a test made last. */
+    private PoolFixture fixture;
 
     private Pool pool(long alignment) {
-        MemoryPoolConfig cfg = MemoryPoolConfig.builder().initialSize(64 * KiB).growthIncrement(64 * KiB)
-                .alignment(alignment).maxSize(256 * KiB).build();
-        return new Pool(MemoryType.GENERAL, cfg, account, Double.NaN);
+        fixture = new PoolFixture(alignment);
+        return fixture.pool;
     }
 
+    /** Adds a chunk at a 4 KiB-aligned {@code address}: only its address and size matter to carving. */
     private static PoolChunk addChunk(Pool p, long size, long address) {
-        p.addChunk(new FakeChunk(size, address));
+        p.addChunk(PoolFixture.HeapUpstream.chunk(size, address));
         return p.chunks.get(p.chunks.size() - 1);
     }
 
-    /** The pool's invariants, and the device-wide figures it feeds equal to its own. */
     private void assertInvariants(Pool p) {
-        long used = 0;
-        long live = 0;
-        long reserved = 0;
-        for (PoolChunk c : p.chunks) {
-            reserved += c.size;
-            long at = 0;
-            long chunkUsed = 0;
-            Block prev = null;
-            for (Block b = c.first; b != null; b = b.nextPhys) {
-                assertSame(c, b.chunk);
-                assertSame(prev, b.prevPhys, "back link at offset " + b.offset);
-                assertEquals(at, b.offset, "blocks tile the chunk in address order");
-                assertTrue(b.size >= Pool.MIN_BLOCK);
-                assertFalse(prev != null && prev.free && b.free, "two adjacent free blocks at " + b.offset);
-                if (!b.free) {
-                    chunkUsed += b.size;
-                    live++;
-                }
-                at += b.size;
-                prev = b;
-            }
-            assertEquals(c.size, at, "the blocks cover the chunk exactly");
-            assertEquals(chunkUsed, c.usedBytes);
-            used += chunkUsed;
-        }
-        assertEquals(used, p.used);
-        assertEquals(live, p.live);
-        assertEquals(reserved, p.reserved);
-        assertEquals(used, account.used());
-        assertEquals(live, account.live());
+        assertSame(fixture.pool, p);
+        fixture.assertInvariants();
     }
 
     private static List<Block> blocks(PoolChunk c) {
@@ -226,7 +192,7 @@ class PoolTest {
         Pool p = pool(256);
         addChunk(p, 16 * KiB, 1L << 20);
         addChunk(p, 16 * KiB, 2L << 20);
-        addChunk(p, 32 * KiB, 3L << 20);
+        PoolChunk empty = addChunk(p, 32 * KiB, 3L << 20);
         Block emptied = p.carve(16 * KiB, 256);
         Block kept = p.carve(16 * KiB, 256);
         assertTrue(emptied.chunk != kept.chunk, "each fills one of the 16 KiB chunks");
@@ -236,7 +202,7 @@ class PoolTest {
         List<DeviceChunk> none = p.takeEmptyChunks(64 * KiB);
         assertEquals(List.of(), none, "keeping 64 KiB reserved leaves nothing to take");
         List<DeviceChunk> taken = p.takeEmptyChunks(16 * KiB);
-        assertEquals(List.of(new FakeChunk(32 * KiB, 3L << 20), emptied.chunk.device), taken,
+        assertEquals(List.of(empty.device, emptied.chunk.device), taken,
                 "the empty chunks, last first, down to the 16 KiB to keep");
         assertEquals(List.of(usedChunk), p.chunks);
         assertEquals(16 * KiB, p.reserved);
