@@ -1,6 +1,10 @@
 package io.ferrum.memory.pool;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 
@@ -24,11 +28,14 @@ class EngineAutoGcTest {
     static final long MAX = 8 * MiB;
 
     private static PooledMemoryManager manager(boolean autoGc, double threshold) {
+        return manager(new ArenaUpstream(64 * MiB), autoGc, threshold);
+    }
+
+    private static PooledMemoryManager manager(DeviceUpstream up, boolean autoGc, double threshold) {
         MemoryManagerConfig config = MemoryManagerConfig.defaults().withAutoGc(autoGc, threshold)
                 .withPoolConfig(MemoryType.GENERAL, MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB)
                         .maxSize(MAX).alignment(256).preAllocate(false).build());
-        return PooledMemoryManager.create(new ArenaUpstream(64 * MiB), config,
-                PoolSettings.defaults().withThreadCache(0), null);
+        return PooledMemoryManager.create(up, config, PoolSettings.defaults().withThreadCache(0), null);
     }
 
     private static long reserved(PooledMemoryManager m) {
@@ -107,5 +114,31 @@ class EngineAutoGcTest {
             assertEquals(0.0, m.memoryInfo().fragmentationRatio(), 1e-9, "the two live blocks slid together");
             assertEquals(MiB + 4 * MiB - 256 * KiB, reserved(m));
         }
+    }
+
+    /**
+     * A close that comes while an allocation runs auto-GC (its trim paused inside the upstream's
+     * release): the allocation itself is done and returns its handle; the close waits for the
+     * release and then gives every chunk back.
+     */
+    @Test
+    void aCloseDuringAutoGcLeavesTheAllocationDoneAndEveryChunkBack() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, true, 0.5);
+        threeLiveAndOneEmpty(m);
+        HookedUpstream.Pause release = up.pauseNext(HookedUpstream.Call.RELEASE);
+        CompletableFuture<MemoryHandle> crossing = CompletableFuture.supplyAsync(() -> m.allocate(3 * MiB / 2, CPU),
+                runnable -> new Thread(runnable, "crossing").start());
+        release.awaitArrival(); // the crossing's trim gives the empty chunk back, paused
+        Thread closer = new Thread(m::close, "closer");
+        closer.start();
+        RaceHarness.awaitParked(closer); // the close waits for the trim's release
+        assertTrue(m.isClosed());
+        release.release();
+        MemoryHandle h = crossing.get(30, TimeUnit.SECONDS);
+        closer.join(TimeUnit.SECONDS.toMillis(30));
+        assertTrue(h.isValid(), "the allocation was done before the close: it returned its handle");
+        assertEquals(0, up.liveBytes(), "every chunk went back");
+        assertEquals("", up.violations.toString());
     }
 }

@@ -1,7 +1,11 @@
 package io.ferrum.memory.pool.internal;
 
 import java.util.List;
+import java.util.Map;
 
+import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.OutOfDeviceMemoryException;
 import io.ferrum.memory.pool.DeviceChunk;
 import io.ferrum.memory.pool.DeviceUpstream;
@@ -112,6 +116,18 @@ final class Growth {
             lifecycle.releaseDeferred(release);
         }
         return failure;
+    }
+
+    /**
+     * Pre-allocation at start: each pool with an entry of its own in the configuration (not one
+     * that inherits GENERAL's) that asks for it reserves its initial size.
+     */
+    void preAllocate(Pool[] pools, MemoryManagerConfig config) {
+        for (Map.Entry<MemoryType, MemoryPoolConfig> e : config.poolConfigs().entrySet()) {
+            if (e.getValue().preAllocate() && e.getValue().initialSize() > 0) {
+                reserveUpTo(pools[e.getKey().ordinal()], e.getValue().initialSize());
+            }
+        }
     }
 
     /** Grows the pool until it holds {@code bytes} (pre-allocation). */

@@ -3,7 +3,6 @@ package io.ferrum.memory.pool.internal;
 import java.lang.foreign.MemorySegment;
 import java.time.Instant;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
@@ -128,11 +127,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         this.mappings = new Mappings(device, pools[MemoryType.MAPPED.ordinal()], allocator, reclaimer, this.handles,
                 issuedAliases, lifecycle, checks, upstream, settings.nanoClock(), settings.peers());
         try {
-            for (Map.Entry<MemoryType, MemoryPoolConfig> e : config.poolConfigs().entrySet()) {
-                if (e.getValue().preAllocate() && e.getValue().initialSize() > 0) {
-                    growth.reserveUpTo(pools[e.getKey().ordinal()], e.getValue().initialSize());
-                }
-            }
+            growth.preAllocate(pools, config);
         } catch (RuntimeException e) {
             close();
             throw e;
