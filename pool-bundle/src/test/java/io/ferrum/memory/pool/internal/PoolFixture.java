@@ -98,14 +98,26 @@ final class PoolFixture {
     }
 
     /** The device-wide figures the fixture's pool feeds. */
-    final DeviceAccount account = new DeviceAccount(1L << 30, 4 * KiB);
+    final DeviceAccount account;
     final Pool pool;
 
     /** A pool of unit {@code alignment}: initial size and growth 64 KiB, maxSize 256 KiB, no auto-GC. */
     PoolFixture(long alignment) {
-        MemoryPoolConfig cfg = MemoryPoolConfig.builder().initialSize(64 * KiB).growthIncrement(64 * KiB)
-                .alignment(alignment).maxSize(256 * KiB).build();
-        pool = new Pool(MemoryType.GENERAL, cfg, account, Double.NaN);
+        this(alignment, 1L << 30, Double.NaN);
+    }
+
+    /**
+     * A pool of unit {@code alignment} (initial size and growth 64 KiB, maxSize 256 KiB) on a
+     * device of {@code capacity} bytes, running auto-GC above {@code gcThreshold} (NaN: never).
+     */
+    PoolFixture(long alignment, long capacity, double gcThreshold) {
+        account = new DeviceAccount(capacity, 4 * KiB);
+        pool = new Pool(MemoryType.GENERAL, config(alignment, 256 * KiB), account, gcThreshold);
+    }
+
+    static MemoryPoolConfig config(long alignment, long maxSize) {
+        return MemoryPoolConfig.builder().initialSize(64 * KiB).growthIncrement(64 * KiB)
+                .alignment(alignment).maxSize(maxSize).build();
     }
 
     /** Adds {@code device} to the pool as one free block. @return its pool chunk */

@@ -228,6 +228,61 @@ class PoolTest {
     }
 
     @Test
+    void anAllocationAboveTheAutoGcLineCrossesItOnceUntilUsedFallsBackToIt() {
+        fixture = new PoolFixture(256, 1L << 30, 0.5); // maxSize 256 KiB: the line is 128 KiB
+        Pool p = fixture.pool;
+        addChunk(p, 256 * KiB, 1L << 20);
+        Block half = p.carve(128 * KiB, 256);
+        assertFalse(p.crossedGcLine(), "at the line is not above it");
+        Block over = p.carve(256, 256);
+        assertTrue(p.crossedGcLine(), "above the line");
+        assertFalse(p.crossedGcLine(), "once per crossing");
+        Block more = p.carve(64 * KiB, 256);
+        assertFalse(p.crossedGcLine(), "still above: no second crossing");
+        p.release(more);
+        assertFalse(p.crossedGcLine(), "above the line after a release: still disarmed");
+        p.release(over);
+        p.carve(KiB, 256);
+        assertTrue(p.crossedGcLine(), "falling back to the line re-armed it");
+        assertSame(p, half.pool);
+        assertInvariants(p);
+    }
+
+    @Test
+    void theAutoGcLineIsTheThresholdOfTheSmallerOfTheLimitAndTheCapacity() {
+        fixture = new PoolFixture(256, 64 * KiB, 0.5); // the device holds less than maxSize: the line is 32 KiB
+        Pool p = fixture.pool;
+        addChunk(p, 64 * KiB, 1L << 20);
+        p.carve(32 * KiB, 256);
+        assertFalse(p.crossedGcLine());
+        p.carve(256, 256);
+        assertTrue(p.crossedGcLine());
+
+        fixture = new PoolFixture(256, 1L << 30, 0.5);
+        p = fixture.pool;
+        addChunk(p, 256 * KiB, 1L << 20);
+        p.configure(PoolFixture.config(256, 128 * KiB)); // a new maxSize moves the line to 64 KiB
+        p.carve(64 * KiB + 256, 256);
+        assertTrue(p.crossedGcLine());
+    }
+
+    @Test
+    void thresholdsAtTheEndsAndNoneAtAll() {
+        for (double threshold : new double[] {Double.NaN, 1.0}) {
+            fixture = new PoolFixture(256, 1L << 30, threshold);
+            Pool p = fixture.pool;
+            addChunk(p, 256 * KiB, 1L << 20);
+            p.carve(256 * KiB, 256);
+            assertFalse(p.crossedGcLine(), threshold + ": a full pool never crosses");
+        }
+        fixture = new PoolFixture(256, 1L << 30, 0.0);
+        Pool p = fixture.pool;
+        addChunk(p, 256 * KiB, 1L << 20);
+        p.carve(256, 256);
+        assertTrue(p.crossedGcLine(), "0.0: the first block crosses");
+    }
+
+    @Test
     void aSecondThreadWaitsForThePoolLock() throws Exception {
         Pool p = pool(256);
         p.acquire();
