@@ -5,6 +5,7 @@ import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.InvalidHandleException;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryException;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryTransfer;
@@ -217,6 +218,28 @@ final class Checks {
         if (hint == null) {
             throw new InvalidMemoryRequestException("Usage hint is null");
         }
+    }
+
+    // ---------------------------------------------------------------- handle table
+
+    static MemoryException noManagerNumber(long numbers) {
+        return new MemoryException("No manager number is left for a new memory manager: all " + numbers
+                + " were given out in this JVM, and a number is never given twice (a stale handle of a closed"
+                + " manager would name a block of the new one); restart the JVM");
+    }
+
+    /** @return the error for a handle table with no slot left, saying where its slots are */
+    static MemoryException handleTableFull(long managerId, int slotLimit, int retired, int namesPerSlot) {
+        String where = "Handle table of manager " + managerId + " has no slot left for a new handle: ";
+        if (retired == slotLimit) {
+            return new MemoryException(where + "all " + slotLimit + " slots are retired (each named " + namesPerSlot
+                    + " blocks, so that no stale handle can name a later one); this manager can issue no more handles:"
+                    + " close it and use a new one");
+        }
+        return new MemoryException(where + retired + " of its " + slotLimit + " slots are retired (each named "
+                + namesPerSlot + " blocks, so that no stale handle can name a later one), the other "
+                + (slotLimit - retired)
+                + " name live allocations or are spares of thread caches; free some allocations before allocating more");
     }
 
     // ---------------------------------------------------------------- out of memory and growth
