@@ -1,5 +1,6 @@
 package io.ferrum.memory.pool.internal;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -116,7 +117,7 @@ final class Lifecycle {
         LeakReport leaks = new LeakReport(device);
         int deferred = 0;
         int stuck = 0;
-        List<DeviceChunk> chunks = new java.util.ArrayList<>();
+        List<DeviceChunk> chunks = new ArrayList<>();
         for (Pool pool : pools) {
             pool.acquire();
             try {
