@@ -62,7 +62,7 @@ class EngineLargeBlockCachingTest extends EngineTestSupport {
         other.start();
         other.join(30_000);
         assertFalse(other.isAlive());
-        visitThePoolLockInARow(m, 2500); // more than ThreadCache.CHECK_EVERY (4096) visits; the other thread has ended
+        visitThePoolLockInARow(m, 2500); // more than SharedPoolRule.CHECK_EVERY (4096) visits; the other thread has ended
         assertLargeBlockGoesBackAtItsExactSize(m);
     }
 
