@@ -168,6 +168,18 @@ class FreeBlockIndexTest {
     }
 
     @Test
+    void unlistingABlockNotListedLeavesTheOthersOfItsListFindable() {
+        Block first = listed(300);
+        Block second = listed(300);
+        Block never = block(300);
+        index.remove(never);
+        Block found = index.find(300);
+        assertTrue(found == first || found == second, "a listed 300 B block is still found");
+        index.remove(found);
+        assertSame(found == first ? second : first, index.find(300));
+    }
+
+    @Test
     void largestIsTheLargestBlockOfTheHighestListNotItsHead() {
         listed(100);
         listed(1056);
