@@ -10,9 +10,11 @@ import java.util.Map;
  *                               the {@link MemoryType#GENERAL} entry, or {@link
  *                               MemoryPoolConfig#defaults()} if there is none; copied, not null
  * @param enableTracking         keep per-handle information and statistics
- * @param enableAutoGc           trim and compact automatically at {@code gcThreshold} utilisation or
- *                               when growth fails, then retry once
- * @param gcThreshold            utilisation in {@code [0, 1]} at which auto-GC runs
+ * @param enableAutoGc           trim and compact automatically when growth fails (then retry once),
+ *                               and once each time an allocation takes a pool above {@code gcThreshold}
+ * @param gcThreshold            utilisation in {@code [0, 1]} (a pool's used bytes over its
+ *                               {@code maxSize}, or over the device's capacity) above which auto-GC
+ *                               runs, once per crossing; 1 never crosses
  * @param enableDebug            record allocation sites (reported for leaks at close)
  * @param maxConcurrentTransfers asynchronous copies in flight at once, one or more
  */

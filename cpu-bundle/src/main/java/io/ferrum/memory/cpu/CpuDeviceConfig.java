@@ -41,10 +41,10 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
     @AttributeDefinition(description = "Keep access statistics and bandwidth figures.")
     boolean stats() default true;
 
-    @AttributeDefinition(description = "Trim and compact automatically when growth fails or utilisation reaches gcThreshold.")
+    @AttributeDefinition(description = "Trim and compact automatically when growth fails, and once each time an allocation takes a pool's utilisation above gcThreshold.")
     boolean autoGc() default true;
 
-    @AttributeDefinition(description = "Utilisation in [0, 1] at which auto-GC runs.")
+    @AttributeDefinition(description = "Utilisation in [0, 1] (used over the pool's maxSize, or over the device) above which auto-GC runs; 1 never.")
     double gcThreshold() default 0.85;
 
     @AttributeDefinition(description = "Record allocation sites; leaks found at stop are reported with them.")

@@ -158,7 +158,7 @@ final class RoutingSnapshots {
         List<Device> devices = r.devices();
         if (managers.length == 1) {
             // One device: Map.of, whose get is one equals; a hashed map would hash the Device record on
-            // every strategy call (item 15).
+            // every strategy call (item 16).
             MemoryInfo info = quickInfo(devices.get(0), managers[0]);
             return info == null ? null : new Routing(r.active(), devices, Map.of(devices.get(0), info), managers, r.epoch());
         }

@@ -29,40 +29,23 @@ import io.ferrum.memory.api.StreamManager;
  * moment it was recorded; waiting on it appends that future to another stream's chain, so no thread
  * blocks to wait.
  *
- * <p><b>Ids.</b> A stream or event id is {@code [0][number: 22 bits][kind: 1 bit][sequence: 40 bits]}.
- * The number comes from a JVM-wide counter kept in the system properties (as the handle table's
- * manager numbers are, so that it keeps counting across updates of the pool bundle); the kind bit
- * is 0 for a stream and 1 for an event; streams and events each have their own sequence, from 1.
- * So an id is never 0 (the default stream's) nor negative, no two managers in the JVM issue the
- * same id, and a manager tells its own ids from another's (refused as belonging to another
- * stream manager), and an event it recorded and has since swept (it had completed: waiting on it
- * is a no-op) from an id it never recorded as an event (refused). When a sequence runs out, the
- * manager draws a new number and goes on; its earlier numbers stay its own. After 2^22 - 1 numbers
- * in one JVM, creating a stream or recording an event that needs a new number throws
- * {@link MemoryException}.
+ * <p><b>Ids</b> ({@link StreamIds}): a stream or event id names its manager, so a manager tells its
+ * own ids from another's (refused as belonging to another stream manager), and an event it
+ * recorded and has since swept (it had completed: waiting on it is a no-op) from an id it never
+ * recorded as an event (refused).
  *
  * <p>Thread-safe. {@link #close()} refuses new work with {@link DeviceUnavailableException} and
  * lets the work it had accepted run (see {@link #submit} and {@link #close()}).
  */
-public final class HostStreamManager implements StreamManager, AutoCloseable {
+public final class HostStreamManager implements StreamManager, StreamExecutor {
     private static final int EVENT_SWEEP_THRESHOLD = 4096;
-    private static final int SEQUENCE_BITS = 40;
-    private static final long MAX_SEQUENCE = (1L << SEQUENCE_BITS) - 1;
-    private static final long EVENT_KIND = 1L << SEQUENCE_BITS;
-    private static final int NUMBER_SHIFT = SEQUENCE_BITS + 1;
-    private static final long MAX_NUMBER = (1L << (63 - NUMBER_SHIFT)) - 1;
-    private static final String COUNTER_KEY = "io.ferrum.memory.pool.streamManagerCounter";
     private static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
 
     private final Device device;
     private final ExecutorService executor;
     /** Hands work to {@link #executor}, or runs it on the calling thread when the executor refuses it. */
     private final Executor runner = this::execute;
-    private final long sequenceLimit;
-    /** The number new ids are issued under. */
-    private volatile Numbering current;
-    /** Every number this manager has issued ids under, by number (almost always one). */
-    private final ConcurrentHashMap<Long, Numbering> numberings = new ConcurrentHashMap<>();
+    private final StreamIds ids;
     private final ConcurrentHashMap<Long, Stream> streams = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Long, CompletableFuture<Void>> events = new ConcurrentHashMap<>();
     /** Work accepted on a stream and not yet finished; close waits for it, and the executor stops only at 0. */
@@ -74,38 +57,24 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         CompletableFuture<Void> tail = CompletableFuture.completedFuture(null);
     }
 
-    /** One manager number and how many ids of each kind were issued under it. */
-    private static final class Numbering {
-        final long number;
-        final AtomicLong streams = new AtomicLong();
-        final AtomicLong events = new AtomicLong();
-
-        Numbering(long number) {
-            this.number = number;
-        }
-    }
-
     /**
      * @param device the device whose streams these are
      * @throws MemoryException when the JVM has no stream manager number left (after 2^22 - 1)
      */
     public HostStreamManager(Device device) {
-        this(device, threads(device), MAX_SEQUENCE);
+        this(device, threads(device), StreamIds.MAX_SEQUENCE);
     }
 
     /** Tests: runs stream work on {@code executor} (one that refuses work, say). */
     HostStreamManager(Device device, ExecutorService executor) {
-        this(device, executor, MAX_SEQUENCE);
+        this(device, executor, StreamIds.MAX_SEQUENCE);
     }
 
     /** Tests: at most {@code sequenceLimit} ids of each kind per number, so that numbers run out quickly. */
     HostStreamManager(Device device, ExecutorService executor, long sequenceLimit) {
         this.device = device;
         this.executor = executor;
-        this.sequenceLimit = sequenceLimit;
-        Numbering first = new Numbering(nextNumber());
-        numberings.put(first.number, first);
-        this.current = first;
+        this.ids = new StreamIds(device, sequenceLimit);
     }
 
     private static ExecutorService threads(Device device) {
@@ -115,79 +84,6 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-    }
-
-    // ================================================================ ids
-
-    private static AtomicLong numberCounter() {
-        return (AtomicLong) System.getProperties().computeIfAbsent(COUNTER_KEY, k -> new AtomicLong());
-    }
-
-    private static long nextNumber() {
-        long n = numberCounter().incrementAndGet();
-        if (n > MAX_NUMBER) {
-            throw new MemoryException("No stream manager number is left in this JVM: all " + MAX_NUMBER
-                    + " were issued (each stream manager takes one, and one more per 2^40 streams or events)."
-                    + " Restart the JVM");
-        }
-        return n;
-    }
-
-    private static long numberOf(long id) {
-        return id >>> NUMBER_SHIFT;
-    }
-
-    private static boolean isEventId(long id) {
-        return (id & EVENT_KIND) != 0;
-    }
-
-    private static long sequenceOf(long id) {
-        return id & MAX_SEQUENCE;
-    }
-
-    /** @return a new stream id, or event id when {@code event} */
-    private long issue(boolean event) {
-        while (true) {
-            Numbering n = current;
-            long seq = (event ? n.events : n.streams).incrementAndGet();
-            if (seq <= sequenceLimit) {
-                return (n.number << NUMBER_SHIFT) | (event ? EVENT_KIND : 0) | seq;
-            }
-            synchronized (numberings) {
-                if (current == n) {
-                    Numbering next = new Numbering(nextNumber());
-                    numberings.put(next.number, next);
-                    current = next;
-                }
-            }
-        }
-    }
-
-    /** @return the numbering of {@code id} if this manager issued ids under its number, else null */
-    private Numbering own(long id) {
-        if (id <= 0) {
-            return null;
-        }
-        long number = numberOf(id);
-        Numbering n = current;
-        return n.number == number ? n : numberings.get(number);
-    }
-
-    /** @return true if {@code id} is an event id this manager issued (and so recorded) */
-    private boolean recordedHere(long id) {
-        Numbering n = own(id);
-        long seq = sequenceOf(id);
-        return n != null && isEventId(id) && seq > 0 && seq <= Math.min(n.events.get(), sequenceLimit);
-    }
-
-    /** Why {@code id} names nothing here, when it is not an id of this manager's. */
-    private String foreign(String what, long id) {
-        long number = numberOf(id);
-        if (id > 0 && number > 0 && number <= numberCounter().get()) {
-            return what + " " + id + " belongs to another device's stream manager (or to an earlier one of " + device
-                    + "), not to the stream manager of " + device + "; use the stream manager that issued it";
-        }
-        return what + " " + id + " was never issued by any stream manager (asked the one of " + device + ")";
     }
 
     // ================================================================ checks
@@ -220,16 +116,14 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
     }
 
     private InvalidMemoryRequestException unknownStream(long id) {
-        Numbering n = own(id);
-        if (n == null) {
-            return new InvalidMemoryRequestException(foreign("Stream", id));
+        if (!ids.isOwn(id)) {
+            return new InvalidMemoryRequestException(ids.foreign("Stream", id));
         }
-        if (isEventId(id)) {
+        if (StreamIds.isEvent(id)) {
             return new InvalidMemoryRequestException("Id " + id + " on " + device
                     + " is an event, not a stream: create a stream with createStream");
         }
-        long seq = sequenceOf(id);
-        if (seq > 0 && seq <= Math.min(n.streams.get(), sequenceLimit)) {
+        if (ids.issuedStream(id)) {
             return new InvalidMemoryRequestException("The stream " + id + " on " + device + " was already destroyed");
         }
         return new InvalidMemoryRequestException("Unknown stream " + id + " on " + device
@@ -241,10 +135,10 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
             return new InvalidMemoryRequestException("Event is null on " + device + ": record one with recordEvent");
         }
         long id = event.id();
-        if (own(id) == null) {
-            return new InvalidMemoryRequestException(foreign("Event", id));
+        if (!ids.isOwn(id)) {
+            return new InvalidMemoryRequestException(ids.foreign("Event", id));
         }
-        if (!isEventId(id)) {
+        if (!StreamIds.isEvent(id)) {
             return new InvalidMemoryRequestException("Unknown event " + id + " on " + device
                     + ": that id is a stream's, not an event's; record an event with recordEvent");
         }
@@ -268,6 +162,7 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
      * @return true for the default stream or a live stream of this manager; false for a destroyed
      *         stream, another stream manager's stream, an event id, or an id never issued
      */
+    @Override
     public boolean knows(StreamHandle stream) {
         return stream == null || stream.isDefault() || streams.containsKey(stream.id());
     }
@@ -276,7 +171,7 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
     public StreamHandle createStream(Device d) {
         checkOpen();
         checkDevice(d);
-        long id = issue(false);
+        long id = ids.issue(false);
         streams.put(id, new Stream());
         return new StreamHandle(id);
     }
@@ -339,7 +234,7 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         if (events.size() >= EVENT_SWEEP_THRESHOLD) {
             events.values().removeIf(CompletableFuture::isDone);
         }
-        long id = issue(true);
+        long id = ids.issue(true);
         events.put(id, at);
         return new EventHandle(id);
     }
@@ -356,7 +251,7 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
         checkOpen();
         CompletableFuture<Void> at = event == null ? null : events.get(event.id());
         if (at == null) {
-            if (event != null && recordedHere(event.id())) {
+            if (event != null && ids.recordedEvent(event.id())) {
                 // Recorded here and swept: only completed events are swept, so waiting on it is a no-op.
                 if (handle != null && !handle.isDefault()) {
                     stream(handle);
@@ -403,6 +298,7 @@ public final class HostStreamManager implements StreamManager, AutoCloseable {
      * @return completes when the work has run, exceptionally if it threw (the stream goes on with
      *         the next work)
      */
+    @Override
     public CompletableFuture<Void> submit(StreamHandle handle, Runnable work) {
         if (work == null) {
             throw new InvalidMemoryRequestException("Work is null on " + device + "'s stream manager");

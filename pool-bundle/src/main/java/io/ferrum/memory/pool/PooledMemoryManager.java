@@ -20,13 +20,13 @@ public interface PooledMemoryManager extends AdvancedMemoryManager {
      * @param upstream the device's raw primitives; the manager owns it and closes it on {@link #close()}
      * @param config   pool configurations, tracking, auto-GC, debug, concurrent transfers
      * @param settings engine settings (capacity limit, zeroing, log, clock)
-     * @param streams  the stream manager whose streams {@link #copyAsync} runs on, or {@code null}
-     *                 for a private one (closed with the manager)
+     * @param streams  the streams {@link #copyAsync} runs on (the CPU's: a {@link HostStreamManager}),
+     *                 or {@code null} for a private {@link HostStreamManager} (closed with the manager)
      * @return the manager
      * @throws io.ferrum.memory.api.OutOfDeviceMemoryException if pre-allocation fails
      */
     static PooledMemoryManager create(DeviceUpstream upstream, MemoryManagerConfig config, PoolSettings settings,
-                                      HostStreamManager streams) {
+                                      StreamExecutor streams) {
         return new PoolEngine(upstream, config, settings, streams);
     }
 

@@ -3,7 +3,7 @@ package io.ferrum.memory.pool;
 /**
  * Whether the engine clears memory so that one owner never sees what a previous owner wrote.
  *
- * <p>Zeroing costs a pass over every byte (about 20 us per MiB on a 2-core VM), which dominates the
+ * <p>Zeroing costs a pass over every byte (docs/PERFORMANCE.md item 15), which dominates the
  * allocation cost of large blocks, so the default is {@link #NONE}: like malloc, Netty, Arrow and
  * RMM, a new block holds whatever its memory held before, and fresh chunks hold whatever the device
  * gave. Choose {@link #ON_ALLOCATE} or {@link #ON_FREE} where owners do not trust each other (a

@@ -3,8 +3,9 @@
  * io.ferrum.memory.pool.DeviceUpstream} (reserve and release large chunks, copy and fill bytes,
  * device facts) and wrap it in a {@link io.ferrum.memory.pool.PooledMemoryManager}, which supplies
  * handles, sub-allocation, alignment, growth, limits, statistics, fragmentation, compaction,
- * mapping and pressure. {@link io.ferrum.memory.pool.HostStreamManager} runs ordered streams on host
- * threads for devices whose copies are driven from the host.
+ * mapping and pressure. A backend supplies its streams as a {@link
+ * io.ferrum.memory.pool.StreamExecutor}; {@link io.ferrum.memory.pool.HostStreamManager} is the one
+ * that runs ordered streams on host threads for devices whose copies are driven from the host.
  */
 @org.osgi.annotation.bundle.Export
 @org.osgi.annotation.versioning.Version("2.0.0")

@@ -6,8 +6,8 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * {@link System#nanoTime()} to about a millisecond, read as one volatile load.
  *
- * <p>Reading the clock costs about 26 ns on a KVM guest (kvm-clock), which would be a third of an
- * allocation served from a thread cache; the allocation time of a block needs no better than
+ * <p>Reading the system clock is expensive on virtual machines, a large share of an allocation
+ * served from a thread cache (docs/PERFORMANCE.md item 15); the allocation time of a block needs no better than
  * milliseconds. One daemon thread ("ferrum-coarse-clock") refreshes the value every millisecond
  * while at least one manager uses it and ends when the last one is closed, so a stopped or updated
  * pool bundle leaves no thread behind.

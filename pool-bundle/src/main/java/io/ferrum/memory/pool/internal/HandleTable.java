@@ -79,9 +79,7 @@ public final class HandleTable {
         long id = managers.incrementAndGet();
         if (id > MANAGER_MASK || id <= 0) {
             managers.decrementAndGet();
-            throw new MemoryException("No manager number is left for a new memory manager: all " + MANAGER_MASK
-                    + " were given out in this JVM, and a number is never given twice (a stale handle of a closed"
-                    + " manager would name a block of the new one); restart the JVM");
+            throw Checks.noManagerNumber(MANAGER_MASK);
         }
         this.managerId = id;
     }
@@ -256,15 +254,7 @@ public final class HandleTable {
 
     /** Under the monitor: the error for a table that has no slot left, saying where the slots are. */
     private MemoryException full() {
-        String where = "Handle table of manager " + managerId + " has no slot left for a new handle: ";
-        if (retired == slotLimit) {
-            return new MemoryException(where + "all " + slotLimit + " slots are retired (each named " + MAX_GEN
-                    + " blocks, so that no stale handle can name a later one); this manager can issue no more handles:"
-                    + " close it and use a new one");
-        }
-        return new MemoryException(where + retired + " of its " + slotLimit + " slots are retired (each named " + MAX_GEN
-                + " blocks, so that no stale handle can name a later one), the other " + (slotLimit - retired)
-                + " name live allocations or are spares of thread caches; free some allocations before allocating more");
+        return Checks.handleTableFull(managerId, slotLimit, retired, MAX_GEN);
     }
 
     /** Returns a stash of spare slots to the shared free list (a cache that is being dropped). */

@@ -1,25 +1,25 @@
 package io.ferrum.memory.pool.internal;
 
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.pool.DeviceChunk;
-import io.ferrum.memory.pool.DeviceUpstream;
 
 /**
- * The pool of one memory type on one device: the chunks it reserved and a TLSF (two-level
- * segregated fit) index of their free blocks.
+ * The pool of one memory type on one device, and its lock: the chunks it reserved, the blocks that
+ * tile them, and a {@link FreeBlockIndex} of the free ones. It carves and releases blocks and
+ * plans growth; compaction is {@link Compactor}'s, growth's upstream calls {@link Growth}'s.
  *
- * <p>TLSF keeps free blocks in 64 x 16 lists by size class: the first level is the power of two,
- * the second splits it in 16. Two bitmaps find the first non-empty list that is large enough in
- * O(1); freeing coalesces with both physical neighbours in O(1). Block sizes are multiples of the
- * pool's alignment (at least {@value #MIN_BLOCK} bytes) so that splitting never leaves slivers.
+ * <p><b>Layout.</b> Each chunk ({@link PoolChunk}) is tiled by blocks in address order, linked
+ * through prevPhys/nextPhys; free blocks are also listed in the index by size. Block sizes and
+ * offsets are multiples of the pool's unit (its alignment, at least {@value #MIN_BLOCK} bytes), so
+ * splitting never leaves slivers. A carve takes a free block that fits (with room for the padding
+ * an alignment above the unit needs), leaves the front padding and the tail free; a release
+ * coalesces with both physical neighbours.
  *
  * <p>Everything here is guarded by {@link #lock}. Invariants, true whenever the lock is free:
  * <ul>
@@ -27,31 +27,41 @@ import io.ferrum.memory.pool.DeviceUpstream;
  *       free (outside a defragmentation run);</li>
  *   <li>{@code used} = sum of sizes of non-free blocks = sum of {@code chunk.usedBytes};</li>
  *   <li>{@code reserved} = sum of chunk sizes; {@code reserved + pending <= limit}.</li>
+ *   <li>auto-GC at the threshold is armed exactly when no allocation took {@code used} above the
+ *       line since {@code used} was last at or below it.</li>
  * </ul>
  */
 public final class Pool {
-    /** Smallest block, and the unit every block size and offset is a multiple of. */
-    public static final long MIN_BLOCK = 16;
-    private static final int SL_BITS = 4;
-    private static final int SL_COUNT = 1 << SL_BITS;
-    private static final int FL_COUNT = 64;
+    /** Smallest block, and the unit every block size and offset is a multiple of ({@link SizeClasses#MIN_BLOCK}). */
+    public static final long MIN_BLOCK = SizeClasses.MIN_BLOCK;
 
     /** No thread id: thread ids are positive. */
     static final long NO_THREAD = -1;
 
     final MemoryType type;
-    /** The manager whose device this pool's chunks are on (a peer's alias of a block frees through it). */
-    final PoolEngine engine;
+    /**
+     * The free path of the manager whose device this pool's chunks are on (a peer's alias of a
+     * block frees through it); set once, while the manager is built.
+     */
+    Reclaimer reclaimer;
     final ReentrantLock lock = new ReentrantLock();
     /** Signalled when {@link #inflight} drops to zero, for close. */
     final Condition idle = lock.newCondition();
     /** Signalled when a growth ends, for allocations that waited for it rather than growing too. */
     final Condition grown = lock.newCondition();
     final List<PoolChunk> chunks = new ArrayList<>();
-    private final AtomicLong deviceUsed;
-    private final AtomicLong deviceLive;
+    /** The device-wide figures this pool's carves and releases add to. */
+    private final DeviceAccount account;
 
+    /** Set through {@link #configure}. */
     MemoryPoolConfig config;
+    /** Auto-GC's threshold in utilisation (NaN: off) and the device capacity it is read against. */
+    private final double gcThreshold;
+    private final long capacity;
+    /** Auto-GC runs when an allocation takes {@link #used} above this; Long.MAX_VALUE: never. */
+    private long gcLine;
+    /** True until an allocation crosses {@link #gcLine}; true again once used is at or below it. */
+    private boolean gcArmed = true;
     long reserved;
     /** Bytes being reserved from the upstream right now, outside the lock. */
     long pending;
@@ -76,17 +86,42 @@ public final class Pool {
     long lastCacheThread = NO_THREAD;
     boolean closed;
 
-    private final Block[] heads = new Block[FL_COUNT * SL_COUNT];
-    private long flBitmap;
-    private final int[] slBitmap = new int[FL_COUNT];
+    /** The free blocks of this pool's chunks. */
+    final FreeBlockIndex free = new FreeBlockIndex();
 
-    Pool(PoolEngine engine, MemoryType type, MemoryPoolConfig config, AtomicLong deviceUsed, AtomicLong deviceLive) {
-        this.engine = engine;
+    /**
+     * @param gcThreshold the utilisation above which an allocation runs auto-GC, in [0, 1]; NaN for never
+     */
+    Pool(MemoryType type, MemoryPoolConfig config, DeviceAccount account, double gcThreshold) {
         this.type = type;
-        this.config = config;
-        this.deviceUsed = deviceUsed;
-        this.deviceLive = deviceLive;
+        this.account = account;
+        this.gcThreshold = gcThreshold;
+        this.capacity = account.capacity();
+        configure(config);
     }
+
+    /** Under the lock (or before the pool is shared): sets the configuration and what follows from it. */
+    void configure(MemoryPoolConfig cfg) {
+        this.config = cfg;
+        // Utilisation is used bytes over the most the pool may hold: its limit, or the device's capacity.
+        long ceiling = Math.min(limit(), capacity);
+        this.gcLine = Double.isNaN(gcThreshold) ? Long.MAX_VALUE : (long) Math.floor(gcThreshold * ceiling);
+    }
+
+    /**
+     * Under the lock, after a carve for an allocation: whether this allocation took the pool's
+     * utilisation above the auto-GC threshold, at most once per crossing.
+     *
+     * @return true if the caller is to run auto-GC now (the line is disarmed until used falls back to it)
+     */
+    boolean crossedGcLine() {
+        if (gcArmed && used > gcLine) {
+            gcArmed = false;
+            return true;
+        }
+        return false;
+    }
+
 
     /**
      * Takes {@link #lock}, spinning briefly first: the lock is held for a fraction of a microsecond
@@ -109,102 +144,16 @@ public final class Pool {
 
     /** @return the block size for a request: rounded up to the pool alignment and MIN_BLOCK */
     long blockSize(long requested) {
-        long unit = Math.max(config.alignment(), MIN_BLOCK);
-        return alignUp(Math.max(requested, MIN_BLOCK), unit);
+        return SizeClasses.blockSize(requested, SizeClasses.unit(config));
     }
 
     static long alignUp(long value, long alignment) {
-        return (value + alignment - 1) & -alignment;
-    }
-
-    // ---------------------------------------------------------------- TLSF index
-
-    private static int firstLevel(long size) {
-        return 63 - Long.numberOfLeadingZeros(size);
-    }
-
-    private static int secondLevel(long size, int fl) {
-        return (int) ((size >>> (fl - SL_BITS)) & (SL_COUNT - 1));
-    }
-
-    void insertFree(Block b) {
-        int fl = firstLevel(b.size);
-        int sl = secondLevel(b.size, fl);
-        int idx = fl * SL_COUNT + sl;
-        Block head = heads[idx];
-        b.prevFree = null;
-        b.nextFree = head;
-        if (head != null) {
-            head.prevFree = b;
-        }
-        heads[idx] = b;
-        flBitmap |= 1L << fl;
-        slBitmap[fl] |= 1 << sl;
-    }
-
-    void removeFree(Block b) {
-        int fl = firstLevel(b.size);
-        int sl = secondLevel(b.size, fl);
-        int idx = fl * SL_COUNT + sl;
-        if (b.prevFree != null) {
-            b.prevFree.nextFree = b.nextFree;
-        } else {
-            heads[idx] = b.nextFree;
-            if (heads[idx] == null) {
-                slBitmap[fl] &= ~(1 << sl);
-                if (slBitmap[fl] == 0) {
-                    flBitmap &= ~(1L << fl);
-                }
-            }
-        }
-        if (b.nextFree != null) {
-            b.nextFree.prevFree = b.prevFree;
-        }
-        b.prevFree = null;
-        b.nextFree = null;
-    }
-
-    /** @return a free block of at least {@code needed} bytes, or null */
-    Block findFree(long needed) {
-        int fl = firstLevel(needed);
-        int sl = secondLevel(needed, fl);
-        // The request's own class may hold a block that fits: take its head if it does (good fit).
-        Block head = heads[fl * SL_COUNT + sl];
-        if (head != null && head.size >= needed) {
-            return head;
-        }
-        // Otherwise round up to the next class: every block there fits.
-        long rounded = needed + (1L << (fl - SL_BITS)) - 1;
-        if (rounded < 0) {
-            return null;
-        }
-        fl = firstLevel(rounded);
-        sl = secondLevel(rounded, fl);
-        int slMap = slBitmap[fl] & (-1 << sl);
-        if (slMap == 0) {
-            long flMap = fl + 1 < FL_COUNT ? flBitmap & (-1L << (fl + 1)) : 0;
-            if (flMap == 0) {
-                return null;
-            }
-            fl = Long.numberOfTrailingZeros(flMap);
-            slMap = slBitmap[fl];
-        }
-        sl = Integer.numberOfTrailingZeros(slMap);
-        return heads[fl * SL_COUNT + sl];
+        return SizeClasses.alignUp(value, alignment);
     }
 
     /** @return the largest free block's size, 0 if none */
     long largestFree() {
-        if (flBitmap == 0) {
-            return 0;
-        }
-        int fl = 63 - Long.numberOfLeadingZeros(flBitmap);
-        int sl = 31 - Integer.numberOfLeadingZeros(slBitmap[fl]);
-        long max = 0;
-        for (Block b = heads[fl * SL_COUNT + sl]; b != null; b = b.nextFree) {
-            max = Math.max(max, b.size);
-        }
-        return max;
+        return free.largest();
     }
 
     // ---------------------------------------------------------------- carve and release
@@ -217,7 +166,7 @@ public final class Pool {
      */
     Block carve(long size, long alignment) {
         long unit = Math.max(config.alignment(), MIN_BLOCK);
-        Block b = findFree(alignment <= unit ? size : size + alignment - MIN_BLOCK);
+        Block b = free.find(alignment <= unit ? size : size + alignment - MIN_BLOCK);
         if (b == null) {
             return null;
         }
@@ -225,20 +174,20 @@ public final class Pool {
         if (b.size - pad < size) {
             // A free block from before the pool's alignment was raised, or at the start of a chunk
             // less aligned than the pool: look again with room for the padding.
-            b = findFree(size + alignment - MIN_BLOCK);
+            b = free.find(size + alignment - MIN_BLOCK);
             if (b == null) {
                 return null;
             }
             pad = padTo(b, alignment);
         }
-        removeFree(b);
+        free.remove(b);
         if (pad > 0) {
             // Front padding stays free; the block proper starts after it.
             Block rest = new Block(b.chunk, b.offset + pad, b.size - pad);
             linkAfter(b, rest);
             b.size = pad;
             b.free = true;
-            insertFree(b);
+            free.insert(b);
             b = rest;
         }
         if (b.size - size >= MIN_BLOCK) {
@@ -246,15 +195,14 @@ public final class Pool {
             tail.free = true;
             linkAfter(b, tail);
             b.size = size;
-            insertFree(tail);
+            free.insert(tail);
         }
         b.free = false;
         b.pool = this;
         b.chunk.usedBytes += b.size;
         used += b.size;
         live++;
-        deviceUsed.addAndGet(b.size);
-        deviceLive.incrementAndGet();
+        account.allocated(b.size);
         return b;
     }
 
@@ -269,8 +217,10 @@ public final class Pool {
         b.chunk.usedBytes -= b.size;
         used -= b.size;
         live--;
-        deviceUsed.addAndGet(-b.size);
-        deviceLive.decrementAndGet();
+        account.released(b.size);
+        if (used <= gcLine) {
+            gcArmed = true;
+        }
         b.free = true;
         b.handleId = 0;
         b.aliasId = 0;
@@ -286,18 +236,18 @@ public final class Pool {
     private void coalesceAndList(Block b) {
         Block prev = b.prevPhys;
         if (prev != null && prev.free) {
-            removeFree(prev);
+            free.remove(prev);
             prev.size += b.size;
             unlink(b);
             b = prev;
         }
         Block next = b.nextPhys;
         if (next != null && next.free) {
-            removeFree(next);
+            free.remove(next);
             b.size += next.size;
             unlink(next);
         }
-        insertFree(b);
+        free.insert(b);
     }
 
     private static void linkAfter(Block b, Block added) {
@@ -309,7 +259,7 @@ public final class Pool {
         b.nextPhys = added;
     }
 
-    private static void unlink(Block b) {
+    static void unlink(Block b) {
         if (b.prevPhys != null) {
             b.prevPhys.nextPhys = b.nextPhys;
         } else {
@@ -332,7 +282,7 @@ public final class Pool {
         chunk.first = whole;
         chunks.add(chunk);
         reserved += chunk.size;
-        insertFree(whole);
+        free.insert(whole);
     }
 
     /** @return the most bytes this pool may hold from the device under its configuration */
@@ -379,7 +329,7 @@ public final class Pool {
         for (int i = chunks.size() - 1; i >= 0; i--) {
             PoolChunk c = chunks.get(i);
             if (isEmpty(c) && reserved - c.size >= keepBytes) {
-                removeFree(c.first);
+                free.remove(c.first);
                 chunks.remove(i);
                 reserved -= c.size;
                 out.add(c.device);
@@ -395,14 +345,12 @@ public final class Pool {
             out.add(c.device);
         }
         chunks.clear();
-        java.util.Arrays.fill(heads, null);
-        flBitmap = 0;
-        java.util.Arrays.fill(slBitmap, 0);
-        deviceUsed.addAndGet(-used);
-        deviceLive.addAndGet(-live);
+        free.clear();
+        account.releasedAll(used, live);
         reserved = 0;
         used = 0;
         live = 0;
+        gcArmed = true;
         return out;
     }
 
@@ -437,202 +385,17 @@ public final class Pool {
         return reserved - used;
     }
 
-    // ---------------------------------------------------------------- compaction
-
     /**
-     * Moves movable live blocks so free space coalesces: first each chunk slides its blocks towards
-     * its start, then the emptiest chunks are evacuated into free space of fuller ones. Handles stay
-     * valid (blocks keep their identity) and contents move with them. Runs under the lock; the
-     * copies go to the upstream, which must give memmove semantics for overlapping ranges.
-     *
-     * @param scrub clear the bytes a moved block leaves behind (zeroing on free: free memory holds only zeros)
-     * @return blocks moved
+     * Compaction moved live block {@code b} away and left {@code moved}, a block it carved as the
+     * destination, in {@code b}'s old place: that place is free space now (not listed: the
+     * compactor lists it when it is done with the chunk).
      */
-    long compact(DeviceUpstream upstream, boolean scrub) {
-        long moved = 0;
-        for (PoolChunk c : chunks) {
-            moved += slideDown(c, upstream, scrub);
-        }
-        moved += evacuateEmptiest(upstream, scrub);
-        return moved;
-    }
-
-    private long slideDown(PoolChunk c, DeviceUpstream upstream, boolean scrub) {
-        long moved = 0;
-        Block x = c.first;
-        while (x != null) {
-            Block n = x.nextPhys;
-            if (x.free && n != null && n.isMovable()
-                    && (c.device.address() + x.offset) % n.alignment == 0) {
-                // P - x(free) - n(live) - N  becomes  P - n - x(free) - N, then x merges with N.
-                removeFree(x);
-                long target = x.offset;
-                upstream.copy(c.device, n.offset, c.device, target, n.requested);
-                if (scrub) {
-                    // The part of n's old bytes that its new place does not cover is free now.
-                    long from = Math.max(n.offset, target + n.requested);
-                    long end = n.offset + n.requested;
-                    if (end > from) {
-                        upstream.fill(c.device, from, end - from, (byte) 0);
-                    }
-                }
-                Block p = x.prevPhys;
-                Block after = n.nextPhys;
-                n.prevPhys = p;
-                if (p != null) {
-                    p.nextPhys = n;
-                } else {
-                    c.first = n;
-                }
-                n.nextPhys = x;
-                x.prevPhys = n;
-                x.nextPhys = after;
-                if (after != null) {
-                    after.prevPhys = x;
-                }
-                n.offset = target;
-                x.offset = target + n.size;
-                if (after != null && after.free) {
-                    removeFree(after);
-                    x.size += after.size;
-                    x.nextPhys = after.nextPhys;
-                    if (after.nextPhys != null) {
-                        after.nextPhys.prevPhys = x;
-                    }
-                }
-                insertFree(x);
-                moved++;
-                // x is still the free block, now after n: keep sliding what follows it.
-            } else {
-                x = n;
-            }
-        }
-        return moved;
-    }
-
-    /**
-     * Empties the emptiest chunks into chunks that are fuller than they are (never into emptier or
-     * empty ones: that would only move data around without letting a chunk go).
-     */
-    private long evacuateEmptiest(DeviceUpstream upstream, boolean scrub) {
-        long moved = 0;
-        List<PoolChunk> byUse = new ArrayList<>(chunks);
-        byUse.sort(Comparator.comparingLong(c -> c.usedBytes));
-        for (int i = 0; i < byUse.size(); i++) {
-            PoolChunk c = byUse.get(i);
-            if (c.usedBytes == 0 || !allMovable(c)) {
-                continue;
-            }
-            // Destinations: the chunks after c in this order (at least as full), minus c itself.
-            long room = 0;
-            for (int j = i + 1; j < byUse.size(); j++) {
-                room += byUse.get(j).size - byUse.get(j).usedBytes;
-            }
-            if (room < c.usedBytes) {
-                continue;
-            }
-            for (int j = 0; j <= i; j++) {
-                unlistFree(byUse.get(j));
-            }
-            boolean emptied = true;
-            for (Block b = c.first; b != null; b = b.nextPhys) {
-                if (b.free) {
-                    continue;
-                }
-                Block dest = carve(b.size, b.alignment);
-                if (dest == null) {
-                    emptied = false;
-                    break;
-                }
-                upstream.copy(c.device, b.offset, dest.chunk.device, dest.offset, b.requested);
-                if (scrub) {
-                    upstream.fill(c.device, b.offset, b.requested, (byte) 0);
-                }
-                swapPlaces(b, dest);
-                // dest now sits where b was, in c: it is free space (c's free blocks stay unlisted).
-                dest.free = true;
-                c.usedBytes -= dest.size;
-                used -= dest.size;
-                live--;
-                deviceUsed.addAndGet(-dest.size);
-                deviceLive.decrementAndGet();
-                b = dest;
-                moved++;
-            }
-            for (int j = 0; j <= i; j++) {
-                relistFree(byUse.get(j));
-            }
-            if (!emptied) {
-                break;
-            }
-        }
-        return moved;
-    }
-
-    private static boolean allMovable(PoolChunk c) {
-        for (Block b = c.first; b != null; b = b.nextPhys) {
-            if (!b.free && !b.isMovable()) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    private void unlistFree(PoolChunk c) {
-        for (Block b = c.first; b != null; b = b.nextPhys) {
-            if (b.free) {
-                removeFree(b);
-            }
-        }
-    }
-
-    /** Merges adjacent free blocks of c and puts them back on the free lists. */
-    private void relistFree(PoolChunk c) {
-        Block b = c.first;
-        while (b != null) {
-            if (b.free) {
-                while (b.nextPhys != null && b.nextPhys.free) {
-                    Block n = b.nextPhys;
-                    b.size += n.size;
-                    unlink(n);
-                }
-                insertFree(b);
-            }
-            b = b.nextPhys;
-        }
-    }
-
-    /** Exchanges the places (chunk, offset, neighbours) of two blocks of equal size. */
-    private static void swapPlaces(Block a, Block b) {
-        PoolChunk ac = a.chunk;
-        long ao = a.offset;
-        Block ap = a.prevPhys;
-        Block an = a.nextPhys;
-        PoolChunk bc = b.chunk;
-        long bo = b.offset;
-        Block bp = b.prevPhys;
-        Block bn = b.nextPhys;
-
-        place(b, ac, ao, ap, an);
-        place(a, bc, bo, bp, bn);
-        // Swapping the usedBytes accounting of the two chunks: a (live) moved to bc, b to ac.
-        ac.usedBytes += b.size - a.size;
-        bc.usedBytes += a.size - b.size;
-    }
-
-    private static void place(Block x, PoolChunk chunk, long offset, Block prev, Block next) {
-        x.chunk = chunk;
-        x.offset = offset;
-        x.prevPhys = prev;
-        x.nextPhys = next;
-        if (prev != null) {
-            prev.nextPhys = x;
-        } else {
-            chunk.first = x;
-        }
-        if (next != null) {
-            next.prevPhys = x;
-        }
+    void vacated(Block moved) {
+        moved.free = true;
+        moved.chunk.usedBytes -= moved.size;
+        used -= moved.size;
+        live--;
+        account.released(moved.size);
     }
 
     /** @return the pool's memory type */

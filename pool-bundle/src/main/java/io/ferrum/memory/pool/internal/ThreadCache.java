@@ -4,45 +4,31 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 
 /**
- * One thread's cache of freed small blocks of one manager, so that a thread that frees and
- * allocates again does not take a pool lock, an atomic counter or the handle table's monitor.
+ * One thread's cache of freed small blocks of one manager (bins only), so that a thread that frees
+ * and allocates again does not take a pool lock, an atomic counter or the handle table's monitor.
+ * Which sizes it holds is {@link SizeClasses}'s policy; whether it holds blocks above
+ * {@link SizeClasses#MAX_CLASS} now is the {@link LargeBlockPolicy}'s ({@link #cachesLarge}); the
+ * registry of a manager's caches, their draining and their end is {@link ThreadCaches}'s.
  *
- * <p>Cached blocks are not free in their pool (the pool still counts them as used) and no handle
- * names them. Only the owner thread pushes and pops; other threads only read {@link #bytes()} and
- * {@link #count()} (for the manager's figures, which report cached blocks as free) and drain the
- * cache of a thread that has died.
+ * <p><b>Layout.</b> Per pool index p, created on first use: {@code stacks[p]} holds every bin's
+ * stack, bin k's at {@code [PAD + k * DEPTH, PAD + (k + 1) * DEPTH)}; {@code depths[p][BYTE_PAD + k]}
+ * is that stack's depth. Up to MAX_CLASS a bin holds blocks of exactly its class size; above it a
+ * bin holds any size from its class to the next, and a request takes the first block of its bin
+ * that is large enough, else the top of the next bin.
  *
- * <p>Up to {@link #MAX_CLASS} (256 KiB), requests are rounded up to a size class (16 B steps below
- * 256 B, then 16 steps per power of two, never finer than the pool alignment) and a bin below
- * MAX_CLASS holds blocks of exactly its class size; MAX_CLASS's own bin is also the first bin of the
- * exact sizes above it, so a 256 KiB request may get a block up to one step (16 KiB) larger. Above it, up to {@link #MAX_BLOCK} (4 MiB), blocks keep their exact
- * size (rounding 1 MiB requests by up to 1/16 would waste more than the cache saves) and a bin holds
- * any block between its class size and the next one: a request takes the first block in its own bin
- * that is large enough, else any block of the next bin, so a reused block is at most two steps
- * (12.5 %) larger than asked. Blocks above MAX_CLASS are cached only while other threads use the
- * manager too (see {@link #sawPoolLock}): they cost memory (a reused block may be larger than asked,
- * and one block may be 4 MiB), which is worth paying only where the pool's lines would move between
- * cores; a thread alone keeps the exact fit of the pool.
- *
- * <p>Bounded: at most {@link #capacityBytes} bytes, a quarter of it for blocks up to MAX_CLASS (so
- * that a thread alone, which caches nothing larger, keeps little memory from its pool), and
- * {@value #DEPTH} blocks per bin; a free that
- * does not fit goes to the pool. The manager drains caches on trim, defragment, configurePool and
- * before it reports out of memory (each thread on its next call, the calling thread at once).
+ * <p><b>Invariants.</b> Cached blocks are not free in their pool (the pool still counts them as
+ * used) and no handle names them. Only the owner thread pushes and pops; other threads only read
+ * {@link #bytes()}, {@link #count()} and {@link #bytesOf} (for the manager's figures, which report
+ * cached blocks as free), through a seqlock ({@link #seq()}: odd while the contents change), and
+ * drain the cache of a thread that has died. Bounded: at most {@link #capacityBytes} bytes, a
+ * quarter of it for blocks up to MAX_CLASS (so that a thread alone, which caches nothing larger,
+ * keeps little memory from its pool), and {@value #DEPTH} blocks per bin; a free that does not fit
+ * goes to the pool.
  */
 final class ThreadCache extends ThreadCacheCounters {
-    /** Largest request rounded up to its class size. */
-    static final long MAX_CLASS = 256 * 1024;
-    /** Largest cached block. */
-    static final long MAX_BLOCK = 4L * 1024 * 1024;
+    private static final long MAX_CLASS = SizeClasses.MAX_CLASS;
+    private static final int BINS = SizeClasses.BINS;
     static final int DEPTH = 8;
-    /**
-     * Every this many visits to a pool's lock in a row by itself, a thread checks whether other
-     * threads still use the manager, and stops caching blocks above MAX_CLASS if none did.
-     */
-    static final int CHECK_EVERY = 4096;
-    /** Bins per pool: 1..15 for 16..240 B, then 16 per power of two from 256 B to MAX_BLOCK. */
-    static final int BINS = 16 + 16 * (63 - Long.numberOfLeadingZeros(MAX_BLOCK) - 8) + 1;
     /**
      * Unused entries at both ends of the reference and int arrays the owner writes on each call (64
      * bytes or more): after a garbage collection two threads' arrays may lie side by side, or one
@@ -84,7 +70,7 @@ final class ThreadCache extends ThreadCacheCounters {
     final Thread owner = Thread.currentThread();
     /** The owner's thread-local entry for this cache; the manager empties it when it closes. */
     Object[] holder;
-    private final long ownerId = owner.threadId();
+    final long ownerId = owner.threadId();
     final long capacityBytes;
     /**
      * Per pool index, created on first use: the stacks of all bins in one array, bin {@code k}'s
@@ -101,29 +87,6 @@ final class ThreadCache extends ThreadCacheCounters {
         this.stacks = new Block[pools][];
         this.depths = new byte[pools][];
         this.epoch = epoch;
-        this.untilCheck = CHECK_EVERY;
-    }
-
-    /**
-     * @return the class size a request of {@code blockSize} bytes (already a multiple of
-     * {@code unit}) is rounded up to, or {@code blockSize} itself when it is too large to cache
-     */
-    static long classSize(long blockSize, long unit) {
-        if (blockSize > MAX_CLASS || blockSize < 256) {
-            return blockSize;
-        }
-        long step = Math.max(unit, Long.highestOneBit(blockSize) >>> 4);
-        return (blockSize + step - 1) & -step;
-    }
-
-    /** @return the bin of a block of a class size, or (above MAX_CLASS) of the class size just below it; at most MAX_BLOCK */
-    static int bin(long size) {
-        if (size < 256) {
-            return (int) (size >>> 4);
-        }
-        int fl = 63 - Long.numberOfLeadingZeros(size);
-        int sl = (int) ((size >>> (fl - 4)) & 15);
-        return 16 + (fl - 8) * 16 + sl;
     }
 
     /**
@@ -139,7 +102,7 @@ final class ThreadCache extends ThreadCacheCounters {
         if (d == null) {
             return null;
         }
-        int bin = bin(size);
+        int bin = SizeClasses.bin(size);
         int n = d[BYTE_PAD + bin];
         Block[] stack = stacks[p];
         if (size > MAX_CLASS) {
@@ -171,42 +134,6 @@ final class ThreadCache extends ThreadCacheCounters {
         // The entry is left as it is: the next push to this bin is often the same block, and then
         // stores nothing (a reference store into an old array costs a GC card mark).
         return taken(d, bin, n - 1, stack[PAD + bin * DEPTH + n - 1]);
-    }
-
-    /**
-     * Owner only, holding {@code pool}'s lock on an allocate or free that the cache could not serve:
-     * decides whether this thread caches blocks above MAX_CLASS. It starts to when another thread's
-     * cache path held that lock since this thread last did: then the pool's lock and free lists move
-     * between cores on every visit (a 2 MiB allocate+free: 175 ns for one thread, 1.5 us each for
-     * two), whether or not anyone waits. Every {@link #CHECK_EVERY} visits in a row by itself, it
-     * checks whether another live thread has called the manager's caches since its last check (at the
-     * first check: ever), and stops if none has. A thread whose cache serves every call never takes
-     * the lock, yet the pool is not the other thread's alone (its blocks are likely neighbours of
-     * the busy thread's, whose lines that thread writes on every call): counting only visits to the
-     * lock, one of two threads stopped caching for good in about one 2-thread run of three, at
-     * 1.5-2x the time per call.
-     *
-     * @param caches every cache of the manager, this one included
-     */
-    void sawPoolLock(Pool pool, Iterable<ThreadCache> caches) {
-        long last = pool.lastCacheThread;
-        if (last != ownerId) {
-            pool.lastCacheThread = ownerId;
-            if (last != Pool.NO_THREAD) {
-                cachesLarge = true;
-                untilCheck = CHECK_EVERY;
-            }
-        } else if (--untilCheck <= 0) {
-            untilCheck = CHECK_EVERY;
-            long others = 0;
-            for (ThreadCache c : caches) {
-                if (c != this && c.owner.isAlive()) {
-                    others += c.calls();
-                }
-            }
-            cachesLarge = others != othersCalls;
-            othersCalls = others;
-        }
     }
 
     private Block taken(byte[] d, int bin, int depth, Block b) {
@@ -245,7 +172,7 @@ final class ThreadCache extends ThreadCacheCounters {
             d = depths[p] = new byte[BYTE_PAD + BINS + BYTE_PAD];
             stacks[p] = new Block[PAD + BINS * DEPTH + PAD];
         }
-        int bin = bin(b.size);
+        int bin = SizeClasses.bin(b.size);
         int n = d[BYTE_PAD + bin];
         if (n == DEPTH) {
             return false;

@@ -9,7 +9,7 @@ package io.ferrum.memory.pool.internal;
 abstract class ThreadCacheCounters extends BlockPadding {
     /** Bytes of the cached blocks; written by the owner, read by anyone through {@link ThreadCache#bytes()}. */
     long bytes;
-    /** Bytes of the cached blocks of at most {@link ThreadCache#MAX_CLASS}; owner only. */
+    /** Bytes of the cached blocks of at most {@link SizeClasses#MAX_CLASS}; owner only. */
     long smallBytes;
     /** Number of cached blocks; written by the owner, read by anyone through {@link ThreadCache#count()}. */
     int count;
@@ -31,6 +31,6 @@ abstract class ThreadCacheCounters extends BlockPadding {
     long othersCalls;
     /** Pool-lock visits in a row by this thread until it checks whether other threads use the manager; owner only. */
     int untilCheck;
-    /** While true, this thread caches blocks above {@link ThreadCache#MAX_CLASS}; owner only. */
+    /** While true, this thread caches blocks above {@link SizeClasses#MAX_CLASS}; owner only. */
     boolean cachesLarge;
 }

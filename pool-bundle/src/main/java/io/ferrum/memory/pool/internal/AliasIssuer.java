@@ -1,0 +1,20 @@
+package io.ferrum.memory.pool.internal;
+
+/**
+ * A manager that can name another manager's block in its own handle table: the second handle of a
+ * mapping across two devices of one backend. Each engine implements it, so that a mapping needs no
+ * knowledge of its peer's class.
+ */
+interface AliasIssuer {
+
+    /**
+     * Issues an alias for {@code b}, a block of another manager whose name count already counts it,
+     * and records it ({@link IssuedAliases}) until it is freed or this manager closes.
+     *
+     * @return the alias's handle id (already dead if this manager closed meanwhile)
+     */
+    long issueAlias(Block b);
+
+    /** @return true once the manager is closed: it issues no more aliases that live */
+    boolean isClosed();
+}

@@ -1,0 +1,218 @@
+package io.ferrum.memory.pool.internal;
+
+import java.util.function.LongSupplier;
+
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.pool.DeviceUpstream;
+
+/**
+ * The allocation path of one manager: the calling thread's cache first, else a carve from the pool
+ * under its lock, growing it when nothing fits.
+ *
+ * <p><b>Steps</b> of a pool allocation ({@link #allocateIn}): 1. carve under the pool's lock; a block
+ * found is named (its handle published) and, under zeroing on allocate, pinned to be cleared outside
+ * the lock. 2. Nothing fits: this thread's cache and the caches of threads that died go back to the
+ * pools, and the carve is tried again. 3. Grow the pool ({@link Growth}). 4. Growth failed: the
+ * {@link OutOfMemoryHook} gets one say (drain every cache, auto-GC), then one more try; else
+ * out of memory, with the reason. After a carve that takes the pool above its auto-GC line, the
+ * allocation runs auto-GC ({@link Maintenance#crossedGcLine}) before it returns.
+ *
+ * <p><b>Invariants.</b> A block is counted as named {@code names} times (2: a mapping, whose second
+ * handle the caller issues) before its first handle is published, so no free of a guessed handle
+ * can release it before the second exists. A block carved or taken from a cache for an allocation
+ * that then fails (a full handle table, a failed clear) goes back: nothing is lost. The cached path
+ * takes no lock, allocates nothing but the handle, and costs the pressure check two reads.
+ */
+final class Allocator {
+    private final HandleTable handles;
+    private final ThreadCaches caches;
+    private final Reclaimer reclaimer;
+    private final Growth growth;
+    private final Maintenance maintenance;
+    private final OutOfMemoryHook outOfMemory;
+    private final PressureNotifier pressure;
+    private final Checks checks;
+    private final DeviceAccount account;
+    private final DeviceUpstream upstream;
+    private final LongSupplier clock;
+    /** Allocation times come from the coarse clock when the settings use the system clock. */
+    private final boolean coarseClock;
+    private final boolean tracking;
+    private final boolean debug;
+    private final boolean zeroOnAllocate;
+
+    Allocator(HandleTable handles, ThreadCaches caches, Reclaimer reclaimer, Growth growth, Maintenance maintenance,
+              PressureNotifier pressure, Checks checks, DeviceAccount account, DeviceUpstream upstream,
+              LongSupplier clock, boolean coarseClock, boolean tracking, boolean debug, boolean zeroOnAllocate) {
+        this.handles = handles;
+        this.caches = caches;
+        this.reclaimer = reclaimer;
+        this.growth = growth;
+        this.maintenance = maintenance;
+        this.outOfMemory = maintenance;
+        this.pressure = pressure;
+        this.checks = checks;
+        this.account = account;
+        this.upstream = upstream;
+        this.clock = clock;
+        this.coarseClock = coarseClock;
+        this.tracking = tracking;
+        this.debug = debug;
+        this.zeroOnAllocate = zeroOnAllocate;
+    }
+
+    /** A checked request of {@code size} bytes at the pool's own alignment. */
+    MemoryHandle allocate(Pool pool, long size, MemoryPoolConfig cfg) {
+        long unit = SizeClasses.unit(cfg);
+        if (!caches.enabled() || pool.type == MemoryType.MAPPED) {
+            return allocateIn(pool, size, unit, pool.blockSize(size), null, 1, null);
+        }
+        long blockSize = SizeClasses.classSize(pool.blockSize(size), unit);
+        ThreadCache tc = blockSize <= SizeClasses.MAX_BLOCK ? caches.cache() : null;
+        if (tc != null) {
+            Block b = tc.pop(pool.type.ordinal(), blockSize);
+            if (b != null) {
+                b.requested = size;
+                b.alignment = unit;
+                b.allocatedAtNanos = now();
+                track(b, cfg);
+                long id;
+                try {
+                    id = handles.registerCached(b, tc);
+                } catch (RuntimeException e) {
+                    reclaimer.returnToPool(b); // a full handle table: the block must not be lost
+                    throw e;
+                }
+                pressure.checkOnCachePath();
+                return new MemoryHandle(id);
+            }
+        }
+        return allocateIn(pool, size, unit, blockSize, tc, 1, null);
+    }
+
+    /** Gives a newly allocated block fresh access statistics when they are on, reusing its tracker if it has one. */
+    private void track(Block b, MemoryPoolConfig cfg) {
+        if (cfg.enableStats() && tracking) {
+            AccessTracker t = b.access;
+            if (t == null) {
+                b.access = new AccessTracker();
+            } else {
+                t.reset();
+            }
+        } else if (b.access != null) {
+            b.access = null;
+        }
+    }
+
+    /** @return now, for an allocation time: to about a millisecond with the system clock, else the settings' clock */
+    private long now() {
+        return coarseClock ? CoarseClock.nanos() : clock.getAsLong();
+    }
+
+    /**
+     * Carves from the pool under its lock, growing it if needed; {@code tc}, if any, lends a handle
+     * slot. The block is counted as named {@code names} times before its first handle is published.
+     *
+     * @param carved where to put the block (a mapping's second handle is issued for it), or null
+     */
+    MemoryHandle allocateIn(Pool pool, long size, long alignment, long blockSize, ThreadCache tc, int names,
+                            Block[] carved) {
+        boolean hookTried = false;
+        boolean ownDrained = false;
+        boolean zero = zeroOnAllocate;
+        while (true) {
+            Block b;
+            long id = 0;
+            boolean gc = false;
+            pool.acquire();
+            if (tc != null) {
+                caches.sawPoolLock(tc, pool);
+            }
+            try {
+                if (pool.closed) {
+                    throw checks.closed();
+                }
+                b = pool.carve(blockSize, alignment);
+                if (b != null) {
+                    b.requested = size;
+                    b.alignment = alignment;
+                    b.allocatedAtNanos = now();
+                    track(b, pool.config);
+                    if (debug) {
+                        b.allocationSite = new Throwable("allocated here");
+                    }
+                    try {
+                        id = tc != null ? handles.register(b, tc) : handles.register(b, names);
+                    } catch (RuntimeException e) {
+                        pool.release(b); // a full handle table: the carved block must not be lost
+                        throw e;
+                    }
+                    if (carved != null) {
+                        carved[0] = b;
+                    }
+                    if (zero) {
+                        // Pinned while it is cleared outside the lock: compaction cannot move it, nor
+                        // close release its chunk, under the fill.
+                        b.pins++;
+                        pool.inflight++;
+                    }
+                    gc = pool.crossedGcLine();
+                }
+            } finally {
+                pool.lock.unlock();
+            }
+            if (b != null) {
+                if (zero) {
+                    boolean filled = false;
+                    try {
+                        upstream.fill(b.chunk.device, b.offset, size, (byte) 0);
+                        filled = true;
+                    } finally {
+                        if (!filled && b.claim(id) >= 0) {
+                            // The device failed to clear it: the allocation fails and the block goes back.
+                            handles.recycle(id, null);
+                            Reclaimer.markFreed(b);
+                        }
+                        reclaimer.unpin(b);
+                    }
+                }
+                if (gc) {
+                    maintenance.crossedGcLine(pool);
+                }
+                pressure.check();
+                return new MemoryHandle(id);
+            }
+            if (!ownDrained) {
+                ownDrained = true;
+                // Before the pool grows, the blocks this thread keeps and those of threads that have
+                // died go back to it: a cache must not make the pool larger than the same calls without it.
+                ThreadCache own = caches.own();
+                boolean drained = own != null && own.count() > 0;
+                if (drained) {
+                    caches.drain(own);
+                }
+                if (caches.sweepDead() || drained) {
+                    continue;
+                }
+            }
+            // Room for the padding when the block's alignment is more than the pool's (free blocks
+            // start at multiples of the pool's) or than the chunks' (a new chunk's start).
+            long unit = SizeClasses.unit(pool.config);
+            long needed = blockSize + (alignment > unit || alignment > account.chunkAlignment()
+                    ? alignment - Pool.MIN_BLOCK : 0);
+            String failure = growth.grow(pool, needed);
+            if (failure == null) {
+                continue;
+            }
+            if (!hookTried) {
+                hookTried = true;
+                if (outOfMemory.growthFailed(pool)) {
+                    continue;
+                }
+            }
+            throw checks.outOfMemory(size, pool.type, failure, account.used());
+        }
+    }
+}

@@ -1,0 +1,282 @@
+package io.ferrum.memory.pool.internal;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.InvalidHandleException;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryException;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryTransfer;
+import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.api.MemoryUsageHint;
+import io.ferrum.memory.api.OutOfDeviceMemoryException;
+import io.ferrum.memory.api.StreamHandle;
+
+/**
+ * The engine's argument checks and every exception message it throws, in one place: a message
+ * names the device, the handle and the numbers involved, and says what to do. Tests and docs quote
+ * some of these messages: change them here only on purpose.
+ *
+ * <p>Methods named after what they check throw when the check fails and return otherwise; methods
+ * named after a failure build the exception for the caller to throw (so that the caller's control
+ * flow stays visible). The checks on the allocation path take no lock and allocate nothing unless
+ * they fail. Immutable.
+ */
+final class Checks {
+    private final Device device;
+    private final long capacity;
+    private final long chunkAlignment;
+    private final HandleTable handles;
+    private final String backendName;
+
+    Checks(Device device, long capacity, long chunkAlignment, HandleTable handles, String backendName) {
+        this.device = device;
+        this.capacity = capacity;
+        this.chunkAlignment = chunkAlignment;
+        this.handles = handles;
+        this.backendName = backendName;
+    }
+
+    // ---------------------------------------------------------------- construction
+
+    static InvalidMemoryRequestException missingParts() {
+        return new InvalidMemoryRequestException("A pooled manager needs an upstream, a configuration and settings");
+    }
+
+    /** The upstream's chunk alignment is a power of two. */
+    void chunkAlignment() {
+        if (Long.bitCount(chunkAlignment) != 1) {
+            throw new InvalidMemoryRequestException("Upstream " + backendName + " of " + device
+                    + " reports chunk alignment " + chunkAlignment + ", which is not a power of two");
+        }
+    }
+
+    // ---------------------------------------------------------------- arguments
+
+    DeviceUnavailableException closed() {
+        return new DeviceUnavailableException(device, "The memory manager of " + device
+                + " is closed (its backend was stopped or the manager was closed); its handles are no longer valid."
+                + " Use a running manager for this device");
+    }
+
+    void device(Device d) {
+        if (d == null) {
+            throw new InvalidMemoryRequestException("Device is null; this manager serves " + device);
+        }
+        if (!device.equals(d)) {
+            throw new InvalidMemoryRequestException("Device " + d + " is not served by this manager, which serves "
+                    + device + "; use the manager registered with memory.device=" + d + " or the MemoryRouter");
+        }
+    }
+
+    static void type(MemoryType type) {
+        if (type == null) {
+            throw new InvalidMemoryRequestException("Memory type is null; use MemoryType.GENERAL for general memory");
+        }
+    }
+
+    /** A request of {@code size} bytes fits the device and the pool's configuration. */
+    void size(long size, MemoryType type, MemoryPoolConfig cfg) {
+        if (size <= 0) {
+            throw new InvalidMemoryRequestException("Invalid allocation size " + size + " bytes on " + device
+                    + ": the size must be more than zero");
+        }
+        if (size > capacity) {
+            throw new InvalidMemoryRequestException("Allocation of " + Bytes.exact(size) + " on " + device
+                    + " exceeds the device capacity of " + Bytes.exact(capacity));
+        }
+        if (cfg.maxSize().isPresent() && size > cfg.maxSize().getAsLong()) {
+            throw new InvalidMemoryRequestException("Allocation of " + Bytes.exact(size) + " on " + device + " exceeds the "
+                    + type + " pool's maxSize of " + Bytes.exact(cfg.maxSize().getAsLong())
+                    + "; raise maxSize with configurePool");
+        }
+        if (!cfg.enableAutoExpansion() && size > cfg.initialSize()) {
+            throw new InvalidMemoryRequestException("Allocation of " + Bytes.exact(size) + " on " + device + " exceeds the "
+                    + type + " pool's initialSize of " + Bytes.exact(cfg.initialSize())
+                    + " and the pool may not grow (enableAutoExpansion=false)");
+        }
+    }
+
+    /** @return the alignment a block gets for a request of {@code alignment}: at least the pool's and MIN_BLOCK */
+    long alignment(long alignment, MemoryPoolConfig cfg) {
+        if (alignment <= 0 || Long.bitCount(alignment) != 1) {
+            throw new InvalidMemoryRequestException("Invalid alignment " + alignment + " on " + device
+                    + ": the alignment must be a power of two (1, 2, 4, ..., 4096, ...)");
+        }
+        long largestChunk = Math.max(Math.max(cfg.initialSize(), cfg.growthIncrement()), chunkAlignment);
+        if (alignment > largestChunk) {
+            throw new InvalidMemoryRequestException("Alignment " + Bytes.exact(alignment) + " on " + device
+                    + " is larger than the pool's largest chunk (" + Bytes.exact(largestChunk) + ")");
+        }
+        return Math.max(alignment, Math.max(cfg.alignment(), Pool.MIN_BLOCK));
+    }
+
+    /** The handle is not null and not the zero handle (whether it is live is the handle table's answer). */
+    void handle(MemoryHandle handle) {
+        if (handle == null) {
+            throw new InvalidHandleException(null, "Handle is null on " + device);
+        }
+        if (!handle.isValid()) {
+            throw new InvalidHandleException(handle, "The zero handle names no allocation (on " + device + ")");
+        }
+    }
+
+    InvalidHandleException invalidHandle(MemoryHandle handle) {
+        if (!handles.isOwn(handle.id())) {
+            return new InvalidHandleException(handle, "Handle " + handle + " was not issued by the manager of " + device
+                    + " (it belongs to another device or manager, or is stale from before a restart)");
+        }
+        return new InvalidHandleException(handle, "Handle " + handle + " is not live on " + device
+                + ": it was already freed (a double free?) or its manager restarted");
+    }
+
+    /** {@code size} bytes at {@code offset} lie inside block {@code b} (the {@code what} side of a copy). */
+    void range(MemoryHandle h, Block b, long offset, long size, String what) {
+        long length = b.requested;
+        if (offset < 0 || size < 0) {
+            throw new InvalidMemoryRequestException("Invalid copy on " + device + ": " + what + " offset " + offset
+                    + " and size " + size + " must be zero or more");
+        }
+        if (size > length || offset > length - size) {
+            throw new InvalidMemoryRequestException("Copy of " + size + " bytes at " + what + " offset " + offset
+                    + " falls outside " + what + " block " + h + " of " + length + " bytes on " + device);
+        }
+    }
+
+    void transfer(MemoryTransfer transfer) {
+        if (transfer == null) {
+            throw new InvalidMemoryRequestException("Transfer is null on " + device);
+        }
+    }
+
+    InvalidMemoryRequestException unknownStream(StreamHandle stream) {
+        return new InvalidMemoryRequestException("Unknown stream " + stream.id() + " on " + device
+                + ": it is not a live stream of the StreamManager of " + device + "; create it there");
+    }
+
+    /** A pool configuration is given and its initial size fits the device. */
+    void poolConfig(MemoryType type, MemoryPoolConfig cfg) {
+        if (cfg == null) {
+            throw new InvalidMemoryRequestException("Pool configuration is null for the " + type + " pool on " + device);
+        }
+        if (cfg.initialSize() > capacity) {
+            throw new InvalidMemoryRequestException("Cannot set initialSize of the " + type + " pool on " + device
+                    + " to " + Bytes.exact(cfg.initialSize()) + ": the device has " + Bytes.exact(capacity));
+        }
+    }
+
+    InvalidMemoryRequestException maxSizeBelowUse(MemoryType type, MemoryPoolConfig cfg, long used) {
+        return new InvalidMemoryRequestException("Cannot set maxSize of the " + type + " pool on " + device + " to "
+                + Bytes.exact(cfg.maxSize().getAsLong()) + ": its live blocks already use " + Bytes.exact(used));
+    }
+
+    static void access(MemoryAccess access) {
+        if (access == null) {
+            throw new InvalidMemoryRequestException("Access mode is null; use READ_ONLY, WRITE_ONLY or READ_WRITE");
+        }
+    }
+
+    InvalidMemoryRequestException notMapped(MemoryHandle handle) {
+        return new InvalidMemoryRequestException("Block " + handle + " on " + device
+                + " is not mapped; map it with mapMemory before unmapping");
+    }
+
+    InvalidMemoryRequestException viewInUse(MemoryHandle handle) {
+        return new InvalidMemoryRequestException("Block " + handle + " on " + device + " cannot be unmapped now:"
+                + " a native operation (an I/O call on a buffer of its view, say) still uses a view;"
+                + " unmap it when that operation has ended. It stays mapped");
+    }
+
+    /** Both devices of a mapping are given and one of them is this manager's. */
+    void mappingDevices(Device sourceDevice, Device targetDevice) {
+        if (sourceDevice == null || targetDevice == null) {
+            throw new InvalidMemoryRequestException("Both devices of a mapping are required (source " + sourceDevice
+                    + ", target " + targetDevice + ")");
+        }
+        if (!sourceDevice.equals(device) && !targetDevice.equals(device)) {
+            throw new InvalidMemoryRequestException("Mapping " + sourceDevice + " <-> " + targetDevice
+                    + " does not involve " + device + "; ask the manager of " + sourceDevice);
+        }
+    }
+
+    InvalidMemoryRequestException noPeer(Device sourceDevice, Device targetDevice, Device other) {
+        return new InvalidMemoryRequestException("Mapping " + sourceDevice + " <-> " + targetDevice
+                + " is not provided by the " + backendName + " backend of " + device
+                + (other.kind().equals(device.kind()) ? ": no running " + other + " is known to it"
+                   : ": " + device.kind() + " <-> " + other.kind() + " mappings come from a backend that serves both kinds"));
+    }
+
+    static void prefetchTarget(Device target) {
+        if (target == null) {
+            throw new InvalidMemoryRequestException("Prefetch target device is null");
+        }
+    }
+
+    static void usageHint(MemoryUsageHint hint) {
+        if (hint == null) {
+            throw new InvalidMemoryRequestException("Usage hint is null");
+        }
+    }
+
+    // ---------------------------------------------------------------- handle table
+
+    static MemoryException noManagerNumber(long numbers) {
+        return new MemoryException("No manager number is left for a new memory manager: all " + numbers
+                + " were given out in this JVM, and a number is never given twice (a stale handle of a closed"
+                + " manager would name a block of the new one); restart the JVM");
+    }
+
+    /** @return the error for a handle table with no slot left, saying where its slots are */
+    static MemoryException handleTableFull(long managerId, int slotLimit, int retired, int namesPerSlot) {
+        String where = "Handle table of manager " + managerId + " has no slot left for a new handle: ";
+        if (retired == slotLimit) {
+            return new MemoryException(where + "all " + slotLimit + " slots are retired (each named " + namesPerSlot
+                    + " blocks, so that no stale handle can name a later one); this manager can issue no more handles:"
+                    + " close it and use a new one");
+        }
+        return new MemoryException(where + retired + " of its " + slotLimit + " slots are retired (each named "
+                + namesPerSlot + " blocks, so that no stale handle can name a later one), the other "
+                + (slotLimit - retired)
+                + " name live allocations or are spares of thread caches; free some allocations before allocating more");
+    }
+
+    // ---------------------------------------------------------------- out of memory and growth
+
+    OutOfDeviceMemoryException outOfMemory(long size, MemoryType type, String why, long used) {
+        long free = Math.max(0, capacity - used);
+        return new OutOfDeviceMemoryException(device, size, free, "Out of memory on " + device + ": cannot allocate "
+                + Bytes.exact(size) + " in the " + type + " pool: " + why + ". Free " + Bytes.human(free)
+                + " of " + Bytes.human(capacity) + "; free blocks, raise the limit, or defragment");
+    }
+
+    OutOfDeviceMemoryException preAllocationFailed(long bytes, MemoryType type, String why, long used) {
+        return new OutOfDeviceMemoryException(device, bytes, Math.max(0, capacity - used),
+                "Cannot pre-allocate " + Bytes.exact(bytes) + " for the " + type + " pool on " + device + ": " + why);
+    }
+
+    /** @return why a pool may not grow: its limit */
+    static String poolAtLimit(Pool pool) {
+        return pool.config.enableAutoExpansion()
+                ? "the pool holds " + Bytes.human(pool.reserved) + " and may hold at most "
+                  + Bytes.human(pool.limit()) + " (maxSize)"
+                : "the pool holds " + Bytes.human(pool.reserved) + " and may not grow (enableAutoExpansion=false)";
+    }
+
+    /** @return why a pool may not grow: the device's capacity */
+    String deviceFull(long deviceReserved) {
+        return "the device's pools already hold " + Bytes.human(deviceReserved) + " of its "
+                + Bytes.human(capacity) + " capacity";
+    }
+
+    /** @return why a pool did not grow: the upstream refused */
+    static String chunkRefused(long size, OutOfDeviceMemoryException e) {
+        return "the device refused a chunk of " + Bytes.human(size) + " (" + e.getMessage() + ")";
+    }
+
+    DeviceUnavailableException backendGone(LinkageError e) {
+        return new DeviceUnavailableException(device, "The backend of " + device + " was updated or"
+                + " refreshed while a chunk was reserved (" + e + "); use the manager of its new revision", e);
+    }
+}

@@ -1,0 +1,225 @@
+package io.ferrum.memory.pool.internal;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+
+import io.ferrum.memory.pool.DeviceUpstream;
+
+/**
+ * Defragmentation of a pool: moves live blocks so that its free space coalesces and its emptiest
+ * chunks empty (a trim then gives them back).
+ *
+ * <p><b>Algorithm</b>, under the pool's lock: 1. <i>slide down</i>: in each chunk, a free block
+ * followed by a movable live block swap places ({@code P - x(free) - n(live) - N} becomes
+ * {@code P - n - x(free) - N}, then x merges with N), repeated to the chunk's end, so its live
+ * blocks gather at its start; a block moves only to an address its alignment allows. 2. <i>evacuate
+ * the emptiest</i>: chunks in order of used bytes; a chunk whose blocks are all movable and whose
+ * used bytes fit in the free space of the fuller chunks (never into emptier or empty ones: that
+ * would only move data around without letting a chunk go) has each block carved anew there and
+ * copied; the free blocks of the chunks being emptied stay unlisted meanwhile, so no carve lands in
+ * them.
+ *
+ * <p><b>Invariants.</b> A block moves only when {@link Block#isMovable()}: not pinned (no copy or
+ * fill runs on it), not mapped (a view points at its address), not freed-while-pinned. A moved
+ * block keeps its identity (only chunk and offset change), so its handle stays valid and its bytes
+ * move with it; the upstream's copy must have memmove semantics for overlapping ranges. Under
+ * zeroing on free, the bytes a block leaves behind are cleared (free memory holds only zeros).
+ */
+final class Compactor {
+    private final DeviceUpstream upstream;
+    /** Clear the bytes a moved block leaves behind (zeroing on free). */
+    private final boolean scrub;
+
+    Compactor(DeviceUpstream upstream, boolean scrub) {
+        this.upstream = upstream;
+        this.scrub = scrub;
+    }
+
+    /**
+     * Under {@code pool}'s lock: moves its movable live blocks so that free space coalesces.
+     *
+     * @return blocks moved
+     */
+    long compact(Pool pool) {
+        long moved = 0;
+        for (PoolChunk c : pool.chunks) {
+            moved += slideDown(pool.free, c);
+        }
+        moved += evacuateEmptiest(pool);
+        return moved;
+    }
+
+    private long slideDown(FreeBlockIndex free, PoolChunk c) {
+        long moved = 0;
+        Block x = c.first;
+        while (x != null) {
+            Block n = x.nextPhys;
+            if (x.free && n != null && n.isMovable()
+                    && (c.device.address() + x.offset) % n.alignment == 0) {
+                // P - x(free) - n(live) - N  becomes  P - n - x(free) - N, then x merges with N.
+                free.remove(x);
+                long target = x.offset;
+                upstream.copy(c.device, n.offset, c.device, target, n.requested);
+                if (scrub) {
+                    // The part of n's old bytes that its new place does not cover is free now.
+                    long from = Math.max(n.offset, target + n.requested);
+                    long end = n.offset + n.requested;
+                    if (end > from) {
+                        upstream.fill(c.device, from, end - from, (byte) 0);
+                    }
+                }
+                Block p = x.prevPhys;
+                Block after = n.nextPhys;
+                n.prevPhys = p;
+                if (p != null) {
+                    p.nextPhys = n;
+                } else {
+                    c.first = n;
+                }
+                n.nextPhys = x;
+                x.prevPhys = n;
+                x.nextPhys = after;
+                if (after != null) {
+                    after.prevPhys = x;
+                }
+                n.offset = target;
+                x.offset = target + n.size;
+                if (after != null && after.free) {
+                    free.remove(after);
+                    x.size += after.size;
+                    x.nextPhys = after.nextPhys;
+                    if (after.nextPhys != null) {
+                        after.nextPhys.prevPhys = x;
+                    }
+                }
+                free.insert(x);
+                moved++;
+                // x is still the free block, now after n: keep sliding what follows it.
+            } else {
+                x = n;
+            }
+        }
+        return moved;
+    }
+
+    /**
+     * Empties the emptiest chunks into chunks that are fuller than they are (never into emptier or
+     * empty ones: that would only move data around without letting a chunk go).
+     */
+    private long evacuateEmptiest(Pool pool) {
+        long moved = 0;
+        List<PoolChunk> byUse = new ArrayList<>(pool.chunks);
+        byUse.sort(Comparator.comparingLong(c -> c.usedBytes));
+        for (int i = 0; i < byUse.size(); i++) {
+            PoolChunk c = byUse.get(i);
+            if (c.usedBytes == 0 || !allMovable(c)) {
+                continue;
+            }
+            // Destinations: the chunks after c in this order (at least as full), minus c itself.
+            long room = 0;
+            for (int j = i + 1; j < byUse.size(); j++) {
+                room += byUse.get(j).size - byUse.get(j).usedBytes;
+            }
+            if (room < c.usedBytes) {
+                continue;
+            }
+            for (int j = 0; j <= i; j++) {
+                unlistFree(pool.free, byUse.get(j));
+            }
+            boolean emptied = true;
+            for (Block b = c.first; b != null; b = b.nextPhys) {
+                if (b.free) {
+                    continue;
+                }
+                Block dest = pool.carve(b.size, b.alignment);
+                if (dest == null) {
+                    emptied = false;
+                    break;
+                }
+                upstream.copy(c.device, b.offset, dest.chunk.device, dest.offset, b.requested);
+                if (scrub) {
+                    upstream.fill(c.device, b.offset, b.requested, (byte) 0);
+                }
+                swapPlaces(b, dest);
+                // dest now sits where b was, in c: it is free space (c's free blocks stay unlisted).
+                pool.vacated(dest);
+                b = dest;
+                moved++;
+            }
+            for (int j = 0; j <= i; j++) {
+                relistFree(pool.free, byUse.get(j));
+            }
+            if (!emptied) {
+                break;
+            }
+        }
+        return moved;
+    }
+
+    private static boolean allMovable(PoolChunk c) {
+        for (Block b = c.first; b != null; b = b.nextPhys) {
+            if (!b.free && !b.isMovable()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static void unlistFree(FreeBlockIndex free, PoolChunk c) {
+        for (Block b = c.first; b != null; b = b.nextPhys) {
+            if (b.free) {
+                free.remove(b);
+            }
+        }
+    }
+
+    /** Merges adjacent free blocks of c and puts them back on the free lists. */
+    private static void relistFree(FreeBlockIndex free, PoolChunk c) {
+        Block b = c.first;
+        while (b != null) {
+            if (b.free) {
+                while (b.nextPhys != null && b.nextPhys.free) {
+                    Block n = b.nextPhys;
+                    b.size += n.size;
+                    Pool.unlink(n);
+                }
+                free.insert(b);
+            }
+            b = b.nextPhys;
+        }
+    }
+
+    /** Exchanges the places (chunk, offset, neighbours) of two blocks of equal size. */
+    private static void swapPlaces(Block a, Block b) {
+        PoolChunk ac = a.chunk;
+        long ao = a.offset;
+        Block ap = a.prevPhys;
+        Block an = a.nextPhys;
+        PoolChunk bc = b.chunk;
+        long bo = b.offset;
+        Block bp = b.prevPhys;
+        Block bn = b.nextPhys;
+
+        place(b, ac, ao, ap, an);
+        place(a, bc, bo, bp, bn);
+        // Swapping the usedBytes accounting of the two chunks: a (live) moved to bc, b to ac.
+        ac.usedBytes += b.size - a.size;
+        bc.usedBytes += a.size - b.size;
+    }
+
+    private static void place(Block x, PoolChunk chunk, long offset, Block prev, Block next) {
+        x.chunk = chunk;
+        x.offset = offset;
+        x.prevPhys = prev;
+        x.nextPhys = next;
+        if (prev != null) {
+            prev.nextPhys = x;
+        } else {
+            chunk.first = x;
+        }
+        if (next != null) {
+            next.prevPhys = x;
+        }
+    }
+}

@@ -1,0 +1,175 @@
+package io.ferrum.memory.pool.internal;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalDouble;
+import java.util.concurrent.atomic.LongAdder;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryAccessStats;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryHandleInfo;
+import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryUsageHint;
+
+/**
+ * What a manager reports: the full figures ({@link #memoryInfo}, every pool lock at once), the
+ * cheap ones ({@link #quickInfo}, lock-free from the {@link DeviceAccount}), one handle's
+ * ({@link #handleInfo}, {@link #accessStats}, {@link #usageHint}) and the list of live handles.
+ *
+ * <p><b>Definitions.</b> used = bytes of the pools' non-free blocks less those in thread caches
+ * (free for their threads' next allocations); live = those blocks' count, likewise; reserved = the
+ * pools' chunks; fragmentation = 1 - largest free block / free bytes inside the chunks (0 when there
+ * are none); bandwidth = bytes copied / nanoseconds spent copying, over the manager's life.
+ *
+ * <p><b>Invariants.</b> {@link #memoryInfo} is one instant's: it holds every pool lock, always in
+ * pool order (no other path holds two), and reads the caches at one moment under them. The cheap
+ * figures may mix two instants; their fragmentation is the last full report's. Per-handle answers
+ * are empty (never wrong) when the handle was freed, even if its block was reused meanwhile.
+ */
+final class Figures {
+    private final Device device;
+    private final long capacity;
+    private final Pool[] pools;
+    private final DeviceAccount account;
+    private final ThreadCaches caches;
+    private final HandleTable handles;
+    private final Lifecycle lifecycle;
+    private final Instant epoch;
+    private final long epochNanos;
+    private final LongAdder copiedBytes = new LongAdder();
+    private final LongAdder copyNanos = new LongAdder();
+    /** The fragmentation ratio of the last full {@link #memoryInfo}, for {@link #quickInfo}. */
+    private volatile double lastFragmentation;
+
+    Figures(Device device, Pool[] pools, DeviceAccount account, ThreadCaches caches, HandleTable handles,
+            Lifecycle lifecycle, Instant epoch, long epochNanos) {
+        this.device = device;
+        this.capacity = account.capacity();
+        this.pools = pools;
+        this.account = account;
+        this.caches = caches;
+        this.handles = handles;
+        this.lifecycle = lifecycle;
+        this.epoch = epoch;
+        this.epochNanos = epochNanos;
+    }
+
+    /** Counts a copy of {@code bytes} that took {@code nanos} (more than zero) for the bandwidth. */
+    void copied(long bytes, long nanos) {
+        copiedBytes.add(bytes);
+        copyNanos.add(nanos);
+    }
+
+    MemoryInfo memoryInfo() {
+        long reserved = 0;
+        long used = 0;
+        long live = 0;
+        long freeInReserved = 0;
+        long largest = 0;
+        long[] cached;
+        // Blocks move between a pool and a cache only under its lock or by a cache's owner, so used
+        // and live are those of one instant.
+        int locked = 0;
+        try {
+            for (Pool pool : pools) {
+                pool.acquire();
+                locked++;
+                reserved += pool.reserved;
+                used += pool.used;
+                live += pool.live;
+                freeInReserved += pool.freeInReserved();
+                largest = Math.max(largest, pool.largestFree());
+            }
+            cached = caches.cachedAtOneMoment();
+        } finally {
+            for (int i = locked - 1; i >= 0; i--) {
+                pools[i].lock.unlock();
+            }
+        }
+        double fragmentation = freeInReserved == 0 ? 0.0 : 1.0 - (double) largest / (double) freeInReserved;
+        fragmentation = Math.max(0.0, Math.min(1.0, fragmentation));
+        lastFragmentation = fragmentation;
+        used = Math.max(0, used - cached[0]);
+        live = Math.max(0, live - cached[1]);
+        return new MemoryInfo(capacity, used, Math.max(0, capacity - used), reserved, live, fragmentation, bandwidth());
+    }
+
+    private OptionalDouble bandwidth() {
+        long nanos = copyNanos.sum();
+        return nanos == 0 ? OptionalDouble.empty() : OptionalDouble.of((double) copiedBytes.sum() / (double) nanos);
+    }
+
+    MemoryInfo quickInfo() {
+        long used = account.used();
+        long reserved = Math.max(account.reserved(), used);
+        long[] cached = caches.cached();
+        used = Math.max(0, used - cached[0]);
+        return new MemoryInfo(capacity, used, Math.max(0, capacity - used), reserved,
+                Math.max(0, account.live() - cached[1]), lastFragmentation, bandwidth());
+    }
+
+    /** @return bytes of the pool's live blocks: its used bytes less its blocks in thread caches */
+    long liveBytes(Pool pool) {
+        pool.acquire();
+        try {
+            return pool.used - caches.cachedBytesOf(pool);
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    /** @return the live block named by {@code handle}, or null; never throws */
+    Block liveOrNull(MemoryHandle handle) {
+        return lifecycle.closed || handle == null || !handle.isValid() ? null : handles.lookup(handle.id());
+    }
+
+    private MemoryHandleInfo info(Block b, long id) {
+        MemoryHandleInfo i = new MemoryHandleInfo(new MemoryHandle(id), b.requested, device, b.alignment,
+                epoch.plusNanos(b.allocatedAtNanos - epochNanos), b.mapping != null, b.pool.type);
+        return b.isNamedBy(id) ? i : null;
+    }
+
+    Optional<MemoryHandleInfo> handleInfo(MemoryHandle handle) {
+        Block b = liveOrNull(handle);
+        return b == null ? Optional.empty() : Optional.ofNullable(info(b, handle.id()));
+    }
+
+    List<MemoryHandleInfo> handles() {
+        List<MemoryHandleInfo> out = new ArrayList<>();
+        for (Pool pool : pools) {
+            pool.acquire();
+            try {
+                for (Block b : pool.liveBlocks()) {
+                    // A mapping's block may be named by its alias alone (its first handle was freed).
+                    long id = b.handleId != 0 ? b.handleId : b.aliasId;
+                    MemoryHandleInfo i = id != 0 ? info(b, id) : null;
+                    if (i != null) {
+                        out.add(i);
+                    }
+                }
+            } finally {
+                pool.lock.unlock();
+            }
+        }
+        return out;
+    }
+
+    Optional<MemoryAccessStats> accessStats(MemoryHandle handle) {
+        Block b = liveOrNull(handle);
+        AccessTracker t = b == null ? null : b.access;
+        if (t == null) {
+            return Optional.empty();
+        }
+        MemoryAccessStats stats = t.snapshot(epoch, epochNanos, b.allocatedAtNanos);
+        // A block freed and reused meanwhile keeps its tracker: its figures are not this handle's.
+        return b.isNamedBy(handle.id()) ? Optional.of(stats) : Optional.empty();
+    }
+
+    Optional<MemoryUsageHint> usageHint(MemoryHandle handle) {
+        Block b = liveOrNull(handle);
+        return b == null ? Optional.empty() : Optional.ofNullable(b.hint);
+    }
+}

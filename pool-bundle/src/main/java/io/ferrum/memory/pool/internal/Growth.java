@@ -1,0 +1,153 @@
+package io.ferrum.memory.pool.internal;
+
+import java.util.List;
+import java.util.Map;
+
+import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.api.OutOfDeviceMemoryException;
+import io.ferrum.memory.pool.DeviceChunk;
+import io.ferrum.memory.pool.DeviceUpstream;
+
+/**
+ * Growing a pool from the upstream: one new chunk per growth, sized by {@link Pool#planGrowth}.
+ *
+ * <p><b>Steps.</b> 1. Under the pool's lock: if a growth in flight already books room for the block
+ * ({@link Pool#pending}), wait for it and carve again instead of reserving a second chunk (four
+ * threads' first allocations would reserve four); else plan the chunk within the pool's limit, book
+ * it as pending and count the growth as in-flight work. 2. Outside the lock: book the chunk in the
+ * {@link DeviceAccount} (shrinking towards what the block needs if that is all the device has),
+ * reserve it from the upstream, clear it under zeroing on free. 3. Under the lock again: add the
+ * chunk (even to a closed pool: the close releases it, now or when this work ends), unbook the
+ * pending size, wake the waiters, leave the in-flight work.
+ *
+ * <p><b>Invariants.</b> Limits hold under any concurrency: a pool's reserved plus pending bytes
+ * never exceed its limit, the account's reserved bytes never exceed the device capacity. Whatever
+ * fails during a growth, an {@code Error} too, gives the booked capacity back. A refusal comes back
+ * as the reason (for the out-of-memory message), never as an exception; a backend whose classes
+ * went away under the call (its bundle was refreshed) gives {@code DeviceUnavailableException}.
+ */
+final class Growth {
+    private final DeviceUpstream upstream;
+    private final DeviceAccount account;
+    private final Checks checks;
+    private final Lifecycle lifecycle;
+    /** Free memory holds only zeros: a new chunk is cleared first (the upstream's need not be). */
+    private final boolean zeroOnFree;
+
+    Growth(DeviceUpstream upstream, DeviceAccount account, Checks checks, Lifecycle lifecycle, boolean zeroOnFree) {
+        this.upstream = upstream;
+        this.account = account;
+        this.checks = checks;
+        this.lifecycle = lifecycle;
+        this.zeroOnFree = zeroOnFree;
+    }
+
+    /**
+     * Reserves a new chunk for the pool so that a block of {@code needed} bytes fits.
+     *
+     * @return null on success (or after waiting for another growth: carve again), else why not
+     */
+    String grow(Pool pool, long needed) {
+        long planned;
+        pool.acquire();
+        try {
+            if (pool.closed) {
+                throw checks.closed();
+            }
+            if (pool.pending >= needed) {
+                pool.grown.awaitUninterruptibly();
+                if (pool.closed) {
+                    throw checks.closed();
+                }
+                return null;
+            }
+            planned = pool.planGrowth(needed, account.chunkAlignment());
+            if (planned == 0) {
+                return Checks.poolAtLimit(pool);
+            }
+            pool.inflight++;
+        } finally {
+            pool.lock.unlock();
+        }
+        DeviceChunk chunk = null;
+        String failure = null;
+        try {
+            long size = account.book(planned, needed);
+            if (size == 0) {
+                failure = checks.deviceFull(account.reserved());
+            } else {
+                try {
+                    DeviceChunk c = upstream.reserve(size);
+                    if (zeroOnFree) {
+                        try {
+                            upstream.fill(c, 0, c.size(), (byte) 0);
+                        } catch (RuntimeException | Error e) {
+                            upstream.release(c);
+                            throw e;
+                        }
+                    }
+                    chunk = c;
+                } catch (OutOfDeviceMemoryException e) {
+                    failure = Checks.chunkRefused(size, e);
+                } catch (LinkageError e) {
+                    throw checks.backendGone(e);
+                } finally {
+                    // Any failure, an Error too: the booked capacity goes back.
+                    if (chunk == null) {
+                        account.unbook(size);
+                    }
+                }
+            }
+        } finally {
+            List<DeviceChunk> release;
+            pool.acquire();
+            try {
+                pool.pending -= planned;
+                if (chunk != null) {
+                    pool.addChunk(chunk);
+                }
+                pool.grown.signalAll();
+                release = Lifecycle.leave(pool);
+            } finally {
+                pool.lock.unlock();
+            }
+            lifecycle.releaseDeferred(release);
+        }
+        return failure;
+    }
+
+    /**
+     * Pre-allocation at start: each pool with an entry of its own in the configuration (not one
+     * that inherits GENERAL's) that asks for it reserves its initial size.
+     */
+    void preAllocate(Pool[] pools, MemoryManagerConfig config) {
+        for (Map.Entry<MemoryType, MemoryPoolConfig> e : config.poolConfigs().entrySet()) {
+            if (e.getValue().preAllocate() && e.getValue().initialSize() > 0) {
+                reserveUpTo(pools[e.getKey().ordinal()], e.getValue().initialSize());
+            }
+        }
+    }
+
+    /** Grows the pool until it holds {@code bytes} (pre-allocation). */
+    void reserveUpTo(Pool pool, long bytes) {
+        long chunkAlignment = account.chunkAlignment();
+        while (true) {
+            long missing;
+            pool.acquire();
+            try {
+                missing = bytes - pool.reserved - pool.pending;
+            } finally {
+                pool.lock.unlock();
+            }
+            if (missing <= 0) {
+                return;
+            }
+            String failure = grow(pool, Math.min(missing, Math.max(pool.config.initialSize(), chunkAlignment)));
+            if (failure != null) {
+                throw checks.preAllocationFailed(bytes, pool.type, failure, account.used());
+            }
+        }
+    }
+}

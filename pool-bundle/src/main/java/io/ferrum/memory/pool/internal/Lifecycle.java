@@ -1,0 +1,216 @@
+package io.ferrum.memory.pool.internal;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.pool.DeviceChunk;
+import io.ferrum.memory.pool.DeviceUpstream;
+import io.ferrum.memory.pool.PoolLog;
+
+/**
+ * A manager's life: open, closed, and the work on its memory that runs outside a pool's lock and
+ * that a close must not cut short.
+ *
+ * <p><b>In-flight work.</b> Work outside a pool's lock on its memory (a pin: a copy, a zeroing
+ * fill, a scrub; a growth; a trim's release) counts in {@link Pool#inflight}: it enters under the
+ * pool's lock and leaves through {@link #leave}, also under it. A close releases a pool's chunks
+ * only when that count is zero: it waits for it up to {@value #CLOSE_WAIT_SECONDS} s, and after its
+ * wait (or at once, interrupted) leaves the release to whoever ends the last such work
+ * ({@link Pool#releaseWhenIdle}); a freed block whose view a native operation still holds open
+ * ({@link Pool#stuckViews}) keeps its pool's chunks until a later close.
+ *
+ * <p><b>Holds.</b> The upstream closes after the last chunk is released: {@link #closeHolds}
+ * counts the close itself plus each pool whose release was deferred; the last to let go closes the
+ * upstream. Invariant: the upstream is closed exactly once, after every chunk went back.
+ */
+final class Lifecycle {
+    static final long CLOSE_WAIT_SECONDS = 30;
+    private static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(CLOSE_WAIT_SECONDS);
+
+    private final Device device;
+    private final DeviceUpstream upstream;
+    private final DeviceAccount account;
+    private final PoolLog log;
+    private final Pool[] pools;
+    /** Read on every call of the front: set once, by the first close. */
+    volatile boolean closed;
+    /** The close itself and each pool whose release waits for its last work; the upstream closes at zero. */
+    private final AtomicInteger closeHolds = new AtomicInteger(1);
+
+    Lifecycle(DeviceUpstream upstream, DeviceAccount account, PoolLog log, Pool[] pools) {
+        this.device = upstream.device();
+        this.upstream = upstream;
+        this.account = account;
+        this.log = log;
+        this.pools = pools;
+    }
+
+    /**
+     * Under the pool's lock: one piece of work outside the lock ({@link Pool#inflight}) has ended.
+     *
+     * @return the chunks to release, when it was the last work on a pool that close left to it; else null
+     */
+    static List<DeviceChunk> leave(Pool pool) {
+        if (--pool.inflight > 0) {
+            return null;
+        }
+        pool.idle.signalAll();
+        if (!pool.releaseWhenIdle || !pool.stuckViews.isEmpty()) {
+            return null;
+        }
+        pool.releaseWhenIdle = false;
+        return pool.takeAllChunks();
+    }
+
+    /** Takes the pool's lock to {@link #leave} it, then {@link #releaseDeferred} what that handed over. */
+    void leaveLocking(Pool pool) {
+        List<DeviceChunk> release;
+        pool.acquire();
+        try {
+            release = leave(pool);
+        } finally {
+            pool.lock.unlock();
+        }
+        releaseDeferred(release);
+    }
+
+    /** Outside the locks: releases what {@link #leave} handed over and ends the close when it was the last. */
+    void releaseDeferred(List<DeviceChunk> chunks) {
+        if (chunks == null) {
+            return;
+        }
+        releaseChunks(chunks);
+        finishClose();
+    }
+
+    /** Outside the locks: gives chunks back to the upstream and their capacity to the account. */
+    void releaseChunks(List<DeviceChunk> chunks) {
+        for (DeviceChunk c : chunks) {
+            try {
+                upstream.release(c);
+            } catch (RuntimeException e) {
+                log.warn(device + ": releasing a chunk of " + c.size() + " bytes failed", e);
+            }
+            account.unbook(c.size());
+        }
+    }
+
+    /** @return true if this call closed the manager; false if it was closed already */
+    synchronized boolean beginClose() {
+        if (closed) {
+            return false;
+        }
+        closed = true;
+        return true;
+    }
+
+    /**
+     * The close proper, after the caches and aliases are gone: marks every pool closed, waits for
+     * its in-flight work, closes every view, reports what was still allocated, and releases the
+     * chunks of each pool that no work holds (the others are released by their last work, or by a
+     * later close when a view held them).
+     */
+    void closePools(HandleTable handles) {
+        LeakReport leaks = new LeakReport(device);
+        int deferred = 0;
+        int stuck = 0;
+        List<DeviceChunk> chunks = new ArrayList<>();
+        for (Pool pool : pools) {
+            pool.acquire();
+            try {
+                pool.closed = true;
+                pool.grown.signalAll();
+                awaitIdle(pool);
+                for (Block b : pool.allocatedBlocks()) {
+                    // Every view goes, of blocks still named and of blocks a racing free has claimed alike.
+                    MappingState m = b.mapping;
+                    if (m != null && !Reclaimer.closeArena(b, m) && !pool.stuckViews.contains(b)) {
+                        pool.stuckViews.add(b);
+                    }
+                    if (!b.isNamed()) {
+                        continue;
+                    }
+                    leaks.add(b);
+                    handles.unregister(b, b.handleId);
+                    // An alias in another manager's table stays there, and answers "unavailable".
+                }
+                if (pool.inflight == 0 && pool.stuckViews.isEmpty()) {
+                    chunks.addAll(pool.takeAllChunks());
+                } else {
+                    // Copies still run on this memory: whoever ends the last of them releases it. A
+                    // view a native operation still uses keeps it until close is called again.
+                    pool.releaseWhenIdle = true;
+                    closeHolds.incrementAndGet();
+                    deferred += pool.inflight;
+                    stuck += pool.stuckViews.size();
+                }
+            } finally {
+                pool.lock.unlock();
+            }
+        }
+        releaseChunks(chunks);
+        if (stuck > 0) {
+            log.warn(device + ": closed while native operations still used " + stuck + " mapped views;"
+                    + " their pools' memory stays reserved until close() is called again after those operations end", null);
+        }
+        if (deferred > 0) {
+            log.warn(device + ": closed while " + deferred + " copies or upstream calls still ran on its memory;"
+                    + " that memory is released when the last of them ends", null);
+        }
+        leaks.tell(log);
+    }
+
+    /** Under the pool's lock: waits up to the close's limit for the pool's in-flight work to end. */
+    private static void awaitIdle(Pool pool) {
+        long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+        while (pool.inflight > 0) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                return;
+            }
+            try {
+                pool.idle.awaitNanos(left);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    /**
+     * A second close: pools that views in use by native operations kept open are released now,
+     * where those views close (and no copy runs on them any more).
+     */
+    void retryClose() {
+        for (Pool pool : pools) {
+            List<DeviceChunk> release = null;
+            pool.acquire();
+            try {
+                if (pool.releaseWhenIdle && !pool.stuckViews.isEmpty()) {
+                    pool.stuckViews.removeIf(b -> b.mapping == null || Reclaimer.closeArena(b, b.mapping));
+                    if (pool.stuckViews.isEmpty() && pool.inflight == 0) {
+                        pool.releaseWhenIdle = false;
+                        release = pool.takeAllChunks();
+                    }
+                }
+            } finally {
+                pool.lock.unlock();
+            }
+            releaseDeferred(release);
+        }
+    }
+
+    /** Drops one hold on the upstream (the close's own, or a pool's deferred release); the last closes it. */
+    void finishClose() {
+        if (closeHolds.decrementAndGet() == 0) {
+            try {
+                upstream.close();
+            } catch (RuntimeException e) {
+                log.warn(device + ": closing the upstream failed", e);
+            }
+        }
+    }
+}

@@ -1,0 +1,144 @@
+package io.ferrum.memory.pool.internal;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+
+import io.ferrum.memory.api.DefragmentationStats;
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.pool.DeviceChunk;
+
+/**
+ * Giving memory back and tidying it: trim (empty chunks back to the upstream), defragment
+ * (compact every pool, then trim) and auto-GC.
+ *
+ * <p><b>Auto-GC</b> ({@code enableAutoGc}) runs in two cases: 1. when an allocation takes a pool's
+ * utilisation (its used bytes, thread-cached blocks included, over the most it may hold: maxSize, or
+ * the device's capacity) above {@code gcThreshold}: trim, then compact that pool; once per crossing,
+ * armed again when the pool's used bytes fall back to the line ({@link Pool#crossedGcLine}); a
+ * threshold of 1 never crosses, one of 0 crosses when an empty pool gets a block. 2. as the
+ * {@link OutOfMemoryHook}, when a pool cannot grow: the thread caches go back to their pools
+ * (always: cached blocks are memory too), then trim and compact the starved pool, and the
+ * allocation tries once more.
+ *
+ * <p><b>Invariants.</b> A trim keeps what pre-allocated pools hold ({@code initialSize}); its
+ * releases run outside the pool's lock as in-flight work, so a close waits for them and the
+ * upstream closes after. Compaction runs under the pool's lock and moves only movable blocks
+ * ({@link Compactor}).
+ */
+final class Maintenance implements OutOfMemoryHook {
+    private final Pool[] pools;
+    private final ThreadCaches caches;
+    private final Reclaimer reclaimer;
+    private final Lifecycle lifecycle;
+    private final Compactor compactor;
+    private final DeviceAccount account;
+    private final Checks checks;
+    private final Figures figures;
+    private final boolean autoGc;
+
+    Maintenance(Pool[] pools, ThreadCaches caches, Reclaimer reclaimer, Lifecycle lifecycle, Compactor compactor,
+                DeviceAccount account, Checks checks, Figures figures, boolean autoGc) {
+        this.pools = pools;
+        this.caches = caches;
+        this.reclaimer = reclaimer;
+        this.lifecycle = lifecycle;
+        this.compactor = compactor;
+        this.account = account;
+        this.checks = checks;
+        this.figures = figures;
+        this.autoGc = autoGc;
+    }
+
+    /** @return bytes given back to the upstream */
+    long trim() {
+        caches.drainAll();
+        reclaimer.retryStuckViews(pools);
+        long released = 0;
+        for (Pool pool : pools) {
+            List<DeviceChunk> empty;
+            pool.acquire();
+            try {
+                if (pool.closed) {
+                    throw checks.closed();
+                }
+                MemoryPoolConfig cfg = pool.config;
+                empty = pool.takeEmptyChunks(cfg.preAllocate() ? cfg.initialSize() : 0);
+                if (empty.isEmpty()) {
+                    continue;
+                }
+                pool.inflight++; // a close waits until these are released: the upstream closes after
+            } finally {
+                pool.lock.unlock();
+            }
+            try {
+                lifecycle.releaseChunks(empty);
+                for (DeviceChunk c : empty) {
+                    released += c.size();
+                }
+            } finally {
+                lifecycle.leaveLocking(pool);
+            }
+        }
+        return released;
+    }
+
+    CompletionStage<DefragmentationStats> defragment() {
+        try {
+            long t0 = System.nanoTime();
+            double before = figures.memoryInfo().fragmentationRatio();
+            long reservedBefore = account.reserved();
+            caches.drainAll();
+            long moved = 0;
+            for (Pool pool : pools) {
+                moved += compact(pool);
+            }
+            trim();
+            double after = figures.memoryInfo().fragmentationRatio();
+            long freed = Math.max(0, reservedBefore - account.reserved());
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            return CompletableFuture.completedFuture(new DefragmentationStats(freed, moved, ms, before, after));
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    private long compact(Pool pool) {
+        pool.acquire();
+        try {
+            if (pool.closed) {
+                throw checks.closed();
+            }
+            return compactor.compact(pool);
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    /** Auto-GC: give back empty chunks of every pool, compact the one that asked. */
+    private void gc(Pool pool) {
+        trim();
+        compact(pool);
+    }
+
+    /** An allocation took {@code pool} above the auto-GC line ({@link Pool#crossedGcLine}). */
+    void crossedGcLine(Pool pool) {
+        try {
+            gc(pool);
+        } catch (DeviceUnavailableException closedMeanwhile) {
+            // The allocation itself succeeded; a close that raced it is the caller's to see next.
+        }
+    }
+
+    @Override
+    public boolean growthFailed(Pool starved) {
+        // Blocks cached by threads are memory too: take them back before giving up.
+        caches.drainAll();
+        if (autoGc) {
+            gc(starved);
+        }
+        return true;
+    }
+}

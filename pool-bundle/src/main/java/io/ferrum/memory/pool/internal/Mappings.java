@@ -1,0 +1,181 @@
+package io.ferrum.memory.pool.internal;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Optional;
+import java.util.function.Function;
+import java.util.function.LongSupplier;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryMapping;
+import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.pool.DeviceUpstream;
+import io.ferrum.memory.pool.PooledMemoryManager;
+
+/**
+ * CPU views of blocks ({@link #map}, {@link #unmap}) and mappings between two devices
+ * ({@link #createMapping}): one block with two handles, the second issued by the other device's
+ * manager through {@link AliasIssuer}.
+ *
+ * <p><b>Views.</b> Every view of a block is bound to one shared arena ({@link MappingState});
+ * closing it makes every view throw, so freed memory is never read through an old view. A device
+ * the CPU cannot address gets a staging copy, written back on unmap. A mapped block is never moved
+ * (it is not {@link Block#isMovable()}).
+ *
+ * <p><b>Invariants.</b> A mapping's block is counted as named twice before its first handle is
+ * published (a free of the guessable first handle leaves it to the second); a mapping whose second
+ * handle cannot be issued gives its block back. An alias issued for a peer's block is recorded by
+ * the issuer until freed or closed ({@link IssuedAliases}).
+ */
+final class Mappings {
+    private final Device device;
+    private final Pool mapped;
+    private final Allocator allocator;
+    private final Reclaimer reclaimer;
+    private final HandleTable handles;
+    private final IssuedAliases issuedAliases;
+    private final Lifecycle lifecycle;
+    private final Checks checks;
+    private final DeviceUpstream upstream;
+    private final LongSupplier clock;
+    private final Function<Device, PooledMemoryManager> peers;
+
+    Mappings(Device device, Pool mapped, Allocator allocator, Reclaimer reclaimer, HandleTable handles,
+             IssuedAliases issuedAliases, Lifecycle lifecycle, Checks checks, DeviceUpstream upstream,
+             LongSupplier clock, Function<Device, PooledMemoryManager> peers) {
+        this.device = device;
+        this.mapped = mapped;
+        this.allocator = allocator;
+        this.reclaimer = reclaimer;
+        this.handles = handles;
+        this.issuedAliases = issuedAliases;
+        this.lifecycle = lifecycle;
+        this.checks = checks;
+        this.upstream = upstream;
+        this.clock = clock;
+        this.peers = peers;
+    }
+
+    MemorySegment map(Block b, MemoryHandle handle, MemoryAccess access) {
+        Pool pool = b.pool;
+        pool.acquire();
+        try {
+            reclaimer.checkLive(pool, b, handle.id());
+            MappingState m = b.mapping;
+            if (m == null) {
+                Arena arena = Arena.ofShared();
+                MemorySegment staging = null;
+                Optional<MemorySegment> host = upstream.hostSegment(b.chunk.device);
+                if (host.isEmpty()) {
+                    staging = arena.allocate(b.requested, 64);
+                    upstream.copyToHost(b.chunk.device, b.offset, staging, b.requested);
+                }
+                m = new MappingState(arena, staging);
+                b.mapping = m;
+                if (!b.isNamedBy(handle.id())) {
+                    // A free claimed the handle without the lock just now: it did not see this mapping.
+                    reclaimer.closeViews(b, m, false);
+                    throw checks.invalidHandle(handle);
+                }
+            }
+            MemorySegment base = m.staging != null ? m.staging
+                    : upstream.hostSegment(b.chunk.device).orElseThrow().asSlice(b.offset, b.requested);
+            MemorySegment view = base.reinterpret(m.arena, null);
+            if (access != MemoryAccess.READ_ONLY) {
+                m.writable = true;
+            }
+            AccessTracker t = b.access;
+            if (t != null) {
+                long now = clock.getAsLong();
+                if (access != MemoryAccess.WRITE_ONLY) {
+                    t.record(false, 0, b.requested, now, b.allocatedAtNanos);
+                }
+                if (access != MemoryAccess.READ_ONLY) {
+                    t.record(true, 0, b.requested, now, b.allocatedAtNanos);
+                }
+            }
+            return access == MemoryAccess.READ_ONLY ? view.asReadOnly() : view;
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    void unmap(Block b, MemoryHandle handle) {
+        Pool pool = b.pool;
+        pool.acquire();
+        try {
+            reclaimer.checkLive(pool, b, handle.id());
+            if (b.mapping == null) {
+                throw checks.notMapped(handle);
+            }
+            if (!reclaimer.closeViews(b, b.mapping, true)) {
+                throw checks.viewInUse(handle);
+            }
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    /**
+     * The memory lives on this device; the other handle is issued by the manager of the other
+     * device (this one when both are the same), found through the settings' peers. The devices are
+     * checked: one of them is this manager's.
+     */
+    MemoryMapping createMapping(Device sourceDevice, Device targetDevice, long size) {
+        Device other = sourceDevice.equals(device) ? targetDevice : sourceDevice;
+        AliasIssuer peer = null;
+        if (!other.equals(device)) {
+            PooledMemoryManager found = other.kind().equals(device.kind()) ? peers.apply(other) : null;
+            if (!(found instanceof AliasIssuer p) || p.isClosed()) {
+                throw checks.noPeer(sourceDevice, targetDevice, other);
+            }
+            peer = p;
+        }
+        checks.size(size, MemoryType.MAPPED, mapped.config);
+        // Counted as named twice from the start: a free of the (guessable) first handle before the
+        // second is issued leaves the block to the second.
+        Block[] carved = new Block[1];
+        MemoryHandle primary = allocator.allocateIn(mapped, size, SizeClasses.unit(mapped.config),
+                mapped.blockSize(size), null, 2, carved);
+        Block b = carved[0];
+        long alias;
+        try {
+            alias = peer == null ? handles.registerAlias(b) : peer.issueAlias(b);
+        } catch (RuntimeException e) {
+            if (b.dropUnissuedName() == 0) {
+                reclaimer.lastNameGone(b, null);
+            }
+            freeQuietly(primary);
+            throw e;
+        }
+        MemoryHandle second = new MemoryHandle(alias);
+        return sourceDevice.equals(device)
+                ? new MemoryMapping(primary, second, sourceDevice, targetDevice, size)
+                : new MemoryMapping(second, primary, sourceDevice, targetDevice, size);
+    }
+
+    private void freeQuietly(MemoryHandle h) {
+        Block b = lifecycle.closed ? null : handles.lookup(h.id());
+        if (b == null) {
+            return;
+        }
+        try {
+            reclaimer.free(b, h);
+        } catch (RuntimeException ignored) {
+            // already freed by whoever freed it
+        }
+    }
+
+    /** This manager issues an alias for a peer's block (see {@link AliasIssuer#issueAlias}). */
+    long issueForPeer(Block b) {
+        long alias = handles.registerAlias(b);
+        issuedAliases.add(b, alias);
+        if (lifecycle.closed) {
+            // This manager closed meanwhile and may not have seen this alias: it dies now.
+            issuedAliases.drop(b, alias);
+        }
+        return alias;
+    }
+}

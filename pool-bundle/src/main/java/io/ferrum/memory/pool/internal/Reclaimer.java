@@ -1,0 +1,362 @@
+package io.ferrum.memory.pool.internal;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.pool.DeviceChunk;
+import io.ferrum.memory.pool.DeviceUpstream;
+import io.ferrum.memory.pool.PoolLog;
+
+/**
+ * The free path of one manager: claiming a handle, counting a block's names down, giving the memory
+ * back (to the calling thread's cache or to its pool), and pins, whose last one releases a block
+ * freed while it was pinned.
+ *
+ * <p><b>Names.</b> A block has one name (its handle) or two (a mapping's handle and its alias,
+ * which may live in another manager's table). A free claims its name with one compare-and-set
+ * ({@link Block#claim}): of two racing frees of one handle exactly one wins, and only the claim that
+ * takes the count of names to zero gives the memory back ({@link #lastNameGone}).
+ *
+ * <p><b>Pins.</b> A copy, a zeroing fill or a scrub pins its blocks under the pool's lock and works
+ * outside it; a pinned block is never moved, reused or released. A block freed while pinned is
+ * marked {@link Block#freePending}; the last {@link #unpin} releases it. A freed block whose view a
+ * native operation still uses ({@link Pool#stuckViews}) stays out of use until the view closes,
+ * tried again on the pool's next free, trim, defragmentation or close.
+ *
+ * <p><b>Zeroing on free.</b> Freed memory is cleared ({@link #scrub}) pinned, outside the lock,
+ * before it goes back; a block the device failed to clear stays out of use until close.
+ */
+final class Reclaimer {
+    private final Checks checks;
+    private final HandleTable handles;
+    private final ThreadCaches caches;
+    private final PressureNotifier pressure;
+    private final Lifecycle lifecycle;
+    private final IssuedAliases issuedAliases;
+    private final DeviceUpstream upstream;
+    private final PoolLog log;
+    private final boolean zeroOnFree;
+
+    Reclaimer(Checks checks, HandleTable handles, ThreadCaches caches, PressureNotifier pressure, Lifecycle lifecycle,
+              IssuedAliases issuedAliases, DeviceUpstream upstream, PoolLog log, boolean zeroOnFree) {
+        this.checks = checks;
+        this.handles = handles;
+        this.caches = caches;
+        this.pressure = pressure;
+        this.lifecycle = lifecycle;
+        this.issuedAliases = issuedAliases;
+        this.upstream = upstream;
+        this.log = log;
+        this.zeroOnFree = zeroOnFree;
+    }
+
+    /** Frees the name {@code handle} of live block {@code b}. */
+    void free(Block b, MemoryHandle handle) {
+        long id = handle.id();
+        // One compare-and-set decides which of two racing frees of this handle wins; the count of
+        // names left decides which of a mapping's two handles, freed at once, gives the memory back.
+        int left = b.claim(id);
+        if (left < 0) {
+            throw checks.invalidHandle(handle);
+        }
+        Pool pool = b.pool;
+        if (pool.reclaimer != this) {
+            // An alias this manager issued for a peer's block: the slot is ours, the memory the peer's.
+            issuedAliases.remove(b, id);
+            handles.recycle(id, null);
+            if (left == 0) {
+                pool.reclaimer.lastNameGone(b, null);
+            }
+            return;
+        }
+        ThreadCache tc = caches.enabled() && pool.type != MemoryType.MAPPED ? caches.cache() : null;
+        // Read after the claim: a pin or a map that raced with it either is seen here or sees the claim.
+        long unit;
+        // A block allocated before configurePool raised the alignment (b.alignment below the unit)
+        // goes to the pool, which honours the new one; from a cache it would come back misaligned.
+        if (tc != null && left == 0 && b.pins == 0 && b.mapping == null
+                && SizeClasses.cacheable(b.size, tc.cachesLarge)
+                && b.alignment >= (unit = SizeClasses.unit(pool.config))
+                && b.size == SizeClasses.classSize(b.size, unit)) {
+            // The tracker stays for the block's next allocation (reset then), and so does the handle
+            // slot, which still points at the block: no reference store on the hot path (under G1 a
+            // card mark per call), and no write to the handle table (its lines are shared).
+            if (b.hint != null) {
+                b.hint = null;
+            }
+            // A slot whose generations are spent is not kept: it retires, and the block takes a spare one next time.
+            boolean keep = HandleTable.reusable(id);
+            b.keptId = keep ? id : 0;
+            if (tc.push(pool.type.ordinal(), b)) {
+                if (!keep) {
+                    handles.retire();
+                }
+                pressure.checkOnCachePath();
+                return;
+            }
+            b.keptId = 0;
+        }
+        handles.recycle(id, tc);
+        if (left == 0) {
+            lastNameGone(b, tc);
+        }
+    }
+
+    /** Gives a block taken from a thread cache back to its pool (its allocation failed). */
+    void returnToPool(Block b) {
+        Pool pool = b.pool;
+        pool.acquire();
+        try {
+            handles.releaseKept(b);
+            if (!pool.closed) {
+                pool.release(b);
+            }
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    /**
+     * The last handle of {@code b}, a block of this manager, was claimed: closes its views and gives
+     * its memory back, at once or when its last pin goes, cleared first under zeroing on free.
+     *
+     * @param tc the calling thread's cache, told that it visits the pool lock; or null
+     */
+    void lastNameGone(Block b, ThreadCache tc) {
+        Pool pool = b.pool;
+        boolean released = false;
+        boolean scrub = false;
+        pool.acquire();
+        if (tc != null) {
+            caches.sawPoolLock(tc, pool);
+        }
+        List<Block> unstuck = null;
+        try {
+            MappingState mapping = b.mapping;
+            // Close every view before the memory can go to anyone else, closed pool or not.
+            if (mapping != null && !closeViews(b, mapping, false)) {
+                // A native operation still uses a view (its arena cannot close): the memory stays out
+                // of use until the view can close, which is tried again on the pool's next free, trim,
+                // defragmentation or close.
+                b.freePending = true;
+                if (!pool.stuckViews.contains(b)) {
+                    pool.stuckViews.add(b);
+                }
+                return;
+            }
+            if (pool.closed) {
+                return;
+            }
+            if (!pool.stuckViews.isEmpty()) {
+                unstuck = unstick(pool);
+            }
+            if (b.pins > 0) {
+                b.freePending = true;
+            } else if (zeroOnFree) {
+                // Cleared outside the lock while pinned; the unpin after it releases the block.
+                b.freePending = true;
+                b.pins++;
+                pool.inflight++;
+                scrub = true;
+            } else {
+                pool.release(b);
+                released = true;
+            }
+        } finally {
+            pool.lock.unlock();
+        }
+        if (scrub) {
+            if (scrub(b)) {
+                unpin(b);
+            }
+        } else if (released) {
+            pressure.check();
+        }
+        if (unstuck != null) {
+            for (Block u : unstuck) {
+                lastNameGone(u, null);
+            }
+        }
+    }
+
+    /**
+     * Under the pool's lock: closes the views of freed blocks that a native operation held open,
+     * where it can now.
+     *
+     * @return the freed blocks whose views closed: the caller gives them back (outside the lock); or null
+     */
+    private static List<Block> unstick(Pool pool) {
+        List<Block> out = null;
+        for (var it = pool.stuckViews.iterator(); it.hasNext(); ) {
+            Block b = it.next();
+            MappingState m = b.mapping;
+            if (m == null || closeArena(b, m)) {
+                it.remove();
+                b.freePending = false;
+                if (out == null) {
+                    out = new ArrayList<>();
+                }
+                out.add(b);
+            }
+        }
+        return out;
+    }
+
+    /** @return true if the views of {@code m} are closed now (they are not while a native operation uses one) */
+    static boolean closeArena(Block b, MappingState m) {
+        try {
+            m.arena.close();
+        } catch (IllegalStateException inUse) {
+            return false;
+        }
+        b.mapping = null;
+        return true;
+    }
+
+    /** Gives back what the pools' stuck views held, where they closed since (trim, defragment). */
+    void retryStuckViews(Pool[] pools) {
+        for (Pool pool : pools) {
+            List<Block> unstuck;
+            pool.acquire();
+            try {
+                unstuck = pool.closed || pool.stuckViews.isEmpty() ? null : unstick(pool);
+            } finally {
+                pool.lock.unlock();
+            }
+            if (unstuck != null) {
+                for (Block u : unstuck) {
+                    lastNameGone(u, null);
+                }
+            }
+        }
+    }
+
+    /** Marks a pinned block whose last name was claimed as freed: its last unpin releases it. */
+    static void markFreed(Block b) {
+        Pool pool = b.pool;
+        pool.acquire();
+        try {
+            b.freePending = true;
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    /**
+     * Clears the bytes of a freed block that a scrub pinned (zeroing on free), outside the lock.
+     *
+     * @return true if cleared (the caller unpins, which releases it); false if the device failed:
+     * the block is unpinned and stays out of use until the manager closes (its bytes may not be
+     * cleared, so no one else may have it)
+     */
+    private boolean scrub(Block b) {
+        try {
+            upstream.fill(b.chunk.device, b.offset, b.requested, (byte) 0);
+            b.scrubbed = true;
+            return true;
+        } catch (RuntimeException e) {
+            log.warn(upstream.device() + ": a freed block of " + Bytes.exact(b.requested) + " could not be cleared ("
+                    + e.getMessage() + "); it stays out of use until the manager closes", e);
+            Pool pool = b.pool;
+            List<DeviceChunk> release;
+            pool.acquire();
+            try {
+                b.pins--;
+                b.freePending = false;
+                release = Lifecycle.leave(pool);
+            } finally {
+                pool.lock.unlock();
+            }
+            lifecycle.releaseDeferred(release);
+            return false;
+        }
+    }
+
+    /**
+     * Under the pool's lock: closes every view of {@code b}, after writing a staging copy back.
+     *
+     * @return false, changing nothing, while a native operation (an NIO read into a view's buffer,
+     * say) still uses a view: its arena cannot close then
+     */
+    boolean closeViews(Block b, MappingState mapping, boolean writeBack) {
+        if (mapping.staging != null && writeBack && mapping.writable) {
+            upstream.copyFromHost(mapping.staging, b.chunk.device, b.offset, b.requested);
+        }
+        return closeArena(b, mapping);
+    }
+
+    /** Under the pool lock: the pool is open and {@code id} still names {@code b}, else the exception that says why. */
+    void checkLive(Pool pool, Block b, long id) {
+        if (pool.closed) {
+            throw checks.closed();
+        }
+        if (!b.isNamedBy(id)) {
+            throw checks.invalidHandle(new MemoryHandle(id));
+        }
+    }
+
+    /** Pins live block {@code b} named {@code id}: it is neither moved, reused nor released until {@link #unpin}. */
+    void pin(Block b, long id) {
+        Pool pool = b.pool;
+        pool.acquire();
+        try {
+            checkLive(pool, b, id);
+            b.pins++;
+            pool.inflight++;
+            if (!b.isNamedBy(id)) {
+                // A free claimed the handle without the lock just now: it did not see this pin.
+                b.pins--;
+                Lifecycle.leave(pool);
+                throw checks.invalidHandle(new MemoryHandle(id));
+            }
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    /**
+     * Ends a pin. The last pin of a freed block releases it (clearing it first under zeroing on
+     * free, pinned again for that); the last work on a closed pool releases its chunks.
+     */
+    void unpin(Block b) {
+        Pool pool = b.pool;
+        while (true) {
+            boolean released = false;
+            boolean scrub = false;
+            List<DeviceChunk> release = null;
+            pool.acquire();
+            try {
+                // A freed block whose views a native operation holds open (b.mapping kept) stays out of
+                // use: the pool gives it back once the views close (Pool.stuckViews).
+                if (b.pins == 1 && b.freePending && b.mapping == null && !pool.closed) {
+                    if (zeroOnFree && !b.scrubbed) {
+                        scrub = true; // keeps its pin for the scrub
+                    } else {
+                        b.pins = 0;
+                        pool.release(b);
+                        released = true;
+                    }
+                } else {
+                    b.pins--;
+                }
+                if (!scrub) {
+                    release = Lifecycle.leave(pool);
+                }
+            } finally {
+                pool.lock.unlock();
+            }
+            if (!scrub) {
+                lifecycle.releaseDeferred(release);
+                if (released) {
+                    pressure.check();
+                }
+                return;
+            }
+            if (!scrub(b)) {
+                return;
+            }
+        }
+    }
+}

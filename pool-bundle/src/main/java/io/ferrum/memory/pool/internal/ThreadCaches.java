@@ -1,0 +1,261 @@
+package io.ferrum.memory.pool.internal;
+
+import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * The registry of one manager's per-thread caches ({@link ThreadCache}): finding or making the
+ * calling thread's, draining them, sweeping those of threads that died, reading what they hold, and
+ * letting go of them all at close.
+ *
+ * <p><b>Holders.</b> A thread's entry in {@link #localCache} is a one-element {@code Object[]}
+ * holding its cache: close empties every holder, so a thread that outlives the manager keeps only a
+ * JDK array in its thread-local map, never a class of this bundle (which would keep the whole bundle
+ * revision in memory after an update).
+ *
+ * <p><b>Drains.</b> A drain gives a cache's blocks back to their pools. A cache is drained by its
+ * owner, or by one sweeper at a time once its owner has died. {@link #drainAll} bumps
+ * {@link #cacheEpoch}: every other thread drains its own cache on its next call, the caller at once.
+ * The manager drains caches on trim, defragment, configurePool and before it reports out of memory.
+ *
+ * <p><b>Invariants.</b> Every live cache is in {@link #caches}; after close none is and every
+ * holder is empty. Caches are off (this registry answers "none") for virtual threads, when the
+ * settings give them no bytes, under a zeroing policy, and with debug on.
+ */
+final class ThreadCaches {
+    private final Pool[] pools;
+    private final HandleTable handles;
+    private final Lifecycle lifecycle;
+    private final LargeBlockPolicy largeBlocks;
+    private final long bytesPerThread;
+    /** Null when caches are off. */
+    private final ThreadLocal<Object[]> localCache;
+    private final CopyOnWriteArrayList<ThreadCache> caches = new CopyOnWriteArrayList<>();
+    /** Bumped to make every thread drain its cache on its next call. */
+    private volatile int cacheEpoch;
+
+    ThreadCaches(Pool[] pools, HandleTable handles, Lifecycle lifecycle, LargeBlockPolicy largeBlocks,
+                 long bytesPerThread, boolean enabled) {
+        this.pools = pools;
+        this.handles = handles;
+        this.lifecycle = lifecycle;
+        this.largeBlocks = largeBlocks;
+        this.bytesPerThread = bytesPerThread;
+        this.localCache = enabled ? new ThreadLocal<>() : null;
+    }
+
+    /** @return true when threads may cache blocks at all */
+    boolean enabled() {
+        return localCache != null;
+    }
+
+    /**
+     * Caches on. @return the calling thread's cache, drained first if a drain was asked for since
+     * its last call; null for virtual threads (a cache each would hold too much) and once closed
+     */
+    ThreadCache cache() {
+        Object[] holder = localCache.get();
+        ThreadCache tc = holder == null ? null : (ThreadCache) holder[0];
+        if (tc == null) {
+            return holder == null ? newCache() : null;
+        } else if (tc.epoch != cacheEpoch) {
+            tc.epoch = cacheEpoch;
+            drain(tc);
+        }
+        return tc;
+    }
+
+    /** @return a new cache for the calling thread, or null (a virtual thread; a closed manager) */
+    private ThreadCache newCache() {
+        if (Thread.currentThread().isVirtual() || lifecycle.closed) {
+            return null;
+        }
+        // A thread that comes may follow threads that went: their blocks go back to the pools now,
+        // not at the next trim (short-lived threads would otherwise grow the pools without bound).
+        sweepDead();
+        ThreadCache tc = new ThreadCache(pools.length, bytesPerThread, cacheEpoch);
+        largeBlocks.started(tc);
+        Object[] holder = {tc};
+        tc.holder = holder;
+        localCache.set(holder);
+        caches.add(tc);
+        if (lifecycle.closed) {
+            // Close ran meanwhile and did not see this cache.
+            holder[0] = null;
+            caches.remove(tc);
+            return null;
+        }
+        return tc;
+    }
+
+    /** @return the calling thread's cache if it has one, without creating it */
+    ThreadCache own() {
+        Object[] holder = localCache == null ? null : localCache.get();
+        return holder == null ? null : (ThreadCache) holder[0];
+    }
+
+    /** The owner of {@code tc} holds {@code pool}'s lock on a call its cache could not serve. */
+    void sawPoolLock(ThreadCache tc, Pool pool) {
+        largeBlocks.sawPoolLock(tc, pool, caches);
+    }
+
+    /** Drains the caches of threads that have died and drops them. @return true if any held blocks */
+    boolean sweepDead() {
+        if (localCache == null) {
+            return false;
+        }
+        boolean any = false;
+        // One sweeper at a time: a dead thread's cache has no owner to order its draining.
+        synchronized (caches) {
+            for (ThreadCache tc : caches) {
+                if (!tc.owner.isAlive()) {
+                    any |= tc.count() > 0;
+                    drain(tc);
+                    handles.giveBackAll(tc);
+                    caches.remove(tc);
+                }
+            }
+        }
+        return any;
+    }
+
+    /** Gives every block of {@code tc} back to its pool (the owner, or anyone once the owner has died). */
+    void drain(ThreadCache tc) {
+        for (Pool pool : pools) {
+            if (tc.count() == 0) {
+                return;
+            }
+            pool.acquire();
+            try {
+                tc.drain(pool.type.ordinal(), b -> {
+                    handles.releaseKept(b);
+                    if (!pool.closed) {
+                        pool.release(b);
+                    }
+                });
+            } finally {
+                pool.lock.unlock();
+            }
+        }
+    }
+
+    /**
+     * Drains the calling thread's cache and the caches of threads that have died, and asks every
+     * other thread to drain its own on its next call.
+     */
+    void drainAll() {
+        if (localCache == null) {
+            return;
+        }
+        synchronized (caches) {
+            cacheEpoch++;
+        }
+        ThreadCache own = own();
+        if (own != null) {
+            own.epoch = cacheEpoch;
+            drain(own);
+        }
+        sweepDead();
+    }
+
+    /** @return bytes of blocks held in thread caches (a recent value) */
+    long cachedBytes() {
+        long bytes = 0;
+        for (ThreadCache tc : caches) {
+            bytes += tc.bytes();
+        }
+        return bytes;
+    }
+
+    /** @return bytes and count of blocks held in thread caches, as {bytes, count}, each a recent value */
+    long[] cached() {
+        long bytes = 0;
+        long count = 0;
+        for (ThreadCache tc : caches) {
+            bytes += tc.bytes();
+            count += tc.count();
+        }
+        return new long[] {bytes, count};
+    }
+
+    /**
+     * Bytes and count of blocks held in thread caches at one moment: no cache changed while they
+     * were read (each cache's change counter read before and after; a block can move from one cache
+     * to another between two reads, and would then count twice). With every pool lock held, this
+     * moment is one of the pools' too.
+     */
+    long[] cachedAtOneMoment() {
+        if (localCache == null) {
+            return new long[2];
+        }
+        long[] last = null;
+        for (int attempt = 0; attempt < 10_000; attempt++) {
+            int n = 0;
+            int[] seqs = new int[caches.size() + 8];
+            boolean changing = false;
+            List<ThreadCache> now = new ArrayList<>(caches);
+            for (ThreadCache tc : now) {
+                int q = tc.seq();
+                changing |= (q & 1) != 0;
+                if (n == seqs.length) {
+                    seqs = Arrays.copyOf(seqs, n * 2);
+                }
+                seqs[n++] = q;
+            }
+            long bytes = 0;
+            long count = 0;
+            for (ThreadCache tc : now) {
+                bytes += tc.bytes();
+                count += tc.count();
+            }
+            last = new long[] {bytes, count};
+            VarHandle.loadLoadFence();
+            for (int i = 0; i < n && !changing; i++) {
+                changing = now.get(i).seq() != seqs[i];
+            }
+            if (!changing) {
+                return last;
+            }
+            Thread.onSpinWait();
+        }
+        return last; // a cache that never stood still: the last reading
+    }
+
+    /** Under {@code pool}'s lock: bytes of the pool's blocks held in thread caches. */
+    long cachedBytesOf(Pool pool) {
+        if (localCache == null) {
+            return 0;
+        }
+        long cachedHere = 0;
+        int p = pool.type.ordinal();
+        for (ThreadCache tc : caches) {
+            long b = -1;
+            for (int attempt = 0; b < 0 && attempt < 10_000; attempt++) {
+                b = tc.bytesOf(p);
+            }
+            cachedHere += Math.max(0, b);
+        }
+        return cachedHere;
+    }
+
+    /**
+     * Close: empties every thread's holder, not only the closing thread's (a thread that used this
+     * manager and lives on must not keep its cache, and with it this bundle's classes). The blocks
+     * in them are the pools', which the close releases whole.
+     */
+    void close() {
+        for (ThreadCache tc : caches) {
+            Object[] holder = tc.holder;
+            if (holder != null) {
+                holder[0] = null;
+            }
+        }
+        caches.clear();
+        if (localCache != null) {
+            localCache.remove();
+        }
+    }
+}

@@ -1,0 +1,149 @@
+package io.ferrum.memory.pool.internal;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Semaphore;
+import java.util.function.LongSupplier;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryTransfer;
+import io.ferrum.memory.api.MemoryUsageHint;
+import io.ferrum.memory.api.StreamHandle;
+import io.ferrum.memory.pool.DeviceUpstream;
+import io.ferrum.memory.pool.StreamExecutor;
+
+/**
+ * Work on the bytes of live blocks: copies (now, or on a stream), and the upstream's prefetch and
+ * advice. Every such call pins its blocks first ({@link Reclaimer#pin}) and unpins them when the
+ * work has run, so a block is neither moved, reused nor released under it, and no pool lock is
+ * held across an upstream call.
+ *
+ * <p><b>Async copies.</b> The blocks are pinned before the work goes to the {@link StreamExecutor},
+ * whose contract is exact: it refuses the work (then the pins go at once) or runs it once (then the
+ * work unpins). At most {@code maxConcurrentTransfers} copies of the manager run at once.
+ *
+ * <p>Each copy with a measurable duration counts in the bandwidth of the {@link Figures}; a block
+ * with access statistics records the read and the write.
+ */
+final class Transfers {
+    private final Reclaimer reclaimer;
+    private final Checks checks;
+    private final StreamExecutor streams;
+    private final Semaphore running;
+    private final Figures figures;
+    private final DeviceUpstream upstream;
+    private final LongSupplier clock;
+
+    Transfers(Reclaimer reclaimer, Checks checks, StreamExecutor streams, int maxConcurrent, Figures figures,
+              DeviceUpstream upstream, LongSupplier clock) {
+        this.reclaimer = reclaimer;
+        this.checks = checks;
+        this.streams = streams;
+        this.running = new Semaphore(maxConcurrent);
+        this.figures = figures;
+        this.upstream = upstream;
+        this.clock = clock;
+    }
+
+    /** Copies between two live blocks whose ranges are checked. */
+    void copy(Block s, long srcId, long srcOffset, Block d, long dstId, long dstOffset, long size) {
+        if (size == 0) {
+            return;
+        }
+        reclaimer.pin(s, srcId);
+        try {
+            if (d != s) {
+                reclaimer.pin(d, dstId);
+            }
+            try {
+                doCopy(s, srcOffset, d, dstOffset, size);
+            } finally {
+                if (d != s) {
+                    reclaimer.unpin(d);
+                }
+            }
+        } finally {
+            reclaimer.unpin(s);
+        }
+    }
+
+    private void doCopy(Block s, long srcOffset, Block d, long dstOffset, long size) {
+        long t0 = clock.getAsLong();
+        upstream.copy(s.chunk.device, s.offset + srcOffset, d.chunk.device, d.offset + dstOffset, size);
+        long t1 = clock.getAsLong();
+        if (t1 > t0) {
+            figures.copied(size, t1 - t0);
+        }
+        AccessTracker sa = s.access;
+        if (sa != null) {
+            sa.record(false, srcOffset, size, t1, s.allocatedAtNanos);
+        }
+        AccessTracker da = d.access;
+        if (da != null) {
+            da.record(true, dstOffset, size, t1, d.allocatedAtNanos);
+        }
+    }
+
+    /** Copies between two live blocks whose ranges are checked, on {@code stream}. */
+    CompletionStage<Void> copyAsync(MemoryTransfer transfer, Block s, Block d, StreamHandle stream) {
+        if (!streams.knows(stream)) {
+            throw checks.unknownStream(stream);
+        }
+        if (transfer.size() == 0) {
+            return CompletableFuture.completedFuture(null);
+        }
+        // Pinned now, so the blocks can neither move nor be reused until the copy has run.
+        reclaimer.pin(s, transfer.src().id());
+        if (d != s) {
+            try {
+                reclaimer.pin(d, transfer.dst().id());
+            } catch (RuntimeException e) {
+                reclaimer.unpin(s);
+                throw e;
+            }
+        }
+        Runnable work = () -> {
+            running.acquireUninterruptibly();
+            try {
+                doCopy(s, transfer.srcOffset(), d, transfer.dstOffset(), transfer.size());
+            } finally {
+                running.release();
+                if (d != s) {
+                    reclaimer.unpin(d);
+                }
+                reclaimer.unpin(s);
+            }
+        };
+        try {
+            // The executor either refuses the work here (it will never run) or runs it once.
+            return streams.submit(stream, work);
+        } catch (RuntimeException | Error e) {
+            // Refused (the stream was destroyed meanwhile, the executor closed): no pin stays.
+            if (d != s) {
+                reclaimer.unpin(d);
+            }
+            reclaimer.unpin(s);
+            throw e;
+        }
+    }
+
+    void prefetch(Block b, MemoryHandle handle, Device target) {
+        reclaimer.pin(b, handle.id());
+        try {
+            upstream.prefetch(b.chunk.device, b.offset, b.requested, target);
+        } finally {
+            reclaimer.unpin(b);
+        }
+    }
+
+    void advise(Block b, MemoryHandle handle, MemoryUsageHint hint) {
+        reclaimer.pin(b, handle.id());
+        try {
+            b.hint = hint;
+            upstream.advise(b.chunk.device, b.offset, b.requested, hint);
+        } finally {
+            reclaimer.unpin(b);
+        }
+    }
+}
