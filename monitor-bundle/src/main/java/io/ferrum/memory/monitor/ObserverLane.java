@@ -12,7 +12,8 @@ import java.util.concurrent.RejectedExecutionException;
  * <ul>
  * <li>order: calls run one at a time, in the order they were offered (at most one pool thread runs a
  * lane at a time: {@code running} is set by the offer that submits the lane and cleared, under the
- * lock, only by the run that found the queue empty);</li>
+ * lock, by the run that found the queue empty, or by {@link #close()}, after which nothing is
+ * submitted);</li>
  * <li>bound: at most {@code capacity} calls wait; an offer beyond that is dropped and counted, and
  * {@link Drops} hears once when an episode of drops starts and once, with the count, when the lane
  * next runs a call (it caught up), so that a flood makes two log lines, not one per drop;</li>
@@ -24,7 +25,8 @@ final class ObserverLane implements Runnable {
 
     /**
      * Hears about drop episodes: {@code started} in the offering thread, with the lane's lock held
-     * (so it must not call the lane), {@code ended} in the lane's thread, without it.
+     * (so it must not call the lane; holding it keeps "started" before the "ended" of the same
+     * episode), {@code ended} in the lane's thread, without it.
      */
     interface Drops {
         /** The lane was full and dropped its first call of an episode. */
