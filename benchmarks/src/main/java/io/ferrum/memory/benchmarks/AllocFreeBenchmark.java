@@ -24,7 +24,8 @@ import org.openjdk.jmh.annotations.Warmup;
 import io.ferrum.memory.api.AdvancedMemoryManager;
 import io.ferrum.memory.api.AllocationRequirements;
 import io.ferrum.memory.api.MemoryHandle;
-import io.ferrum.memory.monitor.MemoryMonitor;
+import io.ferrum.memory.api.MemoryRouter;
+import io.ferrum.memory.monitor.MonitorBuilder;
 import io.netty.buffer.AdaptiveByteBufAllocator;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
@@ -52,7 +53,8 @@ public class AllocFreeBenchmark {
     AdvancedMemoryManager ferrum;
     AdvancedMemoryManager ferrumNoStats;
     AdvancedMemoryManager routed;
-    MemoryMonitor router;
+    MonitorBuilder.Standalone routing;
+    MemoryRouter router;
     PooledByteBufAllocator nettyPooled;
     AdaptiveByteBufAllocator nettyAdaptive;
     BufferAllocator arrow;
@@ -73,7 +75,8 @@ public class AllocFreeBenchmark {
         ferrum = Contenders.ferrum(true);
         ferrumNoStats = Contenders.ferrum(false);
         routed = Contenders.ferrum(true);
-        router = Contenders.router(routed);
+        routing = Contenders.router(routed);
+        router = routing.router();
         nettyPooled = new PooledByteBufAllocator(true, 0, PooledByteBufAllocator.defaultNumDirectArena(),
                 PooledByteBufAllocator.defaultPageSize(), PooledByteBufAllocator.defaultMaxOrder(),
                 PooledByteBufAllocator.defaultSmallCacheSize(), PooledByteBufAllocator.defaultNormalCacheSize(), true);
@@ -83,7 +86,7 @@ public class AllocFreeBenchmark {
 
     @TearDown(Level.Trial)
     public void tearDown() {
-        router.deactivate();
+        routing.close();
         ferrum.close();
         ferrumNoStats.close();
         routed.close();

@@ -1,12 +1,10 @@
 package io.ferrum.memory.benchmarks;
 
-import java.lang.annotation.Annotation;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
-import java.util.Map;
 import java.util.Random;
 
 import io.ferrum.memory.api.AdvancedMemoryManager;
@@ -16,8 +14,7 @@ import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.cpu.CpuMemoryManagerFactory;
-import io.ferrum.memory.monitor.MemoryMonitor;
-import io.ferrum.memory.monitor.MonitorConfig;
+import io.ferrum.memory.monitor.MonitorBuilder;
 import io.ferrum.memory.strategy.bestfit.BestFitStrategy;
 
 /** The contenders, built the way a user would build them, and the workloads' size sequences. */
@@ -39,37 +36,14 @@ final class Contenders {
         return new CpuMemoryManagerFactory(null).createAdvancedMemoryManager(CPU, cfg);
     }
 
-    /** @return a monitor + router over {@code manager} with best-fit, as DS would wire it */
-    static MemoryMonitor router(AdvancedMemoryManager manager) {
+    /** @return a monitor + router over {@code manager} with best-fit, as DS would wire it; close it when done */
+    static MonitorBuilder.Standalone router(AdvancedMemoryManager manager) {
         return router(manager, new BestFitStrategy());
     }
 
     /** @return a monitor + router over {@code manager} with {@code strategy} as its only strategy */
-    static MemoryMonitor router(AdvancedMemoryManager manager, AllocationStrategy strategy) {
-        MemoryMonitor m = new MemoryMonitor(new MonitorConfig() {
-            @Override
-            public Class<? extends Annotation> annotationType() {
-                return MonitorConfig.class;
-            }
-
-            @Override
-            public String strategy() {
-                return "";
-            }
-
-            @Override
-            public long samplePeriodMs() {
-                return 0;
-            }
-
-            @Override
-            public int maxAttempts() {
-                return 4;
-            }
-        }, null);
-        m.registerManager(manager.device(), manager);
-        m.addStrategy(strategy, Map.of(AllocationStrategy.NAME_PROPERTY, strategy.name()));
-        return m;
+    static MonitorBuilder.Standalone router(AdvancedMemoryManager manager, AllocationStrategy strategy) {
+        return new MonitorBuilder().manager(manager).strategy(strategy).build();
     }
 
     static final MethodHandle MALLOC = Linker.nativeLinker().downcallHandle(

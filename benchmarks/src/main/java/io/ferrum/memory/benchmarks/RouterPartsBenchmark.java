@@ -23,7 +23,8 @@ import io.ferrum.memory.api.AllocationStrategy;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryInfo;
-import io.ferrum.memory.monitor.MemoryMonitor;
+import io.ferrum.memory.api.MemoryRouter;
+import io.ferrum.memory.monitor.MonitorBuilder;
 import io.ferrum.memory.pool.PooledMemoryManager;
 import io.ferrum.memory.strategy.bestfit.BestFitStrategy;
 
@@ -46,9 +47,11 @@ public class RouterPartsBenchmark {
     Map<Device, MemoryInfo> infos;
     AllocationRequirements requirements;
     AdvancedMemoryManager routedManager;
-    MemoryMonitor router;
+    MonitorBuilder.Standalone routing;
+    MemoryRouter router;
     AdvancedMemoryManager firstManager;
-    MemoryMonitor firstRouter;
+    MonitorBuilder.Standalone firstRouting;
+    MemoryRouter firstRouter;
 
     /** Takes the first device offered: no figures read. */
     static final class FirstDevice implements AllocationStrategy {
@@ -72,15 +75,17 @@ public class RouterPartsBenchmark {
         infos = Map.copyOf(Map.of(Contenders.CPU, ((PooledMemoryManager) manager).quickInfo()));
         requirements = AllocationRequirements.defaults();
         routedManager = Contenders.ferrum(true);
-        router = Contenders.router(routedManager);
+        routing = Contenders.router(routedManager);
+        router = routing.router();
         firstManager = Contenders.ferrum(true);
-        firstRouter = Contenders.router(firstManager, new FirstDevice());
+        firstRouting = Contenders.router(firstManager, new FirstDevice());
+        firstRouter = firstRouting.router();
     }
 
     @TearDown
     public void tearDown() {
-        router.deactivate();
-        firstRouter.deactivate();
+        routing.close();
+        firstRouting.close();
         manager.close();
         routedManager.close();
         firstManager.close();

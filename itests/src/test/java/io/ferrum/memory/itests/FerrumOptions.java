@@ -71,11 +71,14 @@ final class FerrumOptions {
         return composite(osgiServices(), reactorBundle("api"), reactorBundle("pool"), reactorBundle("cpu"));
     }
 
-    /** @return the CPU backend, the monitor, every strategy, the log monitor and Event Admin */
+    /**
+     * @return the CPU backend, the monitor, every strategy, the monitor plugins (log and the Event Admin
+     *         bridge) and Event Admin
+     */
     static Option wholeSystem() {
         return composite(cpuBackend(), reactorBundle("eventadmin"), reactorBundle("monitor"),
                 reactorBundle("bestfit"), reactorBundle("mostfree"), reactorBundle("preferredorder"),
-                reactorBundle("roundrobin"), reactorBundle("logmonitor"));
+                reactorBundle("roundrobin"), reactorBundle("logmonitor"), reactorBundle("monitoreventadmin"));
     }
 
     /** @return what every container test needs besides the bundles under test */

@@ -88,6 +88,7 @@ public class LifecycleUnderTrafficIT {
         m.put("io.ferrum.memory.strategy.preferredorder", "preferredorder");
         m.put("io.ferrum.memory.strategy.roundrobin", "roundrobin");
         m.put("io.ferrum.memory.monitor.log", "logmonitor");
+        m.put("io.ferrum.memory.monitor.eventadmin", "monitoreventadmin");
         m.put("io.ferrum.memory.monitor", "monitor");
         m.put("io.ferrum.memory.shell", "shell");
         return m;

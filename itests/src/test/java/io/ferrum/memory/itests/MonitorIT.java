@@ -30,6 +30,9 @@ import org.ops4j.pax.exam.spi.reactors.PerMethod;
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.ServiceRegistration;
+import org.osgi.framework.namespace.PackageNamespace;
+import org.osgi.framework.wiring.BundleWire;
+import org.osgi.framework.wiring.BundleWiring;
 import org.osgi.service.cm.ConfigurationAdmin;
 import org.osgi.service.event.EventConstants;
 import org.osgi.service.event.EventHandler;
@@ -227,6 +230,49 @@ public class MonitorIT {
                 m -> m.contains("cpu:1: HIGH -> CRITICAL (95.0 % used, 9728000 of 10240000 bytes, 95 allocations)")));
         logs.removeLogListener(listener);
         context.ungetService(logRef);
+    }
+
+    private Bundle bundle(String symbolicName) {
+        for (Bundle b : context.getBundles()) {
+            if (symbolicName.equals(b.getSymbolicName())) {
+                return b;
+            }
+        }
+        throw new AssertionError(symbolicName + " is not installed");
+    }
+
+    /** @return the packages {@code b} is wired to import */
+    private static List<String> importedPackages(Bundle b) {
+        List<String> out = new ArrayList<>();
+        for (BundleWire w : b.adapt(BundleWiring.class).getRequiredWires(PackageNamespace.PACKAGE_NAMESPACE)) {
+            out.add((String) w.getCapability().getAttributes().get(PackageNamespace.PACKAGE_NAMESPACE));
+        }
+        return out;
+    }
+
+    @Test
+    public void theEventAdminBridgeIsAPluginBundleAndTheMonitorImportsOnlyTheApi() throws Exception {
+        List<String> monitorImports = importedPackages(bundle("io.ferrum.memory.monitor"));
+        assertTrue(monitorImports.toString(), monitorImports.contains("io.ferrum.memory.api"));
+        assertFalse("the monitor imports no pool: " + monitorImports, monitorImports.contains("io.ferrum.memory.pool"));
+        assertFalse("Event Admin is the bridge's business: " + monitorImports, monitorImports.contains("org.osgi.service.event"));
+
+        Bundle bridge = bundle("io.ferrum.memory.monitor.eventadmin");
+        List<String> added = new CopyOnWriteArrayList<>();
+        ServiceRegistration<EventHandler> handler = context.registerService(EventHandler.class,
+                e -> added.add(e.getProperty("device") + " " + e.getProperty("totalBytes")),
+                new Hashtable<>(Map.of(EventConstants.EVENT_TOPIC, "io/ferrum/memory/device/ADDED")));
+        try {
+            bridge.stop();
+            addDevice(1, 8 * MiB, MiB); // arrives while nobody bridges: no event
+            bridge.start();
+            // The restarted bridge is a new observer: the monitor tells it of the devices that exist.
+            Await.until("cpu:1's arrival, told to the restarted bridge", () -> added.contains("cpu:1 8388608"));
+            assertEquals("one event for cpu:1, from the restarted bridge alone: " + added, 1,
+                    added.stream().filter(a -> a.startsWith("cpu:1 ")).count());
+        } finally {
+            handler.unregister();
+        }
     }
 
     @Test

@@ -1,8 +1,10 @@
 package io.ferrum.memory.monitor;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -10,22 +12,44 @@ import java.util.TreeMap;
 
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
-import io.ferrum.memory.pool.PooledMemoryManager;
+import io.ferrum.memory.api.HandleSpace;
+import io.ferrum.memory.api.MemoryHandle;
 
 /**
- * Which manager serves which device. Several managers may claim one device: a manager registered by
- * hand ({@code registerManager}) comes first, then the higher service ranking, then the older service
- * (lower service id). Readers see immutable snapshots; writers are serialised.
+ * The repository of managers: which manager serves which device, and which manager issued a handle.
+ *
+ * <p>Several managers may claim one device: a manager registered by hand ({@code registerManager})
+ * comes first, then the higher service ranking, then the older service (lower service id). Only the
+ * first serves new allocations, but every manager present keeps routing the handles it issued.
+ *
+ * <p>Handles are routed through the {@link HandleSpace} each manager declares, never through any
+ * knowledge of a manager's id layout: bounded spaces go into one {@link PrefixTable} per mask (the
+ * mask most managers share is the {@code primary} table, the one lookup a free costs); a manager with
+ * {@link HandleSpace#ANY} is asked {@link DeviceMemoryManager#owns} last.
+ *
+ * <p>Invariants: writers are serialised on this object; readers see immutable snapshots ({@link
+ * #active()}, the tables), replaced as a whole by each change, so a reader never sees half a change
+ * and a snapshot's identity says whether the devices changed. The spaces of managers that went away
+ * are remembered (the last {@value #DEPARTED_MEMORY}) so that a late handle of theirs is reported as
+ * "its device went away" rather than "never allocated".
  */
 final class DeviceRegistry {
-    /** Handle ids carry their manager in the top 20 bits (see the pool engine's HandleTable). */
-    static final long PREFIX_MASK = ~((1L << 44) - 1);
     private static final int DEPARTED_MEMORY = 1024;
+    private static final PrefixTable[] NO_TABLES = new PrefixTable[0];
+    private static final PrefixTable NO_SPACES = new PrefixTable(0, Map.of());
 
-    record Entry(Device device, DeviceMemoryManager manager, int ranking, long serviceId, boolean byHand) {
+    /**
+     * One manager present for one device.
+     *
+     * @param space     the handle space it declared when it came ({@link #spaceOf})
+     * @param serviceId its service id; -1 for a manager registered by hand
+     * @param byHand    registered through {@code registerManager} rather than the service registry
+     */
+    record Entry(Device device, DeviceMemoryManager manager, HandleSpace space, int ranking, long serviceId,
+                 boolean byHand) {
     }
 
-    /** What an add or remove did to the device's active manager. */
+    /** What an add or remove did to the device's serving manager ({@code before}, {@code after}: null for none). */
     record Change(Device device, DeviceMemoryManager before, DeviceMemoryManager after) {
         boolean added() {
             return before == null && after != null;
@@ -34,91 +58,143 @@ final class DeviceRegistry {
         boolean removed() {
             return before != null && after == null;
         }
-
-        boolean replaced() {
-            return before != null && after != null && before != after;
-        }
     }
 
-    private static final Comparator<Entry> PRECEDENCE = Comparator.<Entry>comparingInt(e -> e.byHand ? 0 : 1)
+    private static final Comparator<Entry> PRECEDENCE = Comparator.<Entry>comparingInt(e -> e.byHand() ? 0 : 1)
             .thenComparing(Comparator.comparingInt(Entry::ranking).reversed())
             .thenComparingLong(Entry::serviceId);
 
     private final Map<Device, List<Entry>> entries = new HashMap<>();
-    private final Map<Long, Device> departed = new LinkedHashMap<>(16, 0.75f, false) {
+    private final Map<HandleSpace, Device> departed = new LinkedHashMap<>(16, 0.75f, false) {
         @Override
-        protected boolean removeEldestEntry(Map.Entry<Long, Device> eldest) {
+        protected boolean removeEldestEntry(Map.Entry<HandleSpace, Device> eldest) {
             return size() > DEPARTED_MEMORY;
         }
     };
     private volatile Map<Device, DeviceMemoryManager> active = Map.of();
-    private volatile PrefixTable byPrefix = PrefixTable.EMPTY;
-    private volatile List<DeviceMemoryManager> unprefixed = List.of();
+    private volatile PrefixTable primary = NO_SPACES;
+    private volatile PrefixTable[] others = NO_TABLES;
+    private volatile List<DeviceMemoryManager> unbounded = List.of();
 
-    synchronized Change add(Entry e) {
-        DeviceMemoryManager before = active.get(e.device);
-        List<Entry> list = entries.computeIfAbsent(e.device, d -> new ArrayList<>());
-        list.add(e);
-        list.sort(PRECEDENCE);
-        if (e.manager instanceof PooledMemoryManager p) {
-            departed.remove(p.handleSpace().prefix());
+    /**
+     * Asks a manager, a plugin, for its handle space once, when it comes: a manager that fails or
+     * answers null is treated as one that does not say ({@link HandleSpace#ANY}).
+     */
+    static HandleSpace spaceOf(DeviceMemoryManager manager) {
+        try {
+            HandleSpace s = manager.handleSpace();
+            return s == null ? HandleSpace.ANY : s;
+        } catch (VirtualMachineError fatal) {
+            throw fatal;
+        } catch (Throwable e) {
+            return HandleSpace.ANY;
         }
-        publish();
-        return new Change(e.device, before, active.get(e.device));
     }
 
-    /** Removes the entry of {@code manager} for {@code device} (a by-hand entry if {@code byHand}). */
+    synchronized Change add(Entry e) {
+        DeviceMemoryManager before = active.get(e.device());
+        List<Entry> list = entries.computeIfAbsent(e.device(), d -> new ArrayList<>());
+        list.add(e);
+        list.sort(PRECEDENCE);
+        if (e.space().isBounded()) {
+            departed.remove(e.space());
+        }
+        publish();
+        return new Change(e.device(), before, active.get(e.device()));
+    }
+
+    /**
+     * Removes the entries of {@code manager} for {@code device} (every by-hand entry of the device
+     * when {@code manager} is null). Its space is remembered as departed unless the same manager is
+     * still present for another device.
+     */
     synchronized Change remove(Device device, DeviceMemoryManager manager, boolean byHand) {
         DeviceMemoryManager before = active.get(device);
         List<Entry> list = entries.get(device);
         if (list != null) {
-            list.removeIf(e -> e.byHand == byHand && (manager == null || e.manager == manager));
+            for (Iterator<Entry> it = list.iterator(); it.hasNext(); ) {
+                Entry x = it.next();
+                if (x.byHand() == byHand && (manager == null || x.manager() == manager)) {
+                    it.remove();
+                    if (x.space().isBounded() && !presentElsewhere(x.manager())) {
+                        departed.put(x.space(), device);
+                    }
+                }
+            }
             if (list.isEmpty()) {
                 entries.remove(device);
             }
-        }
-        if (manager instanceof PooledMemoryManager p) {
-            departed.put(p.handleSpace().prefix(), device);
         }
         publish();
         return new Change(device, before, active.get(device));
     }
 
-    private void publish() {
-        Map<Device, DeviceMemoryManager> a = new TreeMap<>();
-        Map<Long, DeviceMemoryManager> prefixes = new HashMap<>();
-        List<DeviceMemoryManager> others = new ArrayList<>();
-        for (Map.Entry<Device, List<Entry>> e : entries.entrySet()) {
-            a.put(e.getKey(), e.getValue().get(0).manager);
-            for (Entry x : e.getValue()) {
-                if (x.manager instanceof PooledMemoryManager p) {
-                    prefixes.put(p.handleSpace().prefix(), p);
-                } else {
-                    others.add(x.manager);
+    private boolean presentElsewhere(DeviceMemoryManager manager) {
+        for (List<Entry> l : entries.values()) {
+            for (Entry x : l) {
+                if (x.manager() == manager) {
+                    return true;
                 }
             }
         }
-        active = java.util.Collections.unmodifiableMap(a);
-        byPrefix = new PrefixTable(prefixes);
-        unprefixed = List.copyOf(others);
+        return false;
     }
 
-    /** @return the serving manager of every device, in device order */
+    /** Replaces every snapshot readers see; called with the lock held. */
+    private void publish() {
+        Map<Device, DeviceMemoryManager> a = new TreeMap<>();
+        Map<Long, Map<Long, DeviceMemoryManager>> byMask = new LinkedHashMap<>();
+        List<DeviceMemoryManager> rest = new ArrayList<>();
+        for (Map.Entry<Device, List<Entry>> e : entries.entrySet()) {
+            a.put(e.getKey(), e.getValue().get(0).manager());
+            for (Entry x : e.getValue()) {
+                if (x.space().isBounded()) {
+                    byMask.computeIfAbsent(x.space().mask(), m -> new HashMap<>()).put(x.space().prefix(), x.manager());
+                } else if (!rest.contains(x.manager())) {
+                    rest.add(x.manager());
+                }
+            }
+        }
+        List<PrefixTable> tables = new ArrayList<>();
+        byMask.forEach((mask, prefixes) -> tables.add(new PrefixTable(mask, prefixes)));
+        tables.sort(Comparator.comparingInt(PrefixTable::size).reversed());
+        active = Collections.unmodifiableMap(a);
+        unbounded = List.copyOf(rest);
+        others = tables.size() > 1 ? tables.subList(1, tables.size()).toArray(NO_TABLES) : NO_TABLES;
+        primary = tables.isEmpty() ? NO_SPACES : tables.get(0);
+    }
+
+    /**
+     * @return the serving manager of every device, in device order; the same instance until the
+     *         devices change
+     */
     Map<Device, DeviceMemoryManager> active() {
         return active;
     }
 
-    /** @return the manager that issued {@code handleId}, or null */
-    DeviceMemoryManager ownerOf(long handleId, io.ferrum.memory.api.MemoryHandle handle) {
-        DeviceMemoryManager m = byPrefix.get(handleId & PREFIX_MASK);
-        return m != null ? m : askUnprefixed(handle);
+    /** @return the manager that issued {@code handle} (not null), or null */
+    DeviceMemoryManager ownerOf(MemoryHandle handle) {
+        DeviceMemoryManager m = primary.get(handle.id());
+        return m != null ? m : ownerElsewhere(handle);
     }
 
-    /** @return the manager without a handle prefix that owns {@code handle}, or null (kept out of the hot lookup) */
-    private DeviceMemoryManager askUnprefixed(io.ferrum.memory.api.MemoryHandle handle) {
-        for (DeviceMemoryManager o : unprefixed) {
-            if (o.owns(handle)) {
-                return o;
+    /** The tables of the other masks, then the managers without a space (kept out of the hot lookup). */
+    private DeviceMemoryManager ownerElsewhere(MemoryHandle handle) {
+        for (PrefixTable t : others) {
+            DeviceMemoryManager m = t.get(handle.id());
+            if (m != null) {
+                return m;
+            }
+        }
+        for (DeviceMemoryManager o : unbounded) {
+            try {
+                if (o.owns(handle)) {
+                    return o;
+                }
+            } catch (VirtualMachineError fatal) {
+                throw fatal;
+            } catch (Throwable failedManager) {
+                // A manager that cannot answer does not own the handle; the others are still asked.
             }
         }
         return null;
@@ -126,14 +202,9 @@ final class DeviceRegistry {
 
     /** @return the device whose manager issued {@code handleId} and went away, or null */
     synchronized Device departedDevice(long handleId) {
-        return departed.get(handleId & PREFIX_MASK);
-    }
-
-    /** @return the device a manager serves here, or null */
-    Device deviceOf(DeviceMemoryManager manager) {
-        for (Map.Entry<Device, DeviceMemoryManager> e : active.entrySet()) {
-            if (e.getValue() == manager) {
-                return e.getKey();
+        for (Map.Entry<HandleSpace, Device> e : departed.entrySet()) {
+            if (e.getKey().contains(handleId)) {
+                return e.getValue();
             }
         }
         return null;

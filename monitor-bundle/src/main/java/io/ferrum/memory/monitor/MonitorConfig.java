@@ -12,7 +12,8 @@ public @interface MonitorConfig {
             + " Empty: the strategy with the highest service ranking, best-fit among equals.")
     String strategy() default "";
 
-    @AttributeDefinition(description = "Milliseconds between samples sent to observers; 0 turns sampling off.")
+    @AttributeDefinition(description = "Milliseconds between samples sent to observers; 0 turns sampling off."
+            + " A sample also updates the pressure level of a manager that does not report its own (see ARCHITECTURE.md).")
     long samplePeriodMs() default 5000;
 
     @AttributeDefinition(description = "Devices a routed allocation may try before it fails (each out-of-memory"

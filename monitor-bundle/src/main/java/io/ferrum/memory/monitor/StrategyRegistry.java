@@ -7,22 +7,32 @@ import java.util.List;
 import io.ferrum.memory.api.AllocationStrategy;
 
 /**
- * The strategies present and which one is active: the one named in the configuration if present,
- * else the highest service ranking, best-fit first among equals, then the oldest service.
+ * The repository of strategies: which are present, and which one is active.
+ *
+ * <p>The active strategy is the one named in the configuration if it is present; otherwise the
+ * highest service ranking, {@value #DEFAULT_NAME} first among equals, then the oldest service (lowest
+ * service id). Invariants: {@link #all()} is always in that precedence order; {@link #active()} is
+ * chosen anew by every change (writers are serialised) and read without a lock, because the router
+ * reads it on every allocation.
  */
 final class StrategyRegistry {
     static final String DEFAULT_NAME = "best-fit";
 
+    /**
+     * One strategy service.
+     *
+     * @param name      its {@code memory.strategy.name}, or the strategy's own name when the property is absent
+     * @param serviceId its service id; {@code Long.MAX_VALUE} when unknown (it then yields to every service)
+     */
     record Entry(AllocationStrategy strategy, String name, int ranking, long serviceId) {
     }
 
     private static final Comparator<Entry> PRECEDENCE = Comparator.comparingInt(Entry::ranking).reversed()
-            .thenComparing(e -> DEFAULT_NAME.equals(e.name) ? 0 : 1)
+            .thenComparing(e -> DEFAULT_NAME.equals(e.name()) ? 0 : 1)
             .thenComparingLong(Entry::serviceId);
 
     private volatile List<Entry> entries = List.of();
     private volatile String configured = "";
-    /** The entry {@link #active()} returns, chosen again on every change (the router reads it on every call). */
     private volatile Entry active;
 
     synchronized void add(Entry e) {
@@ -35,11 +45,12 @@ final class StrategyRegistry {
 
     synchronized void remove(AllocationStrategy s) {
         List<Entry> l = new ArrayList<>(entries);
-        l.removeIf(e -> e.strategy == s);
+        l.removeIf(e -> e.strategy() == s);
         entries = List.copyOf(l);
         active = choose();
     }
 
+    /** @param name the configured strategy's name; null or blank: none configured */
     synchronized void configure(String name) {
         configured = name == null ? "" : name.strip();
         active = choose();
@@ -65,7 +76,7 @@ final class StrategyRegistry {
         String name = configured;
         if (!name.isEmpty()) {
             for (Entry e : l) {
-                if (name.equals(e.name)) {
+                if (name.equals(e.name())) {
                     return e;
                 }
             }

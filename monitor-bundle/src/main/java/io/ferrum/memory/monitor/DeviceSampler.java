@@ -1,0 +1,96 @@
+package io.ferrum.memory.monitor;
+
+import java.util.Collections;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.MemoryInfo;
+
+/**
+ * Reads every serving device's full figures ({@link DeviceMemoryManager#memoryInfo()}), on demand
+ * for {@code globalMemoryInfo} and periodically on its own thread: each sample derives the pressure
+ * levels of managers that do not report their own ({@link PressureLevels#derive}) and is then handed
+ * to the observers.
+ *
+ * <p>Invariants: a device whose manager fails to answer is left out of that reading, never fails it;
+ * at most one sampling schedule is active (a new period cancels the old one); after {@link #stop()}
+ * nothing is sampled.
+ */
+final class DeviceSampler {
+    private final DeviceRegistry registry;
+    private final PressureLevels levels;
+    private final ObserverNotifier notifier;
+    private final MonitorLog log;
+    private final ScheduledExecutorService thread = Executors.newSingleThreadScheduledExecutor(
+            MemoryMonitor.daemon("ferrum-monitor-sampler"));
+    /** Guarded by the monitor's configuration lock (schedule is called from apply only). */
+    private ScheduledFuture<?> sampling;
+
+    DeviceSampler(DeviceRegistry registry, PressureLevels levels, ObserverNotifier notifier, MonitorLog log) {
+        this.registry = registry;
+        this.levels = levels;
+        this.notifier = notifier;
+        this.log = log;
+    }
+
+    /** @param periodMs milliseconds between samples; 0 or less: no sampling */
+    void schedule(long periodMs) {
+        if (sampling != null) {
+            sampling.cancel(false);
+            sampling = null;
+        }
+        if (periodMs > 0) {
+            sampling = thread.scheduleAtFixedRate(this::sample, periodMs, periodMs, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    void stop() {
+        thread.shutdownNow();
+    }
+
+    /** @return the manager's full figures, or null if it fails to answer (a plugin's failure stays its own) */
+    static MemoryInfo safeInfo(DeviceMemoryManager m) {
+        try {
+            return m.memoryInfo();
+        } catch (VirtualMachineError fatal) {
+            throw fatal;
+        } catch (Throwable e) {
+            return null;
+        }
+    }
+
+    /** @return every serving device's full figures, in device order, leaving out those that fail */
+    Map<Device, MemoryInfo> figures() {
+        Map<Device, MemoryInfo> out = new TreeMap<>();
+        for (Map.Entry<Device, DeviceMemoryManager> e : registry.active().entrySet()) {
+            MemoryInfo info = safeInfo(e.getValue());
+            if (info != null) {
+                out.put(e.getKey(), info);
+            }
+        }
+        return Collections.unmodifiableMap(out);
+    }
+
+    private void sample() {
+        try {
+            Map<Device, MemoryInfo> all = figures();
+            Map<Device, DeviceMemoryManager> active = registry.active();
+            for (Map.Entry<Device, MemoryInfo> e : all.entrySet()) {
+                DeviceMemoryManager m = active.get(e.getKey());
+                if (m != null) {
+                    levels.derive(e.getKey(), m, e.getValue());
+                }
+            }
+            notifier.sample(all);
+        } catch (RuntimeException e) {
+            // Logged and not rethrown: an exception would cancel the schedule for good.
+            log.warn("Sampling device memory failed", e);
+        }
+    }
+}

@@ -1,0 +1,204 @@
+package io.ferrum.memory.monitor;
+
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryObserver;
+import io.ferrum.memory.api.MemoryPressure;
+
+/**
+ * The notifier: tells the observers on the whiteboard, and the global pressure callback, what
+ * happened to the devices.
+ *
+ * <p>Every observer has its own {@link ObserverLane} (and the global callback one more), so calls to
+ * one observer keep their order while a slow observer delays nobody else; the callers (a binding
+ * thread, the sampler, an allocating thread crossing a pressure edge) only queue and return. An
+ * observer registered with a {@code memory.device} property hears only about that device.
+ *
+ * <p>Invariants: every call into an observer, a plugin, is guarded: whatever it throws (an Error too,
+ * such as the {@code NoClassDefFoundError} of an observer whose bundle was refreshed) is logged and
+ * the observer keeps receiving calls; only a {@link VirtualMachineError} passes. A removed observer
+ * is never called again, not even with calls already queued; once {@link #stop() stopped}, nobody is
+ * told anything.
+ */
+final class ObserverNotifier {
+
+    /** One observer and its lane. */
+    private static final class Entry {
+        final MemoryObserver observer;
+        /** The only device it hears about, or null for all. */
+        final Device only;
+        final ObserverLane lane;
+        volatile boolean removed;
+
+        Entry(MemoryObserver observer, Device only, ObserverLane lane) {
+            this.observer = observer;
+            this.only = only;
+            this.lane = lane;
+        }
+
+        boolean wants(Device d) {
+            return only == null || only.equals(d);
+        }
+    }
+
+    private final CopyOnWriteArrayList<Entry> observers = new CopyOnWriteArrayList<>();
+    /** Runs the lanes; a thread per lane that has work, none for an idle one. */
+    private final ExecutorService threads = Executors.newCachedThreadPool(MemoryMonitor.daemon("ferrum-monitor-events"));
+    private final int laneCapacity;
+    private final MonitorLog log;
+    private final Supplier<Map<Device, MemoryPressure>> levels;
+    private final ObserverLane.Drops drops;
+    private final ObserverLane globalLane;
+    private volatile Consumer<Map<Device, MemoryPressure>> globalCallback;
+    private volatile boolean stopped;
+
+    /**
+     * @param laneCapacity notifications that may wait for one observer before further ones are dropped
+     * @param levels       every device's pressure level, as the global callback receives them
+     */
+    ObserverNotifier(int laneCapacity, Supplier<Map<Device, MemoryPressure>> levels, MonitorLog log) {
+        this.laneCapacity = laneCapacity;
+        this.levels = levels;
+        this.log = log;
+        drops = new ObserverLane.Drops() {
+            @Override
+            public void started(ObserverLane lane) {
+                log.warn(lane.name() + " is " + lane.capacity() + " notifications behind: further ones are dropped"
+                        + " for it until it catches up; the other observers are not affected", null);
+            }
+
+            @Override
+            public void ended(ObserverLane lane, int count) {
+                log.warn(lane.name() + " caught up; " + count + " notifications for it were dropped", null);
+            }
+        };
+        globalLane = new ObserverLane("The global pressure callback", threads, laneCapacity, drops);
+    }
+
+    /**
+     * @param only the only device the observer hears about, or null for all
+     * @return a token for {@link #deviceAdded(Object, Device, MemoryInfo)}: tells this observer alone
+     */
+    Object add(MemoryObserver observer, Device only) {
+        Entry e = new Entry(observer, only, new ObserverLane("Memory observer " + observer, threads, laneCapacity, drops));
+        observers.add(e);
+        return e;
+    }
+
+    void remove(MemoryObserver observer) {
+        for (Entry e : observers) {
+            if (e.observer == observer) {
+                e.removed = true;
+                e.lane.close();
+                observers.remove(e);
+            }
+        }
+    }
+
+    /** Tells one observer (a token of {@link #add}) that a device exists: a late observer learns the devices. */
+    void deviceAdded(Object observer, Device device, MemoryInfo info) {
+        Entry e = (Entry) observer;
+        if (e.wants(device)) {
+            post(e, o -> o.deviceAdded(device, info));
+        }
+    }
+
+    void deviceAdded(Device device, MemoryInfo info) {
+        dispatch(device, o -> o.deviceAdded(device, info));
+    }
+
+    void deviceRemoved(Device device) {
+        dispatch(device, o -> o.deviceRemoved(device));
+    }
+
+    /**
+     * Tells the observers and the global callback; may be called from an allocating thread under a
+     * manager's notification lock, so it only queues.
+     */
+    void pressureChanged(Device device, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
+        dispatch(device, o -> o.pressureChanged(device, previous, current, info));
+        if (globalCallback != null && !stopped) {
+            globalLane.offer(this::callGlobal);
+        }
+    }
+
+    /** @param all every device's figures; an observer of one device gets that device's alone */
+    void sample(Map<Device, MemoryInfo> all) {
+        for (Entry e : observers) {
+            Map<Device, MemoryInfo> mine = e.only == null ? all
+                    : all.containsKey(e.only) ? Map.of(e.only, all.get(e.only)) : Map.of();
+            post(e, o -> o.sample(mine));
+        }
+    }
+
+    void setGlobalCallback(Consumer<Map<Device, MemoryPressure>> callback) {
+        globalCallback = callback;
+    }
+
+    /** Closes every lane and waits (a few seconds at most) for the calls running to finish. */
+    void stop() {
+        stopped = true;
+        globalLane.close();
+        for (Entry e : observers) {
+            e.lane.close();
+        }
+        threads.shutdown();
+        try {
+            threads.awaitTermination(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void dispatch(Device device, Consumer<MemoryObserver> call) {
+        for (Entry e : observers) {
+            if (e.wants(device)) {
+                post(e, call);
+            }
+        }
+    }
+
+    private void post(Entry e, Consumer<MemoryObserver> call) {
+        if (!stopped) {
+            e.lane.offer(() -> call(e, call));
+        }
+    }
+
+    private void call(Entry e, Consumer<MemoryObserver> call) {
+        if (e.removed || stopped) {
+            return; // unregistered or stopped while the call waited
+        }
+        try {
+            call.accept(e.observer);
+        } catch (VirtualMachineError fatal) {
+            throw fatal;
+        } catch (Throwable ex) {
+            // Errors too: one escaping here would end the lane's run with the lane still marked
+            // running, and this observer would never be called again.
+            log.warn("Memory observer " + e.observer + " failed; it keeps receiving calls", ex);
+        }
+    }
+
+    /** Reads the levels when it runs, not when queued: a callback behind on its lane gets the latest. */
+    private void callGlobal() {
+        Consumer<Map<Device, MemoryPressure>> cb = globalCallback;
+        if (cb == null || stopped) {
+            return;
+        }
+        try {
+            cb.accept(levels.get());
+        } catch (VirtualMachineError fatal) {
+            throw fatal;
+        } catch (Throwable ex) {
+            log.warn("Global pressure callback " + cb + " failed; it keeps receiving calls", ex);
+        }
+    }
+}

@@ -1,0 +1,135 @@
+package io.ferrum.memory.monitor;
+
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryObserver;
+import io.ferrum.memory.api.MemoryPressure;
+
+/**
+ * The pressure level of every device, from one of two sources, chosen per manager when it starts
+ * serving a device:
+ * <ul>
+ * <li>reported: the manager accepted a pressure observer ({@link DeviceMemoryManager#addPressureObserver}
+ * returned true) and tells of each change itself, edge-triggered, from the allocating thread;</li>
+ * <li>derived: the manager declined (the API's default), and the level is derived here from the figures
+ * the monitor reads anyway ({@link #derive}: each sample, and each routing snapshot's figures), a
+ * change being told once when the derived level differs from the last one.</li>
+ * </ul>
+ *
+ * <p>Invariants: a device's level is in {@code levels} while it is served; at most one source feeds
+ * it (a derived device's figures from another manager are ignored); each change is told to the
+ * notifier once, even when two threads derive the same change at once (compare-and-set on the level).
+ * Calls into managers, plugins, are guarded: one that fails to accept an observer is derived.
+ */
+final class PressureLevels {
+    private final ConcurrentHashMap<Device, MemoryPressure> levels = new ConcurrentHashMap<>();
+    /** The devices whose level is derived, with the manager whose figures count. */
+    private final ConcurrentHashMap<Device, DeviceMemoryManager> derived = new ConcurrentHashMap<>();
+    /** The observer registered on each reporting manager, to remove it when the manager goes. */
+    private final ConcurrentHashMap<DeviceMemoryManager, MemoryObserver> reporting = new ConcurrentHashMap<>();
+    private final ObserverNotifier notifier;
+
+    PressureLevels(ObserverNotifier notifier) {
+        this.notifier = notifier;
+    }
+
+    /**
+     * Starts following {@code manager}, now serving {@code device}.
+     *
+     * @param info its figures when it came, the starting level; null if it could not say
+     */
+    void subscribe(Device device, DeviceMemoryManager manager, MemoryInfo info) {
+        MemoryObserver listener = new MemoryObserver() {
+            @Override
+            public void pressureChanged(Device d, MemoryPressure previous, MemoryPressure current, MemoryInfo now) {
+                // Runs in the allocating thread, under the manager's notification lock: record and hand off.
+                levels.put(device, current);
+                notifier.pressureChanged(device, previous, current, now);
+            }
+        };
+        boolean reports;
+        try {
+            reports = manager.addPressureObserver(listener);
+        } catch (VirtualMachineError fatal) {
+            throw fatal;
+        } catch (Throwable e) {
+            reports = false;
+        }
+        if (reports) {
+            reporting.put(manager, listener);
+            derived.remove(device);
+        } else {
+            derived.put(device, manager);
+        }
+        if (info != null) {
+            levels.put(device, info.pressureLevel());
+        }
+    }
+
+    /** Stops following {@code manager}, which no longer serves {@code device}. */
+    void unsubscribe(Device device, DeviceMemoryManager manager) {
+        derived.remove(device, manager);
+        MemoryObserver listener = reporting.remove(manager);
+        if (listener != null) {
+            try {
+                manager.removePressureObserver(listener);
+            } catch (VirtualMachineError fatal) {
+                throw fatal;
+            } catch (Throwable ignored) {
+                // A manager that is going away may fail to remove it; nothing more can be done here.
+            }
+        }
+    }
+
+    /** Forgets a device that no manager serves any more. */
+    void forget(Device device) {
+        levels.remove(device);
+        derived.remove(device);
+    }
+
+    /**
+     * Derives the level of {@code device} from figures of {@code manager}, if its level is derived
+     * from that manager, and tells a change.
+     */
+    void derive(Device device, DeviceMemoryManager manager, MemoryInfo info) {
+        if (derived.get(device) != manager) {
+            return;
+        }
+        MemoryPressure now = info.pressureLevel();
+        MemoryPressure before = levels.get(device);
+        if (before == null) {
+            if (levels.putIfAbsent(device, now) == null) {
+                return; // the first level known: nothing changed
+            }
+            before = levels.get(device);
+            if (before == null) {
+                return; // forgotten meanwhile
+            }
+        }
+        if (before != now && levels.replace(device, before, now)) {
+            notifier.pressureChanged(device, before, now, info);
+        }
+    }
+
+    /** @return every device's level, as of now */
+    Map<Device, MemoryPressure> snapshot() {
+        return Map.copyOf(levels);
+    }
+
+    /** Removes every observer this registered; on deactivation. */
+    void clear() {
+        reporting.forEach((m, l) -> {
+            try {
+                m.removePressureObserver(l);
+            } catch (RuntimeException ignored) {
+                // The monitor is stopping: a manager that fails here is left as it is.
+            }
+        });
+        reporting.clear();
+        derived.clear();
+    }
+}

@@ -1,0 +1,326 @@
+package io.ferrum.memory.monitor;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.RejectedExecutionException;
+
+import io.ferrum.memory.api.AllocationRequirements;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.InvalidHandleException;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryException;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryHandleInfo;
+import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryRouter;
+import io.ferrum.memory.api.MemoryTransfer;
+import io.ferrum.memory.api.OutOfDeviceMemoryException;
+import io.ferrum.memory.api.StreamHandle;
+
+/**
+ * The {@link MemoryRouter}: asks the active strategy which device gets an allocation, and sends every
+ * call on a handle to the manager that issued it.
+ *
+ * <p>Allocation has two paths. The fast one decides on the calling thread's routing snapshot
+ * ({@link RoutingSnapshots}) and tries the chosen device once. Anything unusual (the device ran out
+ * of memory or went away, no snapshot device answers) goes to the full path: fresh figures of every
+ * device, and up to {@code maxAttempts} choices, each failed device left out and the strategy asked
+ * again. Calls on a handle find its manager through {@link DeviceRegistry#ownerOf}.
+ *
+ * <p>Invariants: the strategy, a plugin, is given unmodifiable views and whatever it does (throws,
+ * answers null, picks a device it was not offered) fails that call with a {@link MemoryException}
+ * naming it, never another error, and nothing is allocated; once the monitor is stopped every call is
+ * refused ({@link RunState}). Failures are built outside the hot methods, so that those inline whole.
+ */
+final class Router implements MemoryRouter {
+    private final DeviceRegistry registry;
+    private final StrategyRegistry strategies;
+    private final RoutingSnapshots snapshots;
+    private final CrossDeviceCopier copier;
+    private final RunState state;
+    private volatile int maxAttempts = 4;
+
+    Router(DeviceRegistry registry, StrategyRegistry strategies, RoutingSnapshots snapshots, CrossDeviceCopier copier,
+           RunState state) {
+        this.registry = registry;
+        this.strategies = strategies;
+        this.snapshots = snapshots;
+        this.copier = copier;
+        this.state = state;
+    }
+
+    /**
+     * Drops every thread's snapshot: the devices changed (see {@link RoutingSnapshots#clear(Map)}).
+     *
+     * @param now the registry's device map after the change
+     */
+    void devicesChanged(Map<Device, DeviceMemoryManager> now) {
+        snapshots.clear(now);
+    }
+
+    /** @param attempts devices a routed allocation may try; at least one */
+    void maxAttempts(int attempts) {
+        maxAttempts = Math.max(1, attempts);
+    }
+
+    @Override
+    public Optional<String> activeStrategy() {
+        if (state.isStopped()) {
+            throw RunState.refusal("activeStrategy()");
+        }
+        StrategyRegistry.Entry e = strategies.active();
+        return e == null ? Optional.empty() : Optional.of(e.name());
+    }
+
+    @Override
+    public MemoryHandle allocate(long size, AllocationRequirements requirements) {
+        StrategyRegistry.Entry strategy = strategies.active();
+        if (size <= 0 || requirements == null || strategy == null || state.isStopped()) {
+            throw cannotRoute(size, requirements, strategy);
+        }
+        // Fast path: decide on the recent figures; anything unusual goes to the full path below.
+        Map<Device, DeviceMemoryManager> active = registry.active();
+        RoutingSnapshots.Routing r = snapshots.current(active);
+        Device first = null;
+        String firstFailure = null;
+        boolean firstOutOfMemory = false;
+        if (!r.devices().isEmpty()) {
+            Optional<Device> choice = select(strategy, size, requirements, r.devices(), r.infos());
+            if (choice.isPresent()) {
+                Device d = choice.get();
+                DeviceMemoryManager m = r.managerOf(d);
+                if (m == null) {
+                    throw notOffered(strategy, d, r.devices());
+                }
+                try {
+                    return allocateOn(m, d, size, requirements);
+                } catch (OutOfDeviceMemoryException | DeviceUnavailableException e) {
+                    snapshots.invalidate();
+                    first = d;
+                    firstFailure = d + " (" + e.getMessage() + ")";
+                    firstOutOfMemory = e instanceof OutOfDeviceMemoryException;
+                }
+            }
+        }
+        if (active.isEmpty()) {
+            throw noDevice(size, requirements);
+        }
+        return allocateFresh(size, requirements, strategy, active, first, firstFailure, firstOutOfMemory);
+    }
+
+    /** The checks of {@link #allocate}, in order, once one of them failed. */
+    private RuntimeException cannotRoute(long size, AllocationRequirements requirements, StrategyRegistry.Entry strategy) {
+        if (state.isStopped()) {
+            return RunState.refusal("allocate(" + size + ", " + requirements + ")");
+        }
+        if (size <= 0) {
+            return new InvalidMemoryRequestException("Invalid allocation size " + size + " bytes: the size must be more than zero");
+        }
+        if (requirements == null) {
+            return new InvalidMemoryRequestException("Allocation requirements are null; use AllocationRequirements.defaults()");
+        }
+        return new DeviceUnavailableException(null, "No allocation strategy is available: install and start a"
+                + " strategy bundle (for example io.ferrum.memory.strategy.bestfit)");
+    }
+
+    /** @return why {@link #allocate} found no device */
+    private RuntimeException noDevice(long size, AllocationRequirements requirements) {
+        if (state.isStopped()) { // stopped meanwhile: DS unbinds every device after deactivation
+            return RunState.refusal("allocate(" + size + ", " + requirements + ")");
+        }
+        return new DeviceUnavailableException(null, "No memory device is available: install and start a backend"
+                + " bundle (for example io.ferrum.memory.cpu)");
+    }
+
+    private static MemoryException notOffered(StrategyRegistry.Entry strategy, Device d, List<Device> offered) {
+        return new MemoryException("Allocation strategy " + strategy.name() + " chose " + d
+                + ", which was not among the devices offered " + offered + "; nothing was allocated. A strategy"
+                + " returns one of the devices it is given: fix the strategy, or make another one active");
+    }
+
+    /**
+     * Asks the strategy, a plugin: whatever it throws (a bug, or a {@link LinkageError} once its bundle
+     * was refreshed under it) fails this call with a {@link MemoryException} naming it; only a {@link
+     * VirtualMachineError} passes as it is.
+     *
+     * @return the strategy's choice, never null
+     */
+    private static Optional<Device> select(StrategyRegistry.Entry strategy, long size, AllocationRequirements requirements,
+                                           List<Device> devices, Map<Device, MemoryInfo> infos) {
+        Optional<Device> choice;
+        try {
+            choice = strategy.strategy().selectDevice(size, requirements, devices, infos);
+        } catch (VirtualMachineError fatal) {
+            throw fatal;
+        } catch (Throwable e) {
+            throw strategyFailed(strategy, size, e);
+        }
+        if (choice == null) {
+            throw new MemoryException("Allocation strategy " + strategy.name() + " answered null for " + size
+                    + " bytes instead of an Optional; nothing was allocated. A strategy returns Optional.empty() when"
+                    + " no device suits: fix the strategy, or make another one active");
+        }
+        return choice;
+    }
+
+    private static MemoryException strategyFailed(StrategyRegistry.Entry strategy, long size, Throwable e) {
+        return new MemoryException("Allocation strategy " + strategy.name() + " failed choosing a device for " + size
+                + " bytes (" + e + "); nothing was allocated. Fix or restart the strategy's bundle, or make another"
+                + " strategy active (configuration 'strategy' of " + MemoryMonitor.PID + ")", e);
+    }
+
+    private static MemoryHandle allocateOn(DeviceMemoryManager m, Device d, long size, AllocationRequirements requirements) {
+        return requirements.alignment().isPresent()
+                ? m.allocateAligned(size, requirements.alignment().getAsLong(), requirements.memoryType(), d)
+                : m.allocate(size, requirements.memoryType(), d);
+    }
+
+    /** The full path: fresh figures of every device, and up to maxAttempts choices, skipping {@code triedFirst}. */
+    private MemoryHandle allocateFresh(long size, AllocationRequirements requirements, StrategyRegistry.Entry strategy,
+                                       Map<Device, DeviceMemoryManager> active, Device triedFirst, String firstFailure,
+                                       boolean firstOutOfMemory) {
+        Map<Device, MemoryInfo> infos = Collections.unmodifiableMap(snapshots.figures(active));
+        snapshots.install(active, infos);
+        List<Device> candidates = new ArrayList<>(infos.keySet());
+        List<String> tried = new ArrayList<>();
+        int attempt = 0;
+        boolean outOfMemory = firstOutOfMemory;
+        if (triedFirst != null) {
+            candidates.remove(triedFirst);
+            tried.add(firstFailure);
+            attempt = 1;
+        }
+        for (; attempt < maxAttempts && !candidates.isEmpty(); attempt++) {
+            Optional<Device> choice = select(strategy, size, requirements, List.copyOf(candidates), infos);
+            if (choice.isEmpty()) {
+                break;
+            }
+            Device d = choice.get();
+            if (!candidates.contains(d)) {
+                throw notOffered(strategy, d, candidates);
+            }
+            candidates.remove(d);
+            try {
+                return allocateOn(active.get(d), d, size, requirements);
+            } catch (OutOfDeviceMemoryException | DeviceUnavailableException e) {
+                tried.add(d + " (" + e.getMessage() + ")");
+                outOfMemory |= e instanceof OutOfDeviceMemoryException;
+            }
+        }
+        if (!outOfMemory && (!tried.isEmpty() || infos.isEmpty())) {
+            if (state.isStopped()) { // stopped meanwhile: DS unbinds every device after deactivation
+                throw RunState.refusal("allocate(" + size + ", " + requirements + ")");
+            }
+            // Nothing ran out of memory: every device tried had gone away, or none answers.
+            throw new DeviceUnavailableException(null, "No device is available to allocate " + size + " bytes: "
+                    + (tried.isEmpty() ? "none of " + active.keySet() + " answers" : "tried " + tried
+                    + (candidates.isEmpty() ? "" : "; not tried " + candidates)));
+        }
+        long maxFree = infos.values().stream().mapToLong(MemoryInfo::freeBytes).max().orElse(0);
+        throw new OutOfDeviceMemoryException(null, size, maxFree, "No device could allocate " + size
+                + " bytes with strategy " + strategy.name() + (tried.isEmpty() ? ": it chose none of " + infos.keySet()
+                : "; tried " + tried + (candidates.isEmpty() ? "" : "; not tried " + candidates))
+                + ". Free memory or add a device");
+    }
+
+    private DeviceMemoryManager route(MemoryHandle handle) {
+        if (handle != null && handle.isValid()) {
+            DeviceMemoryManager m = registry.ownerOf(handle);
+            if (m != null) {
+                return m;
+            }
+        }
+        throw unroutable(handle);
+    }
+
+    /** @return why {@code handle} has no manager (kept out of {@link #route}, so that it inlines) */
+    private RuntimeException unroutable(MemoryHandle handle) {
+        if (state.isStopped()) {
+            // Checked first: DS unbinds the managers after deactivation, and a handle of a manager that
+            // is still running would look like one of a manager that went away.
+            return RunState.refusal("a call on handle " + handle);
+        }
+        if (handle == null) {
+            return new InvalidHandleException(null, "Handle is null");
+        }
+        if (!handle.isValid()) {
+            return new InvalidHandleException(handle, "The zero handle names no allocation");
+        }
+        Device gone = registry.departedDevice(handle.id());
+        if (gone != null) {
+            return new DeviceUnavailableException(gone, "Handle " + handle + " belongs to " + gone
+                    + ", which went away (its backend stopped or its configuration was deleted); its memory was released");
+        }
+        return new InvalidHandleException(handle, "Handle " + handle
+                + " is not known to any device: it was freed, or it was never allocated");
+    }
+
+    @Override
+    public void deallocate(MemoryHandle handle) {
+        if (state.isStopped()) {
+            throw RunState.refusal("deallocate(" + handle + ")");
+        }
+        route(handle).deallocate(handle);
+    }
+
+    @Override
+    public Optional<MemoryHandleInfo> handleInfo(MemoryHandle handle) {
+        if (state.isStopped()) {
+            throw RunState.refusal("handleInfo(" + handle + ")");
+        }
+        if (handle == null || !handle.isValid()) {
+            return Optional.empty();
+        }
+        DeviceMemoryManager m = registry.ownerOf(handle);
+        return m == null ? Optional.empty() : m.handleInfo(handle);
+    }
+
+    @Override
+    public Optional<Device> owner(MemoryHandle handle) {
+        if (state.isStopped()) {
+            throw RunState.refusal("owner(" + handle + ")");
+        }
+        return handleInfo(handle).map(MemoryHandleInfo::device);
+    }
+
+    @Override
+    public void copy(MemoryTransfer transfer) {
+        CrossDeviceCopier.Route r = plan(transfer);
+        if (r.sameManager()) {
+            r.src().copy(transfer.src(), transfer.dst(), transfer.size(), transfer.srcOffset(), transfer.dstOffset());
+        } else {
+            copier.copy(r, transfer);
+        }
+    }
+
+    @Override
+    public CompletionStage<Void> copyAsync(MemoryTransfer transfer, StreamHandle stream) {
+        CrossDeviceCopier.Route r = plan(transfer);
+        if (r.sameManager()) {
+            return r.src().copyAsync(transfer, stream);
+        }
+        try {
+            return copier.copyAsync(r, transfer, stream);
+        } catch (RejectedExecutionException stoppedMeanwhile) {
+            throw RunState.refusal("copyAsync(" + transfer + ", " + stream + ")");
+        }
+    }
+
+    private CrossDeviceCopier.Route plan(MemoryTransfer transfer) {
+        if (state.isStopped()) {
+            throw RunState.refusal("a copy of " + transfer);
+        }
+        if (transfer == null) {
+            throw new InvalidMemoryRequestException("Transfer is null");
+        }
+        DeviceMemoryManager src = route(transfer.src());
+        DeviceMemoryManager dst = route(transfer.dst());
+        return src == dst ? new CrossDeviceCopier.Route(src, dst, null, null) : copier.plan(transfer, src, dst);
+    }
+}

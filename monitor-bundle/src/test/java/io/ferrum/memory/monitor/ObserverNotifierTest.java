@@ -1,0 +1,134 @@
+package io.ferrum.memory.monitor;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.reflect.Proxy;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.osgi.service.log.Logger;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryObserver;
+
+/**
+ * The notifier's lanes in use: a blocked observer delays nobody else, a full lane's drops make two
+ * log lines per episode, a removed observer hears nothing more. Each test holds an observer inside a
+ * call with a latch, so every interleaving is forced; the waits only bound a hang.
+ */
+class ObserverNotifierTest {
+    static final Device CPU1 = Device.cpu(1);
+
+    /** The warnings logged, as text. */
+    private final List<String> warnings = new CopyOnWriteArrayList<>();
+    private final Logger logger = (Logger) Proxy.newProxyInstance(Logger.class.getClassLoader(), new Class<?>[] {Logger.class},
+            (proxy, method, args) -> {
+                if (method.getName().equals("warn") && args != null && args.length > 0) {
+                    warnings.add(String.valueOf(args[0]));
+                }
+                return method.getReturnType() == boolean.class ? Boolean.TRUE : null;
+            });
+    private ObserverNotifier notifier;
+
+    @AfterEach
+    void stop() {
+        if (notifier != null) {
+            notifier.stop();
+        }
+    }
+
+    /** Blocks in its first deviceAdded until released; counts every call. */
+    static final class HeldObserver implements MemoryObserver {
+        final CountDownLatch entered = new CountDownLatch(1);
+        final CountDownLatch release = new CountDownLatch(1);
+        final AtomicInteger calls = new AtomicInteger();
+        final CountDownLatch threeCalls = new CountDownLatch(3);
+
+        @Override
+        public void deviceAdded(Device device, MemoryInfo info) {
+            threeCalls.countDown();
+            if (calls.incrementAndGet() == 1) {
+                entered.countDown();
+                try {
+                    release.await(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+
+        void awaitEntered() throws InterruptedException {
+            assertTrue(entered.await(30, TimeUnit.SECONDS), "the held observer was never called");
+        }
+    }
+
+    @Test
+    void aBlockedObserverHoldsUpNoOtherObserver() throws Exception {
+        notifier = new ObserverNotifier(16, Map::of, new MonitorLog(logger));
+        HeldObserver held = new HeldObserver();
+        CountDownLatch otherHeard = new CountDownLatch(2);
+        notifier.add(held, null);
+        notifier.add(new MemoryObserver() {
+            @Override
+            public void deviceAdded(Device device, MemoryInfo info) {
+                otherHeard.countDown();
+            }
+        }, null);
+
+        notifier.deviceAdded(CPU1, null);
+        held.awaitEntered();
+        notifier.deviceAdded(Device.cpu(2), null);
+
+        assertTrue(otherHeard.await(30, TimeUnit.SECONDS), "the other observer waited for the blocked one");
+        held.release.countDown();
+    }
+
+    @Test
+    void aFullLaneDropsAndLogsOnceWhenItStartsAndOnceWithTheCountWhenItCatchesUp() throws Exception {
+        notifier = new ObserverNotifier(2, Map::of, new MonitorLog(logger));
+        HeldObserver held = new HeldObserver();
+        notifier.add(held, null);
+
+        notifier.deviceAdded(CPU1, null);
+        held.awaitEntered();          // the lane's first call is running: its queue is empty
+        for (int i = 0; i < 5; i++) { // 2 fit, 3 are dropped
+            notifier.deviceAdded(CPU1, null);
+        }
+        assertEquals(1, warnings.size(), "one line when the drops start: " + warnings);
+        assertTrue(warnings.get(0).contains("is 2 notifications behind"), warnings.get(0));
+
+        held.release.countDown();
+        assertTrue(held.threeCalls.await(30, TimeUnit.SECONDS), "the 2 calls that fitted never ran");
+        notifier.stop();              // waits for the lane to finish
+
+        assertEquals(3, held.calls.get(), "the running call and the 2 that fitted, not the dropped ones");
+        assertEquals(2, warnings.size(), "one line when it caught up: " + warnings);
+        assertTrue(warnings.get(1).contains("caught up; 3 notifications for it were dropped"), warnings.get(1));
+    }
+
+    @Test
+    void aRemovedObserverIsNotCalledAgainNotEvenWithCallsAlreadyQueued() throws Exception {
+        notifier = new ObserverNotifier(16, Map::of, new MonitorLog(logger));
+        HeldObserver held = new HeldObserver();
+        notifier.add(held, null);
+        notifier.deviceAdded(CPU1, null);
+        held.awaitEntered();
+        notifier.deviceAdded(CPU1, null);
+        notifier.deviceAdded(CPU1, null);
+
+        notifier.remove(held);
+        held.release.countDown();
+        notifier.stop();
+
+        assertEquals(1, held.calls.get(), "only the call that was running when it was removed");
+        assertEquals(List.of(), warnings);
+    }
+}

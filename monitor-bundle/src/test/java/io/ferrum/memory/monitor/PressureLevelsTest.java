@@ -1,0 +1,155 @@
+package io.ferrum.memory.monitor;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Map;
+import java.util.OptionalDouble;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryObserver;
+import io.ferrum.memory.api.MemoryPressure;
+
+/**
+ * Pressure levels: reported by managers that accept an observer, derived from figures for the others,
+ * and each change told once.
+ */
+class PressureLevelsTest {
+    static final Device CPU1 = Device.cpu(1);
+
+    /** The changes the notifier delivered, as "device OLD>NEW". */
+    private final BlockingQueue<String> told = new LinkedBlockingQueue<>();
+    private final ObserverNotifier notifier = new ObserverNotifier(64, Map::of, new MonitorLog(null));
+    private final PressureLevels levels = new PressureLevels(notifier);
+
+    @BeforeEach
+    void listen() {
+        notifier.add(new MemoryObserver() {
+            @Override
+            public void pressureChanged(Device device, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
+                told.add(device + " " + previous + ">" + current);
+            }
+        }, null);
+    }
+
+    @AfterEach
+    void stop() {
+        notifier.stop();
+    }
+
+    static MemoryInfo used(long percent) {
+        return new MemoryInfo(100, percent, 100 - percent, 100, 1, 0.0, OptionalDouble.empty());
+    }
+
+    /** @return the next change told, waiting for the notifier's lane (the wait bounds a hang, it measures nothing) */
+    private String nextTold() throws InterruptedException {
+        String s = told.poll(10, TimeUnit.SECONDS);
+        assertNotNull(s, "no change was told");
+        return s;
+    }
+
+    /** Tells a marker after everything queued before it, so that "nothing more was told" can be asserted. */
+    private void assertNothingMoreTold() throws InterruptedException {
+        notifier.pressureChanged(Device.cpu(99), MemoryPressure.LOW, MemoryPressure.LOW, null);
+        assertEquals("cpu:99 LOW>LOW", nextTold(), "a change was told that should not have been");
+    }
+
+    @Test
+    void aManagerThatDeclinesObserversHasItsLevelDerivedFromFiguresEachChangeToldOnce() throws Exception {
+        StubManager m = new StubManager(CPU1, StubManager.poolSpace(1), false, 100, 10);
+        levels.subscribe(CPU1, m, m.memoryInfo());
+        assertEquals(Map.of(CPU1, MemoryPressure.LOW), levels.snapshot());
+
+        levels.derive(CPU1, m, used(50));
+        levels.derive(CPU1, m, used(90));
+        levels.derive(CPU1, m, used(92));
+        levels.derive(CPU1, m, used(96));
+        levels.derive(CPU1, m, used(20));
+
+        assertEquals("cpu:1 LOW>HIGH", nextTold());
+        assertEquals("cpu:1 HIGH>CRITICAL", nextTold());
+        assertEquals("cpu:1 CRITICAL>LOW", nextTold());
+        assertNothingMoreTold();
+        assertEquals(Map.of(CPU1, MemoryPressure.LOW), levels.snapshot());
+    }
+
+    @Test
+    void aReportingManagerTellsItsOwnChangesAndItsFiguresDeriveNothing() throws Exception {
+        StubManager m = new StubManager(CPU1, StubManager.poolSpace(1), true, 100, 10);
+        levels.subscribe(CPU1, m, m.memoryInfo());
+        assertNotNull(m.observer, "the monitor's observer was accepted");
+
+        levels.derive(CPU1, m, used(99));
+        assertEquals(Map.of(CPU1, MemoryPressure.LOW), levels.snapshot(), "figures of a reporting manager derive nothing");
+
+        m.observer.pressureChanged(CPU1, MemoryPressure.LOW, MemoryPressure.MEDIUM, used(75));
+        assertEquals("cpu:1 LOW>MEDIUM", nextTold());
+        assertEquals(Map.of(CPU1, MemoryPressure.MEDIUM), levels.snapshot());
+        assertNothingMoreTold();
+
+        levels.unsubscribe(CPU1, m);
+        assertNull(m.observer, "unsubscribing removes the observer from the manager");
+    }
+
+    @Test
+    void figuresOfAnotherManagerOfTheDeviceDeriveNothing() throws Exception {
+        StubManager serving = new StubManager(CPU1, StubManager.poolSpace(1), false, 100, 10);
+        StubManager other = new StubManager(CPU1, StubManager.poolSpace(2), false, 100, 10);
+        levels.subscribe(CPU1, serving, serving.memoryInfo());
+
+        levels.derive(CPU1, other, used(99));
+
+        assertEquals(Map.of(CPU1, MemoryPressure.LOW), levels.snapshot());
+        assertNothingMoreTold();
+    }
+
+    @Test
+    void aManagerThatFailsToTakeAnObserverIsDerived() throws Exception {
+        StubManager failing = new StubManager(CPU1, StubManager.poolSpace(1), true, 100, 10) {
+            @Override
+            public boolean addPressureObserver(MemoryObserver o) {
+                throw new IllegalStateException("broken plugin");
+            }
+        };
+        levels.subscribe(CPU1, failing, failing.memoryInfo());
+
+        levels.derive(CPU1, failing, used(90));
+
+        assertEquals("cpu:1 LOW>HIGH", nextTold());
+    }
+
+    @Test
+    void aForgottenDeviceHasNoLevelAndItsFiguresDeriveNothing() throws Exception {
+        StubManager m = new StubManager(CPU1, StubManager.poolSpace(1), false, 100, 10);
+        levels.subscribe(CPU1, m, m.memoryInfo());
+        levels.unsubscribe(CPU1, m);
+        levels.forget(CPU1);
+
+        levels.derive(CPU1, m, used(90));
+
+        assertTrue(levels.snapshot().isEmpty());
+        assertNothingMoreTold();
+    }
+
+    @Test
+    void theFirstLevelOfADeviceWithoutFiguresIsSetWithoutAChange() throws Exception {
+        StubManager m = new StubManager(CPU1, StubManager.poolSpace(1), false, 100, 10);
+        levels.subscribe(CPU1, m, null);
+        assertTrue(levels.snapshot().isEmpty(), "no figures when it came: no level yet");
+
+        levels.derive(CPU1, m, used(90));
+
+        assertEquals(Map.of(CPU1, MemoryPressure.HIGH), levels.snapshot());
+        assertNothingMoreTold();
+    }
+}
