@@ -125,7 +125,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         this.transfers = new Transfers(reclaimer, checks, this.streams, config.maxConcurrentTransfers(), figures,
                 upstream, settings.nanoClock());
         this.mappings = new Mappings(device, pools[MemoryType.MAPPED.ordinal()], allocator, reclaimer, this.handles,
-                issuedAliases, lifecycle, checks, upstream, settings.nanoClock(), settings.peers());
+                issuedAliases, lifecycle, checks, settings.nanoClock(), settings.peers());
         try {
             growth.preAllocate(pools, config);
         } catch (RuntimeException e) {

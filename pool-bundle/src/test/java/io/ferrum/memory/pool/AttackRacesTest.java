@@ -1,0 +1,124 @@
+package io.ferrum.memory.pool;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryMapping;
+import io.ferrum.memory.pool.HookedUpstream.Call;
+import io.ferrum.memory.pool.HookedUpstream.Pause;
+
+/**
+ * Races found by attacking the engine after its split into rooms: work a peer manager does on a
+ * block of another manager through an alias (the second handle of a cross-device mapping).
+ */
+class AttackRacesTest extends RaceHarness {
+    static final Device CPU1 = Device.cpu(1);
+    static final Device CPU2 = Device.cpu(2);
+
+    /** Two managers of cpu:1 (the owner of mappings' memory) and cpu:2 (the peer), each over its own upstream. */
+    private PooledMemoryManager[] owners(HookedUpstream up1, ZeroingPolicy z1, HookedUpstream up2, ZeroingPolicy z2) {
+        Map<Device, PooledMemoryManager> running = new ConcurrentHashMap<>();
+        PooledMemoryManager a = manager(up1, config(pool(MiB, MiB, 256)),
+                PoolSettings.defaults().withZeroing(z1).withPeers(running::get), null);
+        PooledMemoryManager b = manager(up2, config(pool(MiB, MiB, 256)),
+                PoolSettings.defaults().withZeroing(z2).withPeers(running::get), null);
+        running.put(CPU1, a);
+        running.put(CPU2, b);
+        return new PooledMemoryManager[] {a, b};
+    }
+
+    /**
+     * The peer copies through its alias of the owner's block (paused inside the copy, the block
+     * pinned); the owner closes meanwhile without waiting (its thread interrupted), so the release
+     * of its chunks is left to the last work on them: the peer's copy. That release must go to the
+     * owner's upstream and end the owner's close, not the peer's.
+     */
+    @Test
+    void aPeersCopyOnAnAliasEndsTheOwnersDeferredCloseNotThePeers() throws Exception {
+        HookedUpstream up1 = new HookedUpstream(CPU1, 64 * MiB);
+        HookedUpstream up2 = new HookedUpstream(CPU2, 64 * MiB);
+        PooledMemoryManager[] m = owners(up1, ZeroingPolicy.NONE, up2, ZeroingPolicy.NONE);
+        PooledMemoryManager a = m[0];
+        PooledMemoryManager b = m[1];
+        b.allocate(4 * KiB, CPU2); // the peer holds memory of its own
+        long peerReserved = b.memoryInfo().reservedBytes();
+        MemoryMapping mapping = a.createMapping(CPU1, CPU2, 4 * KiB);
+        MemoryHandle alias = mapping.target();
+
+        Pause copy1 = up1.pauseNext(Call.COPY);
+        Pause copy2 = up2.pauseNext(Call.COPY);
+        CompletableFuture<Void> copying = start("peer-copy", () -> {
+            b.copy(alias, alias, KiB, 0, 2 * KiB);
+            return null;
+        });
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!copy1.arrived() && !copy2.arrived()) {
+            assertTrue(System.nanoTime() < deadline, "the peer's copy never reached an upstream");
+            Thread.onSpinWait();
+        }
+        CompletableFuture<Void> closing = start("owner-close", () -> {
+            Thread.currentThread().interrupt(); // the close does not wait for the copy
+            a.close();
+            return null;
+        });
+        closing.get(30, TimeUnit.SECONDS);
+        copy1.release();
+        copy2.release();
+        copying.get(30, TimeUnit.SECONDS);
+
+        assertEquals("", up2.violations.toString(), "the peer's upstream was not handed the owner's chunks");
+        assertFalse(up2.closed, "the peer is open: its upstream must not be closed");
+        assertEquals(peerReserved, b.quickInfo().reservedBytes(), "the peer's reserved bytes");
+        assertEquals(peerReserved, b.memoryInfo().reservedBytes(), "the peer's reserved bytes (full figures)");
+        assertEquals(0, up1.liveBytes(), "every chunk of the owner went back to the owner's upstream");
+        assertTrue(up1.closed, "the owner's close ended: its upstream is closed");
+        assertEquals("", up1.violations.toString());
+    }
+
+    /**
+     * Zeroing on free is the owner's policy: a block of an owner that clears freed memory, freed
+     * while the peer's copy through the alias pinned it, is cleared before anyone else gets it,
+     * even though the peer itself does not clear freed memory.
+     */
+    @Test
+    void aBlockFreedUnderAPeersCopyIsClearedByTheOwnersPolicy() throws Exception {
+        HookedUpstream up1 = new HookedUpstream(CPU1, 64 * MiB);
+        HookedUpstream up2 = new HookedUpstream(CPU2, 64 * MiB);
+        PooledMemoryManager[] m = owners(up1, ZeroingPolicy.ON_FREE, up2, ZeroingPolicy.NONE);
+        PooledMemoryManager a = m[0];
+        PooledMemoryManager b = m[1];
+        MemoryMapping mapping = a.createMapping(CPU1, CPU2, 4 * KiB);
+        fill(a, mapping.source(), (byte) 0x5A); // the first owner's secret
+
+        Pause copy1 = up1.pauseNext(Call.COPY);
+        Pause copy2 = up2.pauseNext(Call.COPY);
+        CompletableFuture<Void> copying = start("peer-copy", () -> {
+            b.copy(mapping.target(), mapping.target(), KiB, 0, 2 * KiB);
+            return null;
+        });
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!copy1.arrived() && !copy2.arrived()) {
+            assertTrue(System.nanoTime() < deadline, "the peer's copy never reached an upstream");
+            Thread.onSpinWait();
+        }
+        b.deallocate(mapping.target());
+        a.deallocate(mapping.source()); // the last name: freed while pinned
+        copy1.release();
+        copy2.release();
+        copying.get(30, TimeUnit.SECONDS);
+
+        MemoryMapping next = a.createMapping(CPU1, CPU1, 4 * KiB); // the same block, for a new owner
+        assertNull(firstOtherThan(a, next.source(), (byte) 0), "a new owner finds only zeros");
+    }
+}
