@@ -14,13 +14,17 @@ import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryMapping;
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.pool.HookedUpstream.Call;
 import io.ferrum.memory.pool.HookedUpstream.Pause;
 
 /**
  * Races found by attacking the engine after its split into rooms: work a peer manager does on a
- * block of another manager through an alias (the second handle of a cross-device mapping).
+ * block of another manager through an alias (the second handle of a cross-device mapping), and
+ * auto-GC at the threshold.
  */
 class AttackRacesTest extends RaceHarness {
     static final Device CPU1 = Device.cpu(1);
@@ -120,5 +124,28 @@ class AttackRacesTest extends RaceHarness {
 
         MemoryMapping next = a.createMapping(CPU1, CPU1, 4 * KiB); // the same block, for a new owner
         assertNull(firstOtherThan(a, next.source(), (byte) 0), "a new owner finds only zeros");
+    }
+
+    /**
+     * Auto-GC's line follows configurePool: a pool that crossed its old line, stayed above it, and
+     * then had its maxSize raised (its use now below the new line) runs auto-GC when an allocation
+     * crosses the new line, with no free in between to re-arm it.
+     */
+    @Test
+    void raisingMaxSizeArmsAutoGcForTheNewLine() {
+        MemoryPoolConfig eight = MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB)
+                .maxSize(8 * MiB).alignment(256).preAllocate(false).build();
+        MemoryManagerConfig cfg = MemoryManagerConfig.defaults().withAutoGc(true, 0.5)
+                .withPoolConfig(MemoryType.GENERAL, eight);
+        PooledMemoryManager m = manager(new HookedUpstream(64 * MiB), cfg, PoolSettings.defaults().withThreadCache(0),
+                null);
+        m.allocate(5 * MiB, CPU); // above the line of 4 MiB: auto-GC ran, disarmed
+        MemoryHandle y = m.allocate(MiB, CPU);
+        m.deallocate(y); // 5 MiB, still above the line: not re-armed; y's chunk stays empty
+        assertEquals(6 * MiB, m.memoryInfo().reservedBytes());
+        m.configurePool(CPU, MemoryType.GENERAL, MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB)
+                .maxSize(16 * MiB).alignment(256).preAllocate(false).build()); // the line: 8 MiB, 5 MiB below it
+        m.allocate(4 * MiB, CPU); // 9 MiB: crosses the new line
+        assertEquals(9 * MiB, m.memoryInfo().reservedBytes(), "the crossing of the new line gave y's empty chunk back");
     }
 }

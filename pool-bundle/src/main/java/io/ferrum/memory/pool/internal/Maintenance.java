@@ -17,7 +17,8 @@ import io.ferrum.memory.pool.DeviceChunk;
  * <p><b>Auto-GC</b> ({@code enableAutoGc}) runs in two cases: 1. when an allocation takes a pool's
  * utilisation (its used bytes, thread-cached blocks included, over the most it may hold: maxSize, or
  * the device's capacity) above {@code gcThreshold}: trim, then compact that pool; once per crossing,
- * armed again when the pool's used bytes fall back to the line ({@link Pool#crossedGcLine}); a
+ * armed again when the pool's used bytes fall back to the line, or when configurePool moves the
+ * line to or above them ({@link Pool#crossedGcLine}); a
  * threshold of 1 never crosses, one of 0 crosses when an empty pool gets a block. 2. as the
  * {@link OutOfMemoryHook}, when a pool cannot grow: the thread caches go back to their pools
  * (always: cached blocks are memory too), then trim and compact the starved pool, and the
