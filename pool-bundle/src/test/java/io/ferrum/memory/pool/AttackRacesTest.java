@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.MemorySegment;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -13,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryMapping;
@@ -147,5 +149,53 @@ class AttackRacesTest extends RaceHarness {
                 .maxSize(16 * MiB).alignment(256).preAllocate(false).build()); // the line: 8 MiB, 5 MiB below it
         m.allocate(4 * MiB, CPU); // 9 MiB: crosses the new line
         assertEquals(9 * MiB, m.memoryInfo().reservedBytes(), "the crossing of the new line gave y's empty chunk back");
+    }
+
+    /**
+     * Auto-GC run by an allocation compacts the pool while a copy (paused inside the upstream)
+     * pins one block and a live view maps another: neither moves, the copy lands in its block, the
+     * view's writes reach its handle, and a block that may move keeps its bytes.
+     */
+    @Test
+    void autoGcOnAllocationMovesNeitherAPinnedNorAMappedBlock() throws Exception {
+        MemoryManagerConfig cfg = MemoryManagerConfig.defaults().withAutoGc(true, 0.5)
+                .withPoolConfig(MemoryType.GENERAL, MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB)
+                        .maxSize(8 * MiB).alignment(256).preAllocate(false).build());
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, cfg, PoolSettings.defaults().withThreadCache(0), null);
+        long size = 128 * KiB;
+        MemoryHandle[] p = new MemoryHandle[6];
+        for (int i = 0; i < p.length; i++) {
+            p[i] = m.allocate(size, CPU);
+        }
+        MemorySegment w = m.mapMemory(p[1], MemoryAccess.WRITE_ONLY);
+        w.asSlice(0, size / 2).fill((byte) 0x11);
+        w.asSlice(size / 2, size / 2).fill((byte) 0x22);
+        m.unmapMemory(p[1]);
+        fill(m, p[5], (byte) 0x55);
+        m.deallocate(p[0]);
+        m.deallocate(p[2]);
+        m.deallocate(p[4]); // holes before the pinned, the mapped and the movable block
+        MemorySegment view = m.mapMemory(p[3], MemoryAccess.READ_WRITE);
+
+        Pause copy = up.pauseNext(Call.COPY);
+        CompletableFuture<Void> copying = start("copy", () -> {
+            m.copy(p[1], p[1], size / 2, 0, size / 2); // p[1] becomes all 0x11
+            return null;
+        });
+        copy.awaitArrival();
+        m.allocate(4 * MiB, CPU); // 4.375 MiB used: crosses the line of 4 MiB, compacts
+        copy.release();
+        copying.get(30, TimeUnit.SECONDS);
+        view.fill((byte) 0x77);
+        m.unmapMemory(p[3]);
+
+        assertNull(firstOtherThan(m, p[1], (byte) 0x11), "the copy landed in the pinned block");
+        assertNull(firstOtherThan(m, p[3], (byte) 0x77), "the view's writes reached its handle");
+        assertNull(firstOtherThan(m, p[5], (byte) 0x55), "the movable block kept its bytes");
+        // Free in the first chunk: the two holes around the pinned block and 384 KiB after p[5], which
+        // slid into p[4]'s hole (without the slide the largest would be 256 KiB: 0.6).
+        assertEquals(0.4, m.memoryInfo().fragmentationRatio(), 1e-9, "the movable block slid down");
+        assertEquals("", up.violations.toString());
     }
 }
