@@ -6,19 +6,25 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryMapping;
+import io.ferrum.memory.api.MemoryObserver;
 import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryPressure;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.pool.HookedUpstream.Call;
 import io.ferrum.memory.pool.HookedUpstream.Pause;
@@ -197,5 +203,32 @@ class AttackRacesTest extends RaceHarness {
         // slid into p[4]'s hole (without the slide the largest would be 256 KiB: 0.6).
         assertEquals(0.4, m.memoryInfo().fragmentationRatio(), 1e-9, "the movable block slid down");
         assertEquals("", up.violations.toString());
+    }
+
+    /**
+     * A pressure callback that frees memory when told HIGH (the use a callback is for) changes the
+     * level again while it is being told: observers hear the changes in the order they happened,
+     * each from the level the last one left, and the last they hear is the level now.
+     */
+    @Test
+    void aCallbackThatFreesOnHighLeavesObserversAtTheLevelNow() {
+        PooledMemoryManager m = manager(new HookedUpstream(10 * MiB), config(pool(MiB, MiB, 256)),
+                PoolSettings.defaults().withThreadCache(0), null);
+        MemoryHandle ballast = m.allocate(6 * MiB, CPU); // 60 %: LOW
+        List<String> heard = new CopyOnWriteArrayList<>();
+        m.addPressureObserver(new MemoryObserver() {
+            @Override
+            public void pressureChanged(Device device, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
+                heard.add(previous + "->" + current);
+            }
+        });
+        AtomicBoolean freed = new AtomicBoolean();
+        m.setPressureCallback(level -> {
+            if (level == MemoryPressure.HIGH && freed.compareAndSet(false, true)) {
+                m.deallocate(ballast); // back to 30 %: LOW
+            }
+        });
+        m.allocate(3 * MiB, CPU); // 90 %: HIGH, and the callback frees
+        assertEquals(List.of("LOW->HIGH", "HIGH->LOW"), heard, "in order, each from the level the last one left");
     }
 }
