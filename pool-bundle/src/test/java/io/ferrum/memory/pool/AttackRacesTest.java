@@ -3,6 +3,7 @@ package io.ferrum.memory.pool;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
@@ -15,8 +16,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 
 import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryInfo;
@@ -230,5 +233,26 @@ class AttackRacesTest extends RaceHarness {
         });
         m.allocate(3 * MiB, CPU); // 90 %: HIGH, and the callback frees
         assertEquals(List.of("LOW->HIGH", "HIGH->LOW"), heard, "in order, each from the level the last one left");
+    }
+
+    /**
+     * After the owner of a mapping's memory closes, the peer's alias answers "unavailable" for the
+     * owner's device, which is the one that went, not for the peer, which still runs.
+     */
+    @Test
+    void anAliasWhoseOwnerClosedNamesTheOwnerAsUnavailable() {
+        HookedUpstream up1 = new HookedUpstream(CPU1, 64 * MiB);
+        HookedUpstream up2 = new HookedUpstream(CPU2, 64 * MiB);
+        PooledMemoryManager[] m = owners(up1, ZeroingPolicy.NONE, up2, ZeroingPolicy.NONE);
+        MemoryMapping mapping = m[0].createMapping(CPU1, CPU2, 4 * KiB);
+        m[0].close();
+        for (Executable call : List.<Executable>of(() -> m[1].mapMemory(mapping.target(), MemoryAccess.READ_ONLY),
+                () -> m[1].copy(mapping.target(), mapping.target(), 1, 0, 1))) {
+            DeviceUnavailableException e = assertThrows(DeviceUnavailableException.class, call);
+            assertEquals(CPU1, e.device(), e.getMessage());
+            assertTrue(e.getMessage().startsWith("The memory manager of " + CPU1 + " is closed"), e.getMessage());
+        }
+        assertFalse(m[1].isClosed());
+        m[1].allocate(KiB, CPU2); // the peer runs on
     }
 }

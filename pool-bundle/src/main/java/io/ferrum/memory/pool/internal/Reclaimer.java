@@ -293,10 +293,14 @@ final class Reclaimer {
         return closeArena(b, mapping);
     }
 
-    /** Under the pool lock: the pool is open and {@code id} still names {@code b}, else the exception that says why. */
+    /**
+     * Under the pool lock: the pool is open and {@code id} still names {@code b}, else the exception
+     * that says why. A closed pool is reported as its own manager's ({@code id} may be an alias this
+     * manager issued for a peer's block, and then the peer is the one closed).
+     */
     void checkLive(Pool pool, Block b, long id) {
         if (pool.closed) {
-            throw checks.closed();
+            throw pool.reclaimer.checks.closed();
         }
         if (!b.isNamedBy(id)) {
             throw checks.invalidHandle(new MemoryHandle(id));
@@ -306,15 +310,12 @@ final class Reclaimer {
     /**
      * Pins live block {@code b} named {@code id}: it is neither moved, reused nor released until
      * {@link #unpin}. {@code id} may be an alias this manager issued for a peer's block: the pin is
-     * the peer's work on its own pool, and a closed pool is reported as the peer's.
+     * work on the peer's pool.
      */
     void pin(Block b, long id) {
         Pool pool = b.pool;
         pool.acquire();
         try {
-            if (pool.closed) {
-                throw pool.reclaimer.checks.closed();
-            }
             checkLive(pool, b, id);
             b.pins++;
             pool.inflight++;
