@@ -71,6 +71,7 @@ class AttackRacesTest extends RaceHarness {
         MemoryMapping mapping = a.createMapping(CPU1, CPU2, 4 * KiB);
         MemoryHandle alias = mapping.target();
 
+        // Paused in whichever upstream the copy goes through (the owner's is the right one).
         Pause copy1 = up1.pauseNext(Call.COPY);
         Pause copy2 = up2.pauseNext(Call.COPY);
         CompletableFuture<Void> copying = start("peer-copy", () -> {
@@ -116,6 +117,7 @@ class AttackRacesTest extends RaceHarness {
         MemoryMapping mapping = a.createMapping(CPU1, CPU2, 4 * KiB);
         fill(a, mapping.source(), (byte) 0x5A); // the first owner's secret
 
+        // Paused in whichever upstream the copy goes through (the owner's is the right one).
         Pause copy1 = up1.pauseNext(Call.COPY);
         Pause copy2 = up2.pauseNext(Call.COPY);
         CompletableFuture<Void> copying = start("peer-copy", () -> {
