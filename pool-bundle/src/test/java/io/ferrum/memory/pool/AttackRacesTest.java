@@ -257,4 +257,30 @@ class AttackRacesTest extends RaceHarness {
         assertFalse(m[1].isClosed());
         m[1].allocate(KiB, CPU2); // the peer runs on
     }
+
+    /**
+     * Under zeroing on free, auto-GC run by an allocation empties the emptiest chunk into a fuller
+     * one: the bytes the moved block leaves behind are cleared, so whoever gets that chunk's memory
+     * next finds zeros (chunks come dirty, as malloc may give them).
+     */
+    @Test
+    void autoGcEvacuationUnderZeroingOnFreeLeavesNoBytesBehind() {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        up.dirt = (byte) 0xEE;
+        MemoryManagerConfig cfg = MemoryManagerConfig.defaults().withAutoGc(true, 0.5)
+                .withPoolConfig(MemoryType.GENERAL, MemoryPoolConfig.builder().initialSize(MiB)
+                        .growthIncrement(4 * MiB).maxSize(16 * MiB).alignment(256).preAllocate(false).build());
+        PooledMemoryManager m = manager(up, cfg, PoolSettings.defaults().withZeroing(ZeroingPolicy.ON_FREE), null);
+        m.allocate(512 * KiB, CPU); // chunk A, 1 MiB
+        MemoryHandle a2 = m.allocate(512 * KiB, CPU); // A is full
+        MemoryHandle secret = m.allocate(256 * KiB, CPU); // chunk B, 4 MiB, at its start
+        fill(m, secret, (byte) 0x5A);
+        m.deallocate(a2); // A: 512 KiB free
+        m.allocate(7 * MiB + 512 * KiB, CPU); // 8.25 MiB used: crosses the line of 8 MiB; B empties into A
+        // Free: 256 KiB in A, all 4 MiB of B (without the move: 512 KiB and 3.75 MiB).
+        assertEquals(1.0 - 4.0 / 4.25, m.memoryInfo().fragmentationRatio(), 1e-9, "the secret moved out of B");
+        MemoryHandle next = m.allocate(4 * MiB, CPU); // all of B
+        assertNull(firstOtherThan(m, next, (byte) 0), "B's next owner finds only zeros");
+        assertNull(firstOtherThan(m, secret, (byte) 0x5A), "the moved block kept its bytes");
+    }
 }
