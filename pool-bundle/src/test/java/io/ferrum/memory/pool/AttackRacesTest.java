@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -282,5 +283,149 @@ class AttackRacesTest extends RaceHarness {
         MemoryHandle next = m.allocate(4 * MiB, CPU); // all of B
         assertNull(firstOtherThan(m, next, (byte) 0), "B's next owner finds only zeros");
         assertNull(firstOtherThan(m, secret, (byte) 0x5A), "the moved block kept its bytes");
+    }
+
+    /** An upstream whose next copy fails once armed, as a device that reports an error would; else {@code real}. */
+    static final class FailingCopies implements DeviceUpstream {
+        final HookedUpstream real;
+        volatile boolean failNextCopy;
+
+        FailingCopies(HookedUpstream real) {
+            this.real = real;
+        }
+
+        @Override
+        public Device device() {
+            return real.device();
+        }
+
+        @Override
+        public String backendName() {
+            return real.backendName();
+        }
+
+        @Override
+        public long physicalCapacity() {
+            return real.physicalCapacity();
+        }
+
+        @Override
+        public long chunkAlignment() {
+            return real.chunkAlignment();
+        }
+
+        @Override
+        public DeviceChunk reserve(long bytes) {
+            return real.reserve(bytes);
+        }
+
+        @Override
+        public void release(DeviceChunk chunk) {
+            real.release(chunk);
+        }
+
+        @Override
+        public void copy(DeviceChunk src, long srcOffset, DeviceChunk dst, long dstOffset, long bytes) {
+            if (failNextCopy) {
+                failNextCopy = false;
+                throw new IllegalStateException("test: the device reports a copy error");
+            }
+            real.copy(src, srcOffset, dst, dstOffset, bytes);
+        }
+
+        @Override
+        public void copyToHost(DeviceChunk src, long srcOffset, MemorySegment dst, long bytes) {
+            real.copyToHost(src, srcOffset, dst, bytes);
+        }
+
+        @Override
+        public void copyFromHost(MemorySegment src, DeviceChunk dst, long dstOffset, long bytes) {
+            real.copyFromHost(src, dst, dstOffset, bytes);
+        }
+
+        @Override
+        public void fill(DeviceChunk chunk, long offset, long bytes, byte value) {
+            real.fill(chunk, offset, bytes, value);
+        }
+
+        @Override
+        public Optional<MemorySegment> hostSegment(DeviceChunk chunk) {
+            return real.hostSegment(chunk);
+        }
+
+        @Override
+        public void close() {
+            real.close();
+        }
+    }
+
+    /**
+     * The allocation that crosses the line is done before auto-GC runs: a compaction whose copy the
+     * device fails costs the caller nothing (the handle comes back, nothing leaks), the failure is
+     * logged, and the pool stays whole (the hole the block would have slid into is still free).
+     */
+    @Test
+    void anAutoGcWhoseCopyFailsStillReturnsTheAllocationAndLosesNoMemory() {
+        HookedUpstream real = new HookedUpstream(64 * MiB);
+        FailingCopies up = new FailingCopies(real);
+        List<String> warnings = new CopyOnWriteArrayList<>();
+        PoolLog log = new PoolLog() {
+            @Override
+            public void warn(String message, Throwable cause) {
+                warnings.add(message);
+            }
+
+            @Override
+            public void info(String message) {
+            }
+        };
+        MemoryManagerConfig cfg = MemoryManagerConfig.defaults().withAutoGc(true, 0.5)
+                .withPoolConfig(MemoryType.GENERAL, MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB)
+                        .maxSize(8 * MiB).alignment(256).preAllocate(false).build());
+        PooledMemoryManager m = manager(up, cfg, PoolSettings.defaults().withThreadCache(0).withLog(log), null);
+        MemoryHandle[] p = new MemoryHandle[4];
+        for (int i = 0; i < p.length; i++) {
+            p[i] = m.allocate(256 * KiB, CPU);
+        }
+        fill(m, p[1], (byte) 0x11);
+        m.deallocate(p[0]); // p[1] would slide into this hole
+        up.failNextCopy = true;
+        MemoryHandle big = m.allocate(4 * MiB - 256 * KiB, CPU); // 4.5 MiB used: crosses the line
+        assertTrue(m.owns(big), "the allocation came back");
+        assertEquals(3 * 256 * KiB + 4 * MiB - 256 * KiB, m.memoryInfo().usedBytes(), "nothing else is in use");
+        assertEquals(1, warnings.size(), warnings.toString());
+        assertNull(firstOtherThan(m, p[1], (byte) 0x11), "the block that did not move kept its bytes");
+        MemoryHandle again = m.allocate(256 * KiB, CPU); // into p[0]'s old hole, still listed
+        assertEquals(MiB + 4 * MiB - 256 * KiB, m.memoryInfo().reservedBytes(), "the hole served it: no growth");
+        m.deallocate(again);
+        m.defragment(CPU).toCompletableFuture().join(); // the device copies again: the pool is whole
+        assertNull(firstOtherThan(m, p[1], (byte) 0x11));
+    }
+
+    /**
+     * The same when the failed copy is the evacuation of the emptiest chunk into a fuller one: the
+     * destination carved for the block is free again, and the emptiest chunk's free space, taken off
+     * the lists while the evacuation ran, is listed again.
+     */
+    @Test
+    void anAutoGcWhoseEvacuationCopyFailsKeepsEveryFreeBlockListed() {
+        FailingCopies up = new FailingCopies(new HookedUpstream(64 * MiB));
+        MemoryManagerConfig cfg = MemoryManagerConfig.defaults().withAutoGc(true, 0.5)
+                .withPoolConfig(MemoryType.GENERAL, MemoryPoolConfig.builder().initialSize(MiB)
+                        .growthIncrement(4 * MiB).maxSize(16 * MiB).alignment(256).preAllocate(false).build());
+        PooledMemoryManager m = manager(up, cfg, PoolSettings.defaults().withThreadCache(0), null);
+        m.allocate(512 * KiB, CPU); // chunk A, 1 MiB
+        MemoryHandle a2 = m.allocate(512 * KiB, CPU);
+        MemoryHandle s = m.allocate(256 * KiB, CPU); // chunk B, 4 MiB
+        fill(m, s, (byte) 0x5A);
+        m.deallocate(a2);
+        up.failNextCopy = true; // nothing slides: the first copy is s's evacuation into A
+        MemoryHandle big = m.allocate(7 * MiB + 512 * KiB, CPU); // crosses the line of 8 MiB
+        assertTrue(m.owns(big));
+        assertEquals(MiB / 2 + MiB / 4 + 7 * MiB + MiB / 2, m.memoryInfo().usedBytes(), "no destination left in use");
+        assertNull(firstOtherThan(m, s, (byte) 0x5A));
+        m.allocate(512 * KiB, CPU); // A's hole
+        m.allocate(3 * MiB + 3 * MiB / 4, CPU); // B's free tail
+        assertEquals(MiB + 4 * MiB + 7 * MiB + MiB / 2, m.memoryInfo().reservedBytes(), "both served without growth");
     }
 }

@@ -118,7 +118,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         }
         this.growth = new Growth(upstream, account, checks, lifecycle, zeroOnFree);
         this.maintenance = new Maintenance(pools, caches, reclaimer, lifecycle, new Compactor(upstream, zeroOnFree),
-                account, checks, figures, config.enableAutoGc());
+                account, checks, figures, config.enableAutoGc(), device, settings.log());
         this.allocator = new Allocator(this.handles, caches, reclaimer, growth, maintenance, pressure, checks, account,
                 upstream, settings.nanoClock(), coarseClock, config.enableTracking(), config.enableDebug(),
                 zeroing == ZeroingPolicy.ON_ALLOCATE);
