@@ -428,4 +428,27 @@ class AttackRacesTest extends RaceHarness {
         m.allocate(3 * MiB + 3 * MiB / 4, CPU); // B's free tail
         assertEquals(MiB + 4 * MiB + 7 * MiB + MiB / 2, m.memoryInfo().reservedBytes(), "both served without growth");
     }
+
+    /**
+     * The cheap figures' reserved bytes are the pools' chunks, as the full figures': a chunk being
+     * reserved right now (the upstream call paused), which the upstream may still refuse, is not
+     * reserved yet.
+     */
+    @Test
+    void quickInfoDoesNotCountAChunkStillBeingReserved() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults().withThreadCache(0),
+                null);
+        m.allocate(KiB, CPU);
+        assertEquals(MiB, m.quickInfo().reservedBytes());
+        Pause reserve = up.pauseNext(Call.RESERVE);
+        CompletableFuture<MemoryHandle> growing = start("grow", () -> m.allocate(4 * MiB, CPU));
+        reserve.awaitArrival();
+        assertEquals(m.memoryInfo().reservedBytes(), m.quickInfo().reservedBytes(), "reserved while the chunk is asked for");
+        assertEquals(MiB, m.quickInfo().reservedBytes());
+        reserve.release();
+        growing.get(30, TimeUnit.SECONDS);
+        assertEquals(5 * MiB, m.quickInfo().reservedBytes());
+        assertEquals(m.memoryInfo().reservedBytes(), m.quickInfo().reservedBytes());
+    }
 }

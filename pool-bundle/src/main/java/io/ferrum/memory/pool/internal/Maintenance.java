@@ -98,7 +98,7 @@ final class Maintenance implements OutOfMemoryHook {
         try {
             long t0 = System.nanoTime();
             double before = figures.memoryInfo().fragmentationRatio();
-            long reservedBefore = account.reserved();
+            long reservedBefore = account.held();
             caches.drainAll();
             long moved = 0;
             for (Pool pool : pools) {
@@ -106,7 +106,7 @@ final class Maintenance implements OutOfMemoryHook {
             }
             trim();
             double after = figures.memoryInfo().fragmentationRatio();
-            long freed = Math.max(0, reservedBefore - account.reserved());
+            long freed = Math.max(0, reservedBefore - account.held());
             long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
             return CompletableFuture.completedFuture(new DefragmentationStats(freed, moved, ms, before, after));
         } catch (RuntimeException e) {

@@ -287,6 +287,7 @@ public final class Pool {
         chunk.first = whole;
         chunks.add(chunk);
         reserved += chunk.size;
+        account.held(chunk.size);
         free.insert(whole);
     }
 
@@ -337,6 +338,7 @@ public final class Pool {
                 free.remove(c.first);
                 chunks.remove(i);
                 reserved -= c.size;
+                account.held(-c.size);
                 out.add(c.device);
             }
         }
@@ -352,6 +354,7 @@ public final class Pool {
         chunks.clear();
         free.clear();
         account.releasedAll(used, live);
+        account.held(-reserved);
         reserved = 0;
         used = 0;
         live = 0;
