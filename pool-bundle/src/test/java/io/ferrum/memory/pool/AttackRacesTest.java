@@ -451,4 +451,37 @@ class AttackRacesTest extends RaceHarness {
         assertEquals(5 * MiB, m.quickInfo().reservedBytes());
         assertEquals(m.memoryInfo().reservedBytes(), m.quickInfo().reservedBytes());
     }
+
+    /**
+     * An observer told MEDIUM allocates (on the allocating thread, inside the tell), and its
+     * allocation crosses the auto-GC line: auto-GC runs inside the observer without a deadlock,
+     * and the change that allocation makes is told after the one the observer heard.
+     */
+    @Test
+    void anObserverWhoseAllocationCrossesTheLineRunsAutoGcInsideTheTell() {
+        MemoryManagerConfig cfg = MemoryManagerConfig.defaults().withAutoGc(true, 0.75)
+                .withPoolConfig(MemoryType.GENERAL, MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB)
+                        .alignment(256).preAllocate(false).build()); // the line: 7.5 of 10 MiB
+        PooledMemoryManager m = manager(new HookedUpstream(10 * MiB), cfg, PoolSettings.defaults().withThreadCache(0),
+                null);
+        m.deallocate(m.allocate(MiB, CPU)); // an empty chunk of 1 MiB for auto-GC to give back
+        m.allocate(3 * MiB, CPU);
+        List<String> heard = new CopyOnWriteArrayList<>();
+        List<MemoryHandle> fromObserver = new CopyOnWriteArrayList<>();
+        m.addPressureObserver(new MemoryObserver() {
+            @Override
+            public void pressureChanged(Device device, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
+                heard.add(previous + "->" + current);
+                if (current == MemoryPressure.MEDIUM && fromObserver.isEmpty()) {
+                    fromObserver.add(m.allocate(2 * MiB, CPU)); // 9 MiB: crosses 7.5 MiB
+                }
+            }
+        });
+        m.allocate(4 * MiB, CPU); // 7 MiB: MEDIUM, below the line
+        assertEquals(1, fromObserver.size());
+        assertTrue(m.owns(fromObserver.get(0)));
+        assertEquals(9 * MiB, m.memoryInfo().usedBytes());
+        assertEquals(9 * MiB, m.memoryInfo().reservedBytes(), "auto-GC gave the empty chunk back");
+        assertEquals(List.of("LOW->MEDIUM", "MEDIUM->HIGH"), heard);
+    }
 }
