@@ -87,7 +87,7 @@ class EngineStressTest {
     private static final int OPS_PER_ROUND = 200;
     private static final int MAX_OWN = 48;
     private static final long BASE_ALIGN = 256;
-    /** Largest thread-cached block (ThreadCache.MAX_BLOCK) and largest block rounded to a class (MAX_CLASS). */
+    /** Largest thread-cached block (SizeClasses.MAX_BLOCK) and largest block rounded to a class (MAX_CLASS). */
     private static final long CACHE_MAX_BLOCK = 4 * MiB;
     private static final long CACHE_MAX_CLASS = 256 * KiB;
 

@@ -60,7 +60,10 @@ final class FreeBlockIndex {
         slBitmap[fl] |= 1 << sl;
     }
 
-    /** Unlists {@code b}, which is listed under its current size. */
+    /**
+     * Unlists {@code b} if it is listed under its current size; a block that is not listed changes
+     * nothing (a listed block is either its list's head or has a predecessor).
+     */
     void remove(Block b) {
         int fl = firstLevel(b.size);
         int sl = secondLevel(b.size, fl);
@@ -68,6 +71,9 @@ final class FreeBlockIndex {
         if (b.prevFree != null) {
             b.prevFree.nextFree = b.nextFree;
         } else {
+            if (heads[idx] != b) {
+                return;
+            }
             heads[idx] = b.nextFree;
             if (heads[idx] == null) {
                 slBitmap[fl] &= ~(1 << sl);

@@ -16,8 +16,8 @@ import io.ferrum.memory.api.MemoryPoolConfig;
  *  256 .. 496 B          b rounded up to 16 B           16 + (b-256)/16 16 .. 31
  *  512 .. 992 B          32 B steps                     32 ..           32 .. 47
  *  2^k .. 2^(k+1)        2^k / 16 steps (k = 8 .. 17)   16 + 16 (k-8) + sixteenth
- *  128 .. 256 KiB        8 KiB steps                    ...             .. 159
- *  256 KiB .. 4 MiB      b itself (exact size)          bin of the class just below   160 .. 240
+ *  128 .. 256 KiB        8 KiB steps                    ...             160 .. 175
+ *  256 KiB .. 4 MiB      b itself (exact size)          bin of the class just below   176 .. 240
  * </pre>
  *
  * The step is never finer than {@code unit}: with a 4 KiB pool alignment, a 300 B request is a

@@ -1,19 +1,28 @@
 package io.ferrum.memory.pool.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.HashSet;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.IntStream;
 
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.MemoryException;
 
-/** The handle table's slot ownership on the thread-cache paths: kept slots, their return, retirement. */
+/**
+ * The handle table: ids name their block until unregistered and never again; ids of another table
+ * or malformed ids name nothing; slots on later pages; a mapping's two names; the handle space; and
+ * slot ownership on the thread-cache paths (batches of spare slots, kept slots, their return,
+ * retirement).
+ */
 class HandleTableTest {
     private final HandleTable table = new HandleTable();
     private final ThreadCache cache = new ThreadCache(1, 1 << 20, 0);
@@ -151,5 +160,104 @@ class HandleTableTest {
         assertEquals("Handle table of manager " + tiny.managerId() + " has no slot left for a new handle: all 1 slots are"
                 + " retired (each named 1048575 blocks, so that no stale handle can name a later one); this manager can"
                 + " issue no more handles: close it and use a new one", e.getMessage());
+    }
+
+    @Test
+    void anIdNamesItsBlockUntilUnregisteredAndNeverAgain() {
+        Block b = new Block(null, 0, 64);
+        long id = table.register(b);
+        assertTrue(table.isOwn(id));
+        assertTrue(table.space().contains(id));
+        assertSame(b, table.lookup(id));
+        table.unregister(b, id);
+        assertNull(table.lookup(id));
+        table.unregister(b, id); // a second free of the same id is a no-op...
+        Block x = new Block(null, 64, 64);
+        Block y = new Block(null, 128, 64);
+        long idX = table.register(x);
+        long idY = table.register(y);
+        assertNotEquals(slotOf(idX), slotOf(idY), "...and does not put its slot on the free list twice");
+        assertEquals(slotOf(id), slotOf(idX), "the freed slot serves again, under a new generation");
+        assertNull(table.lookup(id), "the old id does not name the slot's new block");
+        assertSame(x, table.lookup(idX));
+        assertSame(y, table.lookup(idY));
+    }
+
+    @Test
+    void idsOfAnotherTableOrMalformedIdsNameNothing() {
+        HandleTable mine = new HandleTable(16, new AtomicLong(5));
+        HandleTable other = new HandleTable(16, new AtomicLong(6));
+        assertEquals(6, mine.managerId());
+        assertEquals(7, other.managerId());
+        Block b = new Block(null, 0, 64);
+        long id = other.register(b);
+        assertFalse(mine.isOwn(id));
+        assertNull(mine.lookup(id));
+        mine.unregister(b, id);
+        assertSame(b, other.lookup(id), "a foreign table's unregister leaves the name alone");
+        assertFalse(mine.space().contains(id));
+
+        long generationZero = 6L << 44;
+        assertFalse(mine.isOwn(generationZero), "generation 0 is never issued");
+        assertNull(mine.lookup(generationZero));
+        assertNull(mine.lookup((6L << 44) | (5000L << 20) | 1), "a slot on a page never made");
+        assertNull(mine.lookup((6L << 44) | (3L << 20) | 1), "a slot never issued");
+        assertNull(mine.lookup(0));
+    }
+
+    @Test
+    void slotsOnLaterPagesAreLookedUpLikeTheFirstPagesOnes() {
+        Set<Long> ids = new HashSet<>();
+        Block[] blocks = new Block[3 * 4096 + 7];
+        long[] issued = new long[blocks.length];
+        for (int i = 0; i < blocks.length; i++) {
+            blocks[i] = new Block(null, 64L * i, 64);
+            issued[i] = table.register(blocks[i]);
+            assertTrue(ids.add(issued[i]), "id issued twice: " + issued[i]);
+        }
+        for (int i = 0; i < blocks.length; i++) {
+            assertSame(blocks[i], table.lookup(issued[i]), "block " + i);
+        }
+        assertTrue(slotOf(issued[blocks.length - 1]) >= 3 * 4096, "the last one is on the fourth page");
+    }
+
+    @Test
+    void aMappingsTwoNamesAreFreedOneByOneAndTheLastGivesTheMemoryBack() {
+        HandleTable peer = new HandleTable();
+        Block b = new Block(null, 0, 4096);
+        long first = table.register(b, 2);
+        long alias = peer.registerAlias(b);
+        assertSame(b, table.lookup(first));
+        assertSame(b, peer.lookup(alias));
+        assertNull(table.lookup(alias), "each name lives in its own table");
+        assertEquals(2, b.names);
+
+        assertEquals(1, b.claim(alias), "one name is left: the memory stays");
+        assertNull(peer.lookup(alias));
+        assertSame(b, table.lookup(first));
+        assertEquals(-1, b.claim(alias), "a name is claimed once");
+        assertEquals(0, b.claim(first), "the last name: the caller gives the memory back");
+        assertNull(table.lookup(first));
+        assertFalse(b.isNamed());
+    }
+
+    @Test
+    void aThreadCacheTakesSpareSlotsInABatchAndGivesThemAllBack() {
+        HandleTable fresh = new HandleTable();
+        Block b = new Block(null, 0, 64);
+        long id = fresh.register(b, cache);
+        assertEquals(ThreadCache.SLOTS / 2 - 1, cache.slotCount, "a batch of half the stash, one used");
+        Set<Integer> stash = new HashSet<>();
+        for (int k = 0; k < cache.slotCount; k++) {
+            assertTrue(stash.add(cache.slots[ThreadCache.SLOT_BASE + k]));
+        }
+        assertFalse(stash.contains(slotOf(id)));
+        fresh.giveBackAll(cache);
+        assertEquals(0, cache.slotCount);
+        Set<Integer> reissued = new HashSet<>();
+        for (int k = 0; k < stash.size(); k++) {
+            reissued.add(slotOf(fresh.register(new Block(null, 64L * (k + 1), 64))));
+        }
+        assertEquals(stash, reissued, "the shared list hands out exactly the stash that came back");
     }
 }

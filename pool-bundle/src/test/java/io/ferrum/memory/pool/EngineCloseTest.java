@@ -1,0 +1,76 @@
+package io.ferrum.memory.pool;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
+
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryType;
+
+/**
+ * Closing a manager: every chunk goes back, live allocations are reported with their allocation
+ * site, every later call says the device is unavailable; the shared allocation clock runs only
+ * while some manager is open.
+ */
+class EngineCloseTest extends EngineTestSupport {
+    @Test
+    void afterCloseEveryCallSaysTheDeviceIsUnavailableAndEveryByteIsBack() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        List<String> warnings = new CopyOnWriteArrayList<>();
+        PooledMemoryManager m = PooledMemoryManager.create(up,
+                config(pool(MiB, MiB)).withTracking(true, true), PoolSettings.defaults().withLog(warningsInto(warnings)), null);
+        MemoryHandle h = m.allocate(3000, CPU);
+        m.allocate(5000, MemoryType.CACHE, CPU);
+        MemorySegment view = m.mapMemory(h, MemoryAccess.READ_WRITE);
+        assertTrue(up.liveBytes() > 0);
+        m.close();
+        m.close();
+        assertEquals(0, up.liveBytes(), "every chunk went back to the upstream");
+        assertTrue(up.closed);
+        assertEquals(up.reserves.get(), up.releases.get());
+        assertThrows(IllegalStateException.class, () -> view.get(ValueLayout.JAVA_BYTE, 0), "views die with the manager");
+        assertEquals(1, warnings.size(), warnings.toString());
+        assertTrue(warnings.get(0).contains("2 live allocations") && warnings.get(0).contains("8000 bytes"), warnings.get(0));
+        assertTrue(warnings.get(0).contains("EngineCloseTest"), "debug mode names the allocation site: " + warnings.get(0));
+        for (Executable call : List.<Executable>of(() -> m.allocate(1, CPU), () -> m.deallocate(h), () -> m.memoryInfo(),
+                () -> m.copy(h, h, 1, 0, 0), () -> m.mapMemory(h, MemoryAccess.READ_ONLY), () -> m.defragment(CPU),
+                () -> m.configurePool(CPU, MemoryPoolConfig.defaults()), () -> m.handles())) {
+            DeviceUnavailableException e = assertThrows(DeviceUnavailableException.class, call);
+            assertEquals(CPU, e.device());
+        }
+        assertTrue(m.handleInfo(h).isEmpty());
+    }
+
+    @Test
+    void theAllocationClockThreadRunsOnlyWhileAManagerIsOpen() throws Exception {
+        PooledMemoryManager m = PooledMemoryManager.create(new ArenaUpstream(64 * MiB), config(pool(MiB, MiB)),
+                PoolSettings.defaults(), null);
+        java.time.Instant before = java.time.Instant.now();
+        MemoryHandle h = m.allocate(100, CPU);
+        java.time.Instant at = m.handleInfo(h).orElseThrow().allocatedAt();
+        assertTrue(Math.abs(java.time.Duration.between(before, at).toMillis()) < 1000, "allocated at " + at + ", not near " + before);
+        assertTrue(clockThread() != null, "the clock ticks while a manager is open");
+        m.close();
+        Thread t = clockThread();
+        if (t != null) {
+            t.join(5000);
+        }
+        assertTrue(clockThread() == null, "no clock thread is left once every manager is closed");
+    }
+
+    private static Thread clockThread() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().equals("ferrum-coarse-clock") && t.isAlive()).findFirst().orElse(null);
+    }
+}

@@ -1,0 +1,154 @@
+package io.ferrum.memory.pool;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.api.OutOfDeviceMemoryException;
+
+/**
+ * A pool's configuration at work: growth by the increment or by the request, a chunk of its own
+ * for a large request, pre-allocation, a fixed pool, {@code maxSize} and the device capacity as hard
+ * limits (also under concurrent allocation), and reconfiguration of a live pool.
+ */
+class EnginePoolConfigTest extends EngineTestSupport {
+    @Test
+    void poolGrowsByTheIncrementOrByTheRequestIfLarger() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, 2 * MiB));
+        m.allocate(MiB, CPU);
+        assertEquals(MiB, m.memoryInfo().reservedBytes());
+        m.allocate(KiB, CPU);
+        assertEquals(3 * MiB, m.memoryInfo().reservedBytes(), "grew by growthIncrement");
+        m.allocate(5 * MiB, CPU);
+        assertEquals(8 * MiB, m.memoryInfo().reservedBytes(), "grew by the request, which was larger");
+        assertEquals(3, up.reserves.get());
+    }
+
+    @Test
+    void aRequestOfAQuarterOfTheGrowthIncrementOrMoreGetsAChunkOfItsOwnSize() {
+        ArenaUpstream up = new ArenaUpstream(256 * MiB);
+        PooledMemoryManager m = manager(up, pool(4 * MiB, 16 * MiB));
+        m.allocate(MiB, CPU);
+        assertEquals(4 * MiB, m.memoryInfo().reservedBytes(), "the first chunk is the initial size");
+        m.allocate(5 * MiB, CPU);
+        assertEquals(9 * MiB, m.memoryInfo().reservedBytes(), "5 MiB >= 16 MiB / 4: a 5 MiB chunk");
+        m.allocate(4 * MiB, CPU);
+        assertEquals(13 * MiB, m.memoryInfo().reservedBytes(), "4 MiB, exactly a quarter, does not fit the 3 MiB left: its own chunk");
+        m.allocate(3 * MiB, CPU);
+        assertEquals(13 * MiB, m.memoryInfo().reservedBytes(), "3 MiB fits the first chunk's rest");
+        m.allocate(MiB, CPU);
+        assertEquals(29 * MiB, m.memoryInfo().reservedBytes(), "1 MiB < 16 MiB / 4 finds no room: a growth increment");
+        m.allocate(15 * MiB, CPU);
+        assertEquals(29 * MiB, m.memoryInfo().reservedBytes(), "15 MiB fits the rest of that increment");
+    }
+
+    @Test
+    void preAllocateReservesTheInitialSizeAtOnce() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        MemoryPoolConfig cfg = pool(4 * MiB, MiB).toBuilder().preAllocate(true).build();
+        PooledMemoryManager m = manager(up, cfg);
+        assertEquals(4 * MiB, m.memoryInfo().reservedBytes());
+        assertEquals(0, m.memoryInfo().usedBytes());
+        assertEquals(0, m.trim(), "a pre-allocated pool keeps its initial size on trim");
+    }
+
+    @Test
+    void fixedPoolFailsWhenFullAndStaysConsistent() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, MiB).toBuilder().autoExpansion(false).growthIncrement(0).build());
+        MemoryHandle a = m.allocate(MiB / 2, CPU);
+        m.allocate(MiB / 2, CPU);
+        OutOfDeviceMemoryException e = assertRejected(m, OutOfDeviceMemoryException.class, () -> m.allocate(256, CPU));
+        assertEquals(256, e.requestedBytes());
+        assertEquals(CPU, e.device());
+        assertTrue(e.getMessage().contains("enableAutoExpansion=false"), e.getMessage());
+        m.deallocate(a);
+        m.allocate(256, CPU);
+        assertEquals(MiB, m.memoryInfo().reservedBytes());
+    }
+
+    @Test
+    void maxSizeIsAHardLimitUnderConcurrentAllocation() throws Exception {
+        ArenaUpstream up = new ArenaUpstream(256 * MiB);
+        MemoryPoolConfig cfg = pool(0, MiB).toBuilder().maxSize(8 * MiB).build();
+        PooledMemoryManager m = manager(up, cfg);
+        int threads = 4;
+        CountDownLatch start = new CountDownLatch(1);
+        List<Thread> ts = new ArrayList<>();
+        AtomicLong ok = new AtomicLong();
+        AtomicLong oom = new AtomicLong();
+        CopyOnWriteArrayList<Throwable> other = new CopyOnWriteArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            Thread th = new Thread(() -> {
+                try {
+                    start.await();
+                    for (int i = 0; i < 200; i++) {
+                        try {
+                            m.allocate(64 * KiB, CPU);
+                            ok.incrementAndGet();
+                        } catch (OutOfDeviceMemoryException e) {
+                            oom.incrementAndGet();
+                        }
+                        assertTrue(m.memoryInfo().reservedBytes() <= 8 * MiB);
+                    }
+                } catch (Throwable e) {
+                    other.add(e);
+                }
+            });
+            th.start();
+            ts.add(th);
+        }
+        start.countDown();
+        for (Thread th : ts) {
+            th.join();
+        }
+        assertEquals(List.of(), other);
+        assertEquals(8 * MiB / (64 * KiB), ok.get(), "exactly the limit's worth of blocks fit");
+        assertEquals(threads * 200 - ok.get(), oom.get());
+        assertTrue(up.liveBytes() <= 8 * MiB, "the upstream never gave more than maxSize: " + up.liveBytes());
+        assertEquals(8 * MiB, m.memoryInfo().usedBytes());
+    }
+
+    @Test
+    void capacityBoundsEveryPoolTogether() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB)), PoolSettings.defaults().withCapacity(4 * MiB));
+        assertEquals(4 * MiB, m.memoryInfo().totalBytes());
+        m.allocate(2 * MiB, MemoryType.GENERAL, CPU);
+        m.allocate(2 * MiB, MemoryType.CACHE, CPU);
+        assertRejected(m, OutOfDeviceMemoryException.class, () -> m.allocate(MiB, MemoryType.TENSOR, CPU));
+        assertRejected(m, InvalidMemoryRequestException.class, () -> m.allocate(5 * MiB, CPU));
+    }
+
+    @Test
+    void badPoolConfigurationIsRejected() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, MiB));
+        m.allocate(2 * MiB, CPU);
+        MemoryPoolConfig before = m.poolConfig(MemoryType.GENERAL);
+        assertRejected(m, InvalidMemoryRequestException.class,
+                () -> m.configurePool(CPU, MemoryPoolConfig.builder().initialSize(0).maxSize(MiB).build()));
+        assertRejected(m, InvalidMemoryRequestException.class, () -> m.configurePool(CPU, null));
+        assertRejected(m, InvalidMemoryRequestException.class, () -> m.configurePool(Device.cpu(3), before));
+        assertEquals(before, m.poolConfig(MemoryType.GENERAL));
+        MemoryPoolConfig bigger = before.toBuilder().growthIncrement(4 * MiB).build();
+        m.configurePool(CPU, bigger);
+        assertEquals(bigger, m.poolConfig(MemoryType.GENERAL));
+        long reserved = m.memoryInfo().reservedBytes();
+        m.allocate(MiB / 2, CPU);
+        assertEquals(reserved + 4 * MiB, m.memoryInfo().reservedBytes(), "new growth increment applies to future growth");
+    }
+}

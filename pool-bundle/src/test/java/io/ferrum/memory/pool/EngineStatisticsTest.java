@@ -1,0 +1,73 @@
+package io.ferrum.memory.pool;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.AccessPatternType;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryUsageHint;
+
+/**
+ * Access statistics (sequential, random and burst patterns, read on an injected clock), statistics
+ * turned off, and usage hints and prefetch passed to the upstream.
+ */
+class EngineStatisticsTest extends EngineTestSupport {
+    @Test
+    void accessStatisticsDetectSequentialRandomAndBurst() {
+        AtomicLong clock = new AtomicLong(1_000_000_000L);
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB)), PoolSettings.defaults().withNanoClock(clock::get));
+        MemoryHandle src = m.allocate(64 * KiB, CPU);
+        MemoryHandle seq = m.allocate(64 * KiB, CPU);
+        MemoryHandle rnd = m.allocate(64 * KiB, CPU);
+        assertEquals(AccessPatternType.UNKNOWN, m.accessStats(seq).orElseThrow().patternType());
+        for (int i = 0; i < 8; i++) {
+            clock.addAndGet(10_000_000L);
+            m.copy(src, seq, 4096, 0, i * 4096L);
+            m.copy(src, rnd, 4096, 0, ((i * 7) % 8) * 4096L + (i % 2) * 100);
+        }
+        var s = m.accessStats(seq).orElseThrow();
+        assertEquals(8, s.writeCount());
+        assertEquals(0, s.readCount());
+        assertEquals(4096, s.avgWriteSize());
+        assertEquals(AccessPatternType.SEQUENTIAL, s.patternType());
+        assertEquals(AccessPatternType.RANDOM, m.accessStats(rnd).orElseThrow().patternType());
+        assertEquals(16, m.accessStats(src).orElseThrow().readCount());
+
+        MemoryHandle burst = m.allocate(64 * KiB, CPU);
+        clock.addAndGet(100_000_000L); // idle 100 ms, then 8 accesses 0.1 ms apart
+        for (int i = 0; i < 8; i++) {
+            clock.addAndGet(100_000L);
+            m.copy(src, burst, 16, 0, (i * 5000L) % 60000);
+        }
+        assertEquals(AccessPatternType.BURST, m.accessStats(burst).orElseThrow().patternType());
+    }
+
+    @Test
+    void statisticsOffMeansNoStatistics() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, MiB).toBuilder().stats(false).build());
+        MemoryHandle h = m.allocate(100, CPU);
+        assertTrue(m.accessStats(h).isEmpty());
+    }
+
+    @Test
+    void usageHintsAndPrefetchReachTheUpstream() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, MiB));
+        MemoryHandle h = m.allocate(100, CPU);
+        m.setUsageHint(h, MemoryUsageHint.READ_MOSTLY);
+        assertEquals(MemoryUsageHint.READ_MOSTLY, up.lastHint);
+        assertEquals(MemoryUsageHint.READ_MOSTLY, m.usageHint(h).orElseThrow());
+        m.prefetch(h, Device.cpu());
+        assertEquals(Device.cpu(), up.lastPrefetchTarget);
+        assertRejected(m, InvalidMemoryRequestException.class, () -> m.setUsageHint(h, null));
+        assertRejected(m, InvalidMemoryRequestException.class, () -> m.prefetch(h, null));
+    }
+}

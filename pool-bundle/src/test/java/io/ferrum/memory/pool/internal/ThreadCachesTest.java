@@ -1,0 +1,227 @@
+package io.ferrum.memory.pool.internal;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.pool.internal.PoolFixture.HeapUpstream;
+
+/**
+ * The registry of a manager's thread caches: one cache per platform thread, none for virtual
+ * threads, when off, or once closed; a drain of all empties the caller's cache at once and every
+ * other thread's on its next call (forced: the other thread waits on a latch between its calls);
+ * the caches of threads that ended are swept, their blocks back in their pools; close empties every
+ * thread's holder.
+ */
+class ThreadCachesTest {
+    static final long KiB = 1024;
+    static final int GENERAL = MemoryType.GENERAL.ordinal();
+
+    private final DeviceAccount account = new DeviceAccount(1L << 30, 4 * KiB);
+    private final Pool[] pools = new Pool[MemoryType.values().length];
+    private final HandleTable handles = new HandleTable();
+    private final Lifecycle lifecycle;
+    private final ThreadCaches caches;
+    private final List<Thread> threads = new ArrayList<>();
+    private final CountDownLatch end = new CountDownLatch(1);
+
+    ThreadCachesTest() {
+        MemoryPoolConfig cfg = MemoryPoolConfig.builder().initialSize(64 * KiB).growthIncrement(64 * KiB).alignment(256).build();
+        for (MemoryType t : MemoryType.values()) {
+            pools[t.ordinal()] = new Pool(t, cfg, account, Double.NaN);
+        }
+        pools[GENERAL].addChunk(HeapUpstream.chunk(1024 * KiB, 1L << 20));
+        lifecycle = new Lifecycle(new HeapUpstream(), account, null, pools);
+        caches = new ThreadCaches(pools, handles, lifecycle, SharedPoolRule.INSTANCE, 1024 * KiB, true);
+    }
+
+    @AfterEach
+    void endThreads() throws InterruptedException {
+        end.countDown();
+        for (Thread t : threads) {
+            t.join(TimeUnit.SECONDS.toMillis(30));
+        }
+    }
+
+    /** Carves a block of the general pool and puts it in {@code tc}, as a free into the cache does. */
+    private Block cached(ThreadCache tc, long size) {
+        Pool p = pools[GENERAL];
+        p.acquire();
+        Block b;
+        try {
+            b = p.carve(size, 256);
+        } finally {
+            p.lock.unlock();
+        }
+        assertTrue(tc.push(GENERAL, b));
+        return b;
+    }
+
+    /** Runs {@code body} on a new platform thread. */
+    private <T> CompletableFuture<T> onThread(Callable<T> body) {
+        CompletableFuture<T> out = new CompletableFuture<>();
+        Thread t = new Thread(() -> {
+            try {
+                out.complete(body.call());
+            } catch (Throwable e) {
+                out.completeExceptionally(e);
+            }
+        });
+        threads.add(t);
+        t.start();
+        return out;
+    }
+
+    private static void await(CountDownLatch l) {
+        try {
+            assertTrue(l.await(30, TimeUnit.SECONDS));
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    @Test
+    void aThreadGetsOneCacheOfItsOwn() throws Exception {
+        assertNull(caches.own(), "none before the first call");
+        ThreadCache mine = caches.cache();
+        assertNotNull(mine);
+        assertSame(mine, caches.cache());
+        assertSame(mine, caches.own());
+        assertSame(Thread.currentThread(), mine.owner);
+        ThreadCache theirs = onThread(caches::cache).get(30, TimeUnit.SECONDS);
+        assertNotNull(theirs);
+        assertFalse(mine == theirs);
+        cached(mine, KiB);
+        cached(theirs, 4 * KiB);
+        assertEquals(5 * KiB, caches.cachedBytes());
+        assertArrayEquals(new long[] {5 * KiB, 2}, caches.cached());
+        assertArrayEquals(new long[] {5 * KiB, 2}, caches.cachedAtOneMoment());
+        pools[GENERAL].acquire();
+        try {
+            assertEquals(5 * KiB, caches.cachedBytesOf(pools[GENERAL]));
+            assertEquals(0, caches.cachedBytesOf(pools[MemoryType.CACHE.ordinal()]));
+        } finally {
+            pools[GENERAL].lock.unlock();
+        }
+    }
+
+    @Test
+    void noCacheForAVirtualThreadWhenOffOrOnceClosed() throws Exception {
+        AtomicReference<ThreadCache> virtual = new AtomicReference<>();
+        Thread v = Thread.ofVirtual().start(() -> virtual.set(caches.cache()));
+        v.join();
+        assertNull(virtual.get());
+
+        ThreadCaches off = new ThreadCaches(pools, handles, lifecycle, SharedPoolRule.INSTANCE, 1024 * KiB, false);
+        assertFalse(off.enabled());
+        assertNull(off.own());
+        off.drainAll();
+        assertFalse(off.sweepDead());
+        assertArrayEquals(new long[2], off.cachedAtOneMoment());
+        assertEquals(0, off.cachedBytesOf(pools[GENERAL]));
+
+        lifecycle.closed = true;
+        assertNull(onThread(caches::cache).get(30, TimeUnit.SECONDS), "a closed manager makes no cache");
+    }
+
+    @Test
+    void drainAllEmptiesTheCallersCacheAtOnceAndAnothersOnItsNextCall() throws Exception {
+        Pool general = pools[GENERAL];
+        ThreadCache mine = caches.cache();
+        cached(mine, KiB);
+        CountDownLatch filled = new CountDownLatch(1);
+        CountDownLatch drained = new CountDownLatch(1);
+        AtomicReference<ThreadCache> theirs = new AtomicReference<>();
+        CompletableFuture<Integer> countAfterNextCall = onThread(() -> {
+            ThreadCache tc = caches.cache();
+            theirs.set(tc);
+            cached(tc, 2 * KiB);
+            cached(tc, 2 * KiB);
+            filled.countDown();
+            await(drained); // the other thread makes no call until drainAll has run
+            return caches.cache().count();
+        });
+        await(filled);
+        assertEquals(5 * KiB, general.used, "cached blocks are still used in their pool");
+
+        caches.drainAll();
+        assertEquals(0, mine.count(), "the caller's cache drains at once");
+        assertEquals(2, theirs.get().count(), "a live thread's cache is its own to drain");
+        assertEquals(4 * KiB, general.used);
+        drained.countDown();
+        assertEquals(0, countAfterNextCall.get(30, TimeUnit.SECONDS), "its next call drained it");
+        assertEquals(0, general.used);
+        Block first = general.chunks.get(0).first;
+        assertTrue(first.free && first.nextPhys == null, "every block went back and merged");
+    }
+
+    @Test
+    void aDeadThreadsCacheIsSweptAndItsBlocksGoBack() throws Exception {
+        Pool general = pools[GENERAL];
+        ThreadCache dead = onThread(() -> {
+            ThreadCache tc = caches.cache();
+            cached(tc, 8 * KiB);
+            handles.register(new Block(null, 0, 64), tc); // takes a batch of spare slots
+            return tc;
+        }).get(30, TimeUnit.SECONDS);
+        threads.get(0).join();
+        assertEquals(8 * KiB, general.used);
+        assertTrue(dead.slotCount > 0);
+
+        assertTrue(caches.sweepDead(), "it held blocks");
+        assertEquals(0, general.used);
+        assertEquals(0, dead.count());
+        assertEquals(0, dead.slotCount, "its spare slots went back to the table");
+        assertEquals(0, caches.cachedBytes(), "the dead cache left the registry");
+        assertFalse(caches.sweepDead(), "nothing left to sweep");
+    }
+
+    @Test
+    void aNewThreadsFirstCallSweepsTheDeadFirst() throws Exception {
+        Pool general = pools[GENERAL];
+        onThread(() -> cached(caches.cache(), 16 * KiB)).get(30, TimeUnit.SECONDS);
+        threads.get(0).join();
+        assertEquals(16 * KiB, general.used);
+        onThread(caches::cache).get(30, TimeUnit.SECONDS);
+        assertEquals(0, general.used, "the newcomer's first call swept the dead thread's blocks back");
+    }
+
+    @Test
+    void closeEmptiesTheHolderOfEveryThreadThatLivesOn() throws Exception {
+        CountDownLatch made = new CountDownLatch(1);
+        CountDownLatch closed = new CountDownLatch(1);
+        CompletableFuture<Object[]> holderAfterClose = onThread(() -> {
+            ThreadCache tc = caches.cache();
+            Object[] holder = tc.holder;
+            made.countDown();
+            await(closed);
+            assertNull(caches.own(), "the thread lives on, its cache is gone");
+            return holder;
+        });
+        caches.cache();
+        await(made);
+        caches.close();
+        assertNull(caches.own());
+        assertEquals(0, caches.cachedBytes());
+        closed.countDown();
+        Object[] holder = holderAfterClose.get(30, TimeUnit.SECONDS);
+        assertNull(holder[0], "only an empty JDK array is left in its thread-local map");
+    }
+}
