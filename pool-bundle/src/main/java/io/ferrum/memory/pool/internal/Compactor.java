@@ -24,7 +24,9 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * fill runs on it), not mapped (a view points at its address), not freed-while-pinned. A moved
  * block keeps its identity (only chunk and offset change), so its handle stays valid and its bytes
  * move with it; the upstream's copy must have memmove semantics for overlapping ranges. Under
- * zeroing on free, the bytes a block leaves behind are cleared (free memory holds only zeros).
+ * zeroing on free, the bytes a block leaves behind are cleared (free memory holds only zeros). A
+ * copy the device fails moves nothing: the blocks stay where they were, every free block listed,
+ * and the error goes to the caller.
  */
 final class Compactor {
     private final DeviceUpstream upstream;
@@ -58,17 +60,11 @@ final class Compactor {
             if (x.free && n != null && n.isMovable()
                     && (c.device.address() + x.offset) % n.alignment == 0) {
                 // P - x(free) - n(live) - N  becomes  P - n - x(free) - N, then x merges with N.
-                free.remove(x);
                 long target = x.offset;
-                upstream.copy(c.device, n.offset, c.device, target, n.requested);
-                if (scrub) {
-                    // The part of n's old bytes that its new place does not cover is free now.
-                    long from = Math.max(n.offset, target + n.requested);
-                    long end = n.offset + n.requested;
-                    if (end > from) {
-                        upstream.fill(c.device, from, end - from, (byte) 0);
-                    }
-                }
+                long old = n.offset;
+                // First the copy: a device that fails it leaves the blocks as they were.
+                upstream.copy(c.device, old, c.device, target, n.requested);
+                free.remove(x);
                 Block p = x.prevPhys;
                 Block after = n.nextPhys;
                 n.prevPhys = p;
@@ -95,6 +91,14 @@ final class Compactor {
                 }
                 free.insert(x);
                 moved++;
+                if (scrub) {
+                    // The part of n's old bytes that its new place does not cover is free now.
+                    long from = Math.max(old, target + n.requested);
+                    long end = old + n.requested;
+                    if (end > from) {
+                        upstream.fill(c.device, from, end - from, (byte) 0);
+                    }
+                }
                 // x is still the free block, now after n: keep sliding what follows it.
             } else {
                 x = n;
@@ -128,27 +132,36 @@ final class Compactor {
                 unlistFree(pool.free, byUse.get(j));
             }
             boolean emptied = true;
-            for (Block b = c.first; b != null; b = b.nextPhys) {
-                if (b.free) {
-                    continue;
+            try {
+                for (Block b = c.first; b != null; b = b.nextPhys) {
+                    if (b.free) {
+                        continue;
+                    }
+                    Block dest = pool.carve(b.size, b.alignment);
+                    if (dest == null) {
+                        emptied = false;
+                        break;
+                    }
+                    try {
+                        upstream.copy(c.device, b.offset, dest.chunk.device, dest.offset, b.requested);
+                    } catch (RuntimeException | Error e) {
+                        pool.release(dest); // nothing moved: the destination is free again
+                        throw e;
+                    }
+                    swapPlaces(b, dest);
+                    // dest now sits where b was, in c: it is free space (c's free blocks stay unlisted).
+                    pool.vacated(dest);
+                    moved++;
+                    if (scrub) {
+                        upstream.fill(c.device, dest.offset, b.requested, (byte) 0);
+                    }
+                    b = dest;
                 }
-                Block dest = pool.carve(b.size, b.alignment);
-                if (dest == null) {
-                    emptied = false;
-                    break;
+            } finally {
+                // Also when the device failed a copy or a fill: no free block stays unlisted.
+                for (int j = 0; j <= i; j++) {
+                    relistFree(pool.free, byUse.get(j));
                 }
-                upstream.copy(c.device, b.offset, dest.chunk.device, dest.offset, b.requested);
-                if (scrub) {
-                    upstream.fill(c.device, b.offset, b.requested, (byte) 0);
-                }
-                swapPlaces(b, dest);
-                // dest now sits where b was, in c: it is free space (c's free blocks stay unlisted).
-                pool.vacated(dest);
-                b = dest;
-                moved++;
-            }
-            for (int j = 0; j <= i; j++) {
-                relistFree(pool.free, byUse.get(j));
             }
             if (!emptied) {
                 break;

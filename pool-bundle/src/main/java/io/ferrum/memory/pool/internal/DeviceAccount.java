@@ -11,7 +11,9 @@ import java.lang.invoke.VarHandle;
  * <p><b>Invariants.</b> {@code reserved} = the sum of the pools' chunk sizes plus the chunks being
  * reserved right now (booked by {@link #book} before the upstream call, given back by
  * {@link #unbook} if it fails or when a chunk is released); {@code reserved <= capacity} at all
- * times, so that pools growing at once can never together exceed the device. {@code used} and
+ * times, so that pools growing at once can never together exceed the device. {@code held} = the
+ * sum of the pools' chunk sizes alone (what the figures report as reserved: a chunk being asked for
+ * may still be refused). {@code used} and
  * {@code live} are the sums of the pools' own figures (blocks in thread caches included: the
  * caches subtract theirs when figures are reported); each pool changes them under its lock, so
  * with every pool lock held they equal those sums exactly, and otherwise they are a recent value.
@@ -22,9 +24,11 @@ final class DeviceAccount {
     // Volatile fields updated through VarHandles rather than AtomicLongs: one load less on the
     // allocate and free paths, which change used and live on every pool carve and release.
     private volatile long reserved;
+    private volatile long held;
     private volatile long used;
     private volatile long live;
     private static final VarHandle RESERVED;
+    private static final VarHandle HELD;
     private static final VarHandle USED;
     private static final VarHandle LIVE;
 
@@ -32,6 +36,7 @@ final class DeviceAccount {
         try {
             MethodHandles.Lookup l = MethodHandles.lookup();
             RESERVED = l.findVarHandle(DeviceAccount.class, "reserved", long.class);
+            HELD = l.findVarHandle(DeviceAccount.class, "held", long.class);
             USED = l.findVarHandle(DeviceAccount.class, "used", long.class);
             LIVE = l.findVarHandle(DeviceAccount.class, "live", long.class);
         } catch (ReflectiveOperationException e) {
@@ -83,6 +88,11 @@ final class DeviceAccount {
         RESERVED.getAndAdd(this, -size);
     }
 
+    /** A pool added a chunk of {@code size} bytes (booked before), or gave chunks back (negative). */
+    void held(long size) {
+        HELD.getAndAdd(this, size);
+    }
+
     /** A pool carved a block of {@code size} bytes. */
     void allocated(long size) {
         USED.getAndAdd(this, size);
@@ -103,6 +113,11 @@ final class DeviceAccount {
 
     long reserved() {
         return reserved;
+    }
+
+    /** @return bytes of the pools' chunks, without those still being asked for */
+    long held() {
+        return held;
     }
 
     long used() {

@@ -104,7 +104,8 @@ final class Figures {
 
     MemoryInfo quickInfo() {
         long used = account.used();
-        long reserved = Math.max(account.reserved(), used);
+        // The pools' chunks, as memoryInfo reports them: not those still being asked for.
+        long reserved = Math.max(account.held(), used);
         long[] cached = caches.cached();
         used = Math.max(0, used - cached[0]);
         return new MemoryInfo(capacity, used, Math.max(0, capacity - used), reserved,

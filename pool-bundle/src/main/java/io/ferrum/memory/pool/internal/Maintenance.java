@@ -6,9 +6,11 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 
 import io.ferrum.memory.api.DefragmentationStats;
+import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.pool.DeviceChunk;
+import io.ferrum.memory.pool.PoolLog;
 
 /**
  * Giving memory back and tidying it: trim (empty chunks back to the upstream), defragment
@@ -17,8 +19,11 @@ import io.ferrum.memory.pool.DeviceChunk;
  * <p><b>Auto-GC</b> ({@code enableAutoGc}) runs in two cases: 1. when an allocation takes a pool's
  * utilisation (its used bytes, thread-cached blocks included, over the most it may hold: maxSize, or
  * the device's capacity) above {@code gcThreshold}: trim, then compact that pool; once per crossing,
- * armed again when the pool's used bytes fall back to the line ({@link Pool#crossedGcLine}); a
- * threshold of 1 never crosses, one of 0 crosses when an empty pool gets a block. 2. as the
+ * armed again when the pool's used bytes fall back to the line, or when configurePool moves the
+ * line to or above them ({@link Pool#crossedGcLine}); a
+ * threshold of 1 never crosses, one of 0 crosses when an empty pool gets a block. The allocation
+ * is done before this auto-GC runs: a failure of it (a device that fails a copy) is logged, and the
+ * allocation returns its handle. 2. as the
  * {@link OutOfMemoryHook}, when a pool cannot grow: the thread caches go back to their pools
  * (always: cached blocks are memory too), then trim and compact the starved pool, and the
  * allocation tries once more.
@@ -38,9 +43,11 @@ final class Maintenance implements OutOfMemoryHook {
     private final Checks checks;
     private final Figures figures;
     private final boolean autoGc;
+    private final Device device;
+    private final PoolLog log;
 
     Maintenance(Pool[] pools, ThreadCaches caches, Reclaimer reclaimer, Lifecycle lifecycle, Compactor compactor,
-                DeviceAccount account, Checks checks, Figures figures, boolean autoGc) {
+                DeviceAccount account, Checks checks, Figures figures, boolean autoGc, Device device, PoolLog log) {
         this.pools = pools;
         this.caches = caches;
         this.reclaimer = reclaimer;
@@ -50,6 +57,8 @@ final class Maintenance implements OutOfMemoryHook {
         this.checks = checks;
         this.figures = figures;
         this.autoGc = autoGc;
+        this.device = device;
+        this.log = log;
     }
 
     /** @return bytes given back to the upstream */
@@ -89,7 +98,7 @@ final class Maintenance implements OutOfMemoryHook {
         try {
             long t0 = System.nanoTime();
             double before = figures.memoryInfo().fragmentationRatio();
-            long reservedBefore = account.reserved();
+            long reservedBefore = account.held();
             caches.drainAll();
             long moved = 0;
             for (Pool pool : pools) {
@@ -97,7 +106,7 @@ final class Maintenance implements OutOfMemoryHook {
             }
             trim();
             double after = figures.memoryInfo().fragmentationRatio();
-            long freed = Math.max(0, reservedBefore - account.reserved());
+            long freed = Math.max(0, reservedBefore - account.held());
             long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
             return CompletableFuture.completedFuture(new DefragmentationStats(freed, moved, ms, before, after));
         } catch (RuntimeException e) {
@@ -129,6 +138,11 @@ final class Maintenance implements OutOfMemoryHook {
             gc(pool);
         } catch (DeviceUnavailableException closedMeanwhile) {
             // The allocation itself succeeded; a close that raced it is the caller's to see next.
+        } catch (RuntimeException e) {
+            // The allocation is done and its handle must reach the caller: auto-GC is tidying, and a
+            // device that fails it (a copy, a release) costs the caller nothing but the tidying.
+            log.warn(device + ": auto-GC of the " + pool.type + " pool after an allocation crossed its gcThreshold"
+                    + " failed (" + e.getMessage() + "); the allocation stands, the pool stays as it was", e);
         }
     }
 

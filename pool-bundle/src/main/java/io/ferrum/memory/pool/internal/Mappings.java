@@ -38,12 +38,11 @@ final class Mappings {
     private final IssuedAliases issuedAliases;
     private final Lifecycle lifecycle;
     private final Checks checks;
-    private final DeviceUpstream upstream;
     private final LongSupplier clock;
     private final Function<Device, PooledMemoryManager> peers;
 
     Mappings(Device device, Pool mapped, Allocator allocator, Reclaimer reclaimer, HandleTable handles,
-             IssuedAliases issuedAliases, Lifecycle lifecycle, Checks checks, DeviceUpstream upstream,
+             IssuedAliases issuedAliases, Lifecycle lifecycle, Checks checks,
              LongSupplier clock, Function<Device, PooledMemoryManager> peers) {
         this.device = device;
         this.mapped = mapped;
@@ -53,7 +52,6 @@ final class Mappings {
         this.issuedAliases = issuedAliases;
         this.lifecycle = lifecycle;
         this.checks = checks;
-        this.upstream = upstream;
         this.clock = clock;
         this.peers = peers;
     }
@@ -63,6 +61,8 @@ final class Mappings {
         pool.acquire();
         try {
             reclaimer.checkLive(pool, b, handle.id());
+            // A peer's block (named here by an alias) lives in its own upstream's chunk.
+            DeviceUpstream upstream = pool.reclaimer.upstream();
             MappingState m = b.mapping;
             if (m == null) {
                 Arena arena = Arena.ofShared();

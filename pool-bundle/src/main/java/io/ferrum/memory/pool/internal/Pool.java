@@ -28,7 +28,8 @@ import io.ferrum.memory.pool.DeviceChunk;
  *   <li>{@code used} = sum of sizes of non-free blocks = sum of {@code chunk.usedBytes};</li>
  *   <li>{@code reserved} = sum of chunk sizes; {@code reserved + pending <= limit}.</li>
  *   <li>auto-GC at the threshold is armed exactly when no allocation took {@code used} above the
- *       line since {@code used} was last at or below it.</li>
+ *       line since {@code used} was last at or below it (a line moved by {@link #configure} counts as
+ *       the line).</li>
  * </ul>
  */
 public final class Pool {
@@ -106,6 +107,10 @@ public final class Pool {
         // Utilisation is used bytes over the most the pool may hold: its limit, or the device's capacity.
         long ceiling = Math.min(limit(), capacity);
         this.gcLine = Double.isNaN(gcThreshold) ? Long.MAX_VALUE : (long) Math.floor(gcThreshold * ceiling);
+        if (used <= gcLine) {
+            // A new line at or above the pool's use (a raised maxSize): the next crossing is one.
+            gcArmed = true;
+        }
     }
 
     /**
@@ -282,6 +287,7 @@ public final class Pool {
         chunk.first = whole;
         chunks.add(chunk);
         reserved += chunk.size;
+        account.held(chunk.size);
         free.insert(whole);
     }
 
@@ -332,6 +338,7 @@ public final class Pool {
                 free.remove(c.first);
                 chunks.remove(i);
                 reserved -= c.size;
+                account.held(-c.size);
                 out.add(c.device);
             }
         }
@@ -347,6 +354,7 @@ public final class Pool {
         chunks.clear();
         free.clear();
         account.releasedAll(used, live);
+        account.held(-reserved);
         reserved = 0;
         used = 0;
         live = 0;

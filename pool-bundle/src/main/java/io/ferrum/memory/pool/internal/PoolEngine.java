@@ -118,14 +118,14 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         }
         this.growth = new Growth(upstream, account, checks, lifecycle, zeroOnFree);
         this.maintenance = new Maintenance(pools, caches, reclaimer, lifecycle, new Compactor(upstream, zeroOnFree),
-                account, checks, figures, config.enableAutoGc());
+                account, checks, figures, config.enableAutoGc(), device, settings.log());
         this.allocator = new Allocator(this.handles, caches, reclaimer, growth, maintenance, pressure, checks, account,
                 upstream, settings.nanoClock(), coarseClock, config.enableTracking(), config.enableDebug(),
                 zeroing == ZeroingPolicy.ON_ALLOCATE);
         this.transfers = new Transfers(reclaimer, checks, this.streams, config.maxConcurrentTransfers(), figures,
                 upstream, settings.nanoClock());
         this.mappings = new Mappings(device, pools[MemoryType.MAPPED.ordinal()], allocator, reclaimer, this.handles,
-                issuedAliases, lifecycle, checks, upstream, settings.nanoClock(), settings.peers());
+                issuedAliases, lifecycle, checks, settings.nanoClock(), settings.peers());
         try {
             growth.preAllocate(pools, config);
         } catch (RuntimeException e) {

@@ -23,8 +23,10 @@ import io.ferrum.memory.pool.PoolLog;
  * <p><b>Invariants.</b> One thread at a time tells a change ({@link #pressureLock}, never an
  * allocation lock, never waited for): a thread that finds another telling goes on at once, and the
  * teller looks again after each round, so no change is lost (changes made meanwhile are told as
- * one). A callback or observer that blocks holds up only the call whose change it tells; one that
- * throws is logged.
+ * one). A change made by a callback or observer itself (it frees on HIGH) is told after the change
+ * it was told, by the same loop, so observers hear every change in order, each from the level the
+ * one before left. A callback or observer that blocks holds up only the call whose change it tells;
+ * one that throws is logged.
  */
 final class PressureNotifier {
     private final Device device;
@@ -94,7 +96,9 @@ final class PressureNotifier {
     /** After any change of the used bytes: tells a change of level. */
     void check() {
         while (current() != lastPressure) {
-            if (!pressureLock.tryLock()) {
+            // A callback or observer that allocates or frees is the teller itself: telling its change
+            // now, inside the tell of the one before, would reach observers ahead of that one.
+            if (pressureLock.isHeldByCurrentThread() || !pressureLock.tryLock()) {
                 // The teller looks again once it lets go: this change is not lost.
                 return;
             }

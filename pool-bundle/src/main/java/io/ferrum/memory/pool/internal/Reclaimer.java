@@ -52,6 +52,11 @@ final class Reclaimer {
         this.zeroOnFree = zeroOnFree;
     }
 
+    /** @return the upstream of this manager's device, which holds the chunks of its pools' blocks */
+    DeviceUpstream upstream() {
+        return upstream;
+    }
+
     /** Frees the name {@code handle} of live block {@code b}. */
     void free(Block b, MemoryHandle handle) {
         long id = handle.id();
@@ -282,22 +287,31 @@ final class Reclaimer {
      */
     boolean closeViews(Block b, MappingState mapping, boolean writeBack) {
         if (mapping.staging != null && writeBack && mapping.writable) {
-            upstream.copyFromHost(mapping.staging, b.chunk.device, b.offset, b.requested);
+            // The owner's upstream: a peer unmapping through its alias does not own the chunk.
+            b.pool.reclaimer.upstream.copyFromHost(mapping.staging, b.chunk.device, b.offset, b.requested);
         }
         return closeArena(b, mapping);
     }
 
-    /** Under the pool lock: the pool is open and {@code id} still names {@code b}, else the exception that says why. */
+    /**
+     * Under the pool lock: the pool is open and {@code id} still names {@code b}, else the exception
+     * that says why. A closed pool is reported as its own manager's ({@code id} may be an alias this
+     * manager issued for a peer's block, and then the peer is the one closed).
+     */
     void checkLive(Pool pool, Block b, long id) {
         if (pool.closed) {
-            throw checks.closed();
+            throw pool.reclaimer.checks.closed();
         }
         if (!b.isNamedBy(id)) {
             throw checks.invalidHandle(new MemoryHandle(id));
         }
     }
 
-    /** Pins live block {@code b} named {@code id}: it is neither moved, reused nor released until {@link #unpin}. */
+    /**
+     * Pins live block {@code b} named {@code id}: it is neither moved, reused nor released until
+     * {@link #unpin}. {@code id} may be an alias this manager issued for a peer's block: the pin is
+     * work on the peer's pool.
+     */
     void pin(Block b, long id) {
         Pool pool = b.pool;
         pool.acquire();
@@ -318,10 +332,16 @@ final class Reclaimer {
 
     /**
      * Ends a pin. The last pin of a freed block releases it (clearing it first under zeroing on
-     * free, pinned again for that); the last work on a closed pool releases its chunks.
+     * free, pinned again for that); the last work on a closed pool releases its chunks. The block's
+     * own manager does this (a peer pinned it through an alias): its zeroing policy clears the
+     * block, its upstream takes the chunks back and its close ends.
      */
     void unpin(Block b) {
         Pool pool = b.pool;
+        if (pool.reclaimer != this) {
+            pool.reclaimer.unpin(b);
+            return;
+        }
         while (true) {
             boolean released = false;
             boolean scrub = false;

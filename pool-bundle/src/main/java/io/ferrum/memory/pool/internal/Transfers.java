@@ -23,6 +23,9 @@ import io.ferrum.memory.pool.StreamExecutor;
  * whose contract is exact: it refuses the work (then the pins go at once) or runs it once (then the
  * work unpins). At most {@code maxConcurrentTransfers} copies of the manager run at once.
  *
+ * <p><b>Aliases.</b> A block may be a peer's, named here by an alias: pins and unpins go to its
+ * own manager ({@link Reclaimer#unpin}), and upstream calls on it to its own upstream.
+ *
  * <p>Each copy with a measurable duration counts in the bandwidth of the {@link Figures}; a block
  * with access statistics records the read and the write.
  */
@@ -69,8 +72,12 @@ final class Transfers {
     }
 
     private void doCopy(Block s, long srcOffset, Block d, long dstOffset, long size) {
+        // Blocks of one manager (a peer's included, named here by aliases) are copied by that
+        // manager's upstream, which owns their chunks; blocks of two managers by this one's.
+        Reclaimer owner = s.pool.reclaimer;
+        DeviceUpstream up = owner == d.pool.reclaimer ? owner.upstream() : upstream;
         long t0 = clock.getAsLong();
-        upstream.copy(s.chunk.device, s.offset + srcOffset, d.chunk.device, d.offset + dstOffset, size);
+        up.copy(s.chunk.device, s.offset + srcOffset, d.chunk.device, d.offset + dstOffset, size);
         long t1 = clock.getAsLong();
         if (t1 > t0) {
             figures.copied(size, t1 - t0);
@@ -131,7 +138,7 @@ final class Transfers {
     void prefetch(Block b, MemoryHandle handle, Device target) {
         reclaimer.pin(b, handle.id());
         try {
-            upstream.prefetch(b.chunk.device, b.offset, b.requested, target);
+            b.pool.reclaimer.upstream().prefetch(b.chunk.device, b.offset, b.requested, target);
         } finally {
             reclaimer.unpin(b);
         }
@@ -141,7 +148,7 @@ final class Transfers {
         reclaimer.pin(b, handle.id());
         try {
             b.hint = hint;
-            upstream.advise(b.chunk.device, b.offset, b.requested, hint);
+            b.pool.reclaimer.upstream().advise(b.chunk.device, b.offset, b.requested, hint);
         } finally {
             reclaimer.unpin(b);
         }
