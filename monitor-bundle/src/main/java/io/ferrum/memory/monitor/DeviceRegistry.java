@@ -27,8 +27,9 @@ import io.ferrum.memory.api.MemoryHandle;
  * mask most managers share is the {@code primary} table, the one lookup a free costs); a manager with
  * {@link HandleSpace#ANY} is asked {@link DeviceMemoryManager#owns} last.
  *
- * <p>Invariants: writers are serialised on this object; readers see immutable snapshots ({@link
- * #active()}, the tables), replaced as a whole by each change, so a reader never sees half a change
+ * <p>Invariants: writers are serialised on this object; readers see one immutable {@link Routes}
+ * (the device map and the handle tables together), replaced as a whole by each change in one volatile
+ * write, so a reader never sees half a change
  * and a snapshot's identity says whether the devices changed. The spaces of managers that went away
  * are remembered (the last {@value #DEPARTED_MEMORY}) so that a late handle of theirs is reported as
  * "its device went away" rather than "never allocated".
@@ -71,10 +72,8 @@ final class DeviceRegistry {
             return size() > DEPARTED_MEMORY;
         }
     };
-    private volatile Map<Device, DeviceMemoryManager> active = Map.of();
-    private volatile PrefixTable primary = NO_SPACES;
-    private volatile PrefixTable[] others = NO_TABLES;
-    private volatile List<DeviceMemoryManager> unbounded = List.of();
+    /** The current publication: replaced as a whole, in one write, by each change. */
+    private volatile Routes routes = new Routes(Map.of(), NO_SPACES, NO_TABLES, List.of());
 
     /**
      * Asks a manager, a plugin, for its handle space once, when it comes: a manager that fails or
@@ -92,7 +91,7 @@ final class DeviceRegistry {
     }
 
     synchronized Change add(Entry e) {
-        DeviceMemoryManager before = active.get(e.device());
+        DeviceMemoryManager before = routes.active().get(e.device());
         List<Entry> list = entries.computeIfAbsent(e.device(), d -> new ArrayList<>());
         list.add(e);
         list.sort(PRECEDENCE);
@@ -100,7 +99,7 @@ final class DeviceRegistry {
             departed.remove(e.space());
         }
         publish();
-        return new Change(e.device(), before, active.get(e.device()));
+        return new Change(e.device(), before, routes.active().get(e.device()));
     }
 
     /**
@@ -109,7 +108,7 @@ final class DeviceRegistry {
      * still present for another device.
      */
     synchronized Change remove(Device device, DeviceMemoryManager manager, boolean byHand) {
-        DeviceMemoryManager before = active.get(device);
+        DeviceMemoryManager before = routes.active().get(device);
         List<Entry> list = entries.get(device);
         if (list != null) {
             for (Iterator<Entry> it = list.iterator(); it.hasNext(); ) {
@@ -126,7 +125,7 @@ final class DeviceRegistry {
             }
         }
         publish();
-        return new Change(device, before, active.get(device));
+        return new Change(device, before, routes.active().get(device));
     }
 
     private boolean presentElsewhere(DeviceMemoryManager manager) {
@@ -158,10 +157,10 @@ final class DeviceRegistry {
         List<PrefixTable> tables = new ArrayList<>();
         byMask.forEach((mask, prefixes) -> tables.add(new PrefixTable(mask, prefixes)));
         tables.sort(Comparator.comparingInt(PrefixTable::size).reversed());
-        active = Collections.unmodifiableMap(a);
-        unbounded = List.copyOf(rest);
-        others = tables.size() > 1 ? tables.subList(1, tables.size()).toArray(NO_TABLES) : NO_TABLES;
-        primary = tables.isEmpty() ? NO_SPACES : tables.get(0);
+        // One write: a reader that sees a manager serve a device also routes that manager's handles.
+        routes = new Routes(Collections.unmodifiableMap(a), tables.isEmpty() ? NO_SPACES : tables.get(0),
+                tables.size() > 1 ? tables.subList(1, tables.size()).toArray(NO_TABLES) : NO_TABLES,
+                List.copyOf(rest));
     }
 
     /**
@@ -169,35 +168,54 @@ final class DeviceRegistry {
      *         devices change
      */
     Map<Device, DeviceMemoryManager> active() {
-        return active;
+        return routes().active();
     }
 
     /** @return the manager that issued {@code handle} (not null), or null */
     DeviceMemoryManager ownerOf(MemoryHandle handle) {
-        DeviceMemoryManager m = primary.get(handle.id());
-        return m != null ? m : ownerElsewhere(handle);
+        return routes().ownerOf(handle);
     }
 
-    /** The tables of the other masks, then the managers without a space (kept out of the hot lookup). */
-    private DeviceMemoryManager ownerElsewhere(MemoryHandle handle) {
-        for (PrefixTable t : others) {
-            DeviceMemoryManager m = t.get(handle.id());
-            if (m != null) {
-                return m;
-            }
+    /** @return one publication of the registry: its device map and handle routes agree */
+    Routes routes() {
+        return routes;
+    }
+
+    /**
+     * One publication of the registry, immutable: the serving manager of each device and the tables
+     * that route handles. Every manager in {@code active} routes its handles through the tables of
+     * the same publication.
+     */
+    record Routes(Map<Device, DeviceMemoryManager> active, PrefixTable primary, PrefixTable[] others,
+                  List<DeviceMemoryManager> unbounded) {
+
+        /** @return the manager that issued {@code handle} (not null), or null */
+        DeviceMemoryManager ownerOf(MemoryHandle handle) {
+            DeviceMemoryManager m = primary.get(handle.id());
+            return m != null ? m : ownerElsewhere(handle);
         }
-        for (DeviceMemoryManager o : unbounded) {
-            try {
-                if (o.owns(handle)) {
-                    return o;
+
+        /** The tables of the other masks, then the managers without a space (kept out of the hot lookup). */
+        private DeviceMemoryManager ownerElsewhere(MemoryHandle handle) {
+            for (PrefixTable t : others) {
+                DeviceMemoryManager m = t.get(handle.id());
+                if (m != null) {
+                    return m;
                 }
-            } catch (VirtualMachineError fatal) {
-                throw fatal;
-            } catch (Throwable failedManager) {
-                // A manager that cannot answer does not own the handle; the others are still asked.
             }
+            for (DeviceMemoryManager o : unbounded) {
+                try {
+                    if (o.owns(handle)) {
+                        return o;
+                    }
+                } catch (VirtualMachineError fatal) {
+                    throw fatal;
+                } catch (Throwable failedManager) {
+                    // A manager that cannot answer does not own the handle; the others are still asked.
+                }
+            }
+            return null;
         }
-        return null;
     }
 
     /** @return the device whose manager issued {@code handleId} and went away, or null */
