@@ -2,6 +2,7 @@ package io.ferrum.memory.api;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Optional;
+import java.util.function.Function;
 
 import org.osgi.annotation.versioning.ProviderType;
 
@@ -30,12 +31,50 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      * interrupts should clear it with {@link Thread#interrupted()} when it catches that exception,
      * and should not unmap a block while other threads may still use its views.
      *
+     * <p><b>Cost.</b> Each mapping opens a shared arena, and the unmap (or free) that closes it
+     * waits for a handshake with every thread: microseconds per map and unmap. Prefer {@link
+     * #withMapped} to touch a block from one thread, and {@link #write}/{@link #read} to move bytes;
+     * map when a view must outlive a call or be shared between threads.
+     *
      * @param handle a live handle of this manager
      * @param access how the view will be used
      * @return a view of exactly the block
      * @throws InvalidHandleException on an invalid handle
      */
     MemorySegment mapMemory(MemoryHandle handle, MemoryAccess access);
+
+    /**
+     * Runs {@code action} on a view of exactly the block, and returns what it returns. This is the
+     * cheap way to touch a block: on host memory the view costs about what a confined arena costs
+     * (tens of nanoseconds), where {@link #mapMemory} opens and closes a shared arena (microseconds,
+     * a handshake with every thread on close).
+     *
+     * <ul>
+     * <li>The view is usable only by the calling thread (another thread's access throws {@link
+     *     WrongThreadException}) and only until the action returns or throws (afterwards every access
+     *     throws {@link IllegalStateException}). Do not let it escape.</li>
+     * <li>{@link MemoryAccess#READ_ONLY} views reject writes ({@link UnsupportedOperationException}
+     *     from {@link MemorySegment}'s setters, {@link IllegalArgumentException} as a copy target).</li>
+     * <li>The block is pinned during the action: defragmentation does not move it, and {@link
+     *     #deallocate} of it, from inside the action or from any other thread, is refused with {@link
+     *     InvalidMemoryRequestException} and changes nothing.</li>
+     * <li>Nested calls work, on the same block or others.</li>
+     * <li>On memory the CPU cannot address (a GPU's), the view is a host staging copy of the block,
+     *     written back when a {@link MemoryAccess#READ_WRITE} or {@link MemoryAccess#WRITE_ONLY}
+     *     action returns normally (not when it throws).</li>
+     * </ul>
+     * Whatever the action throws reaches the caller unchanged, after the view is closed.
+     *
+     * @param handle a live handle of this manager
+     * @param access how the view will be used, not null
+     * @param action what to do with the view, not null
+     * @param <R>    what the action returns
+     * @return what the action returned
+     * @throws InvalidHandleException        on a null, zero, freed, stale or foreign handle
+     * @throws InvalidMemoryRequestException on a null access or action (the action is not run)
+     * @since 1.1
+     */
+    <R> R withMapped(MemoryHandle handle, MemoryAccess access, Function<? super MemorySegment, ? extends R> action);
 
     /**
      * Closes every view of the block.

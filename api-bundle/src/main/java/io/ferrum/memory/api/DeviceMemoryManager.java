@@ -1,5 +1,6 @@
 package io.ferrum.memory.api;
 
+import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
@@ -110,6 +111,64 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * @throws InvalidMemoryRequestException on a negative value or a range outside a block
      */
     void copy(MemoryHandle src, MemoryHandle dst, long size, long srcOffset, long dstOffset);
+
+    /**
+     * Writes {@code src.byteSize()} bytes from any segment (a heap array through {@link
+     * MemorySegment#ofArray}, a {@link java.nio.ByteBuffer}, native memory, a mapped file) into a
+     * block, synchronously. The block is pinned while its bytes are written: defragmentation does
+     * not move it, and a {@link #deallocate} of it from any thread meanwhile is refused with {@link
+     * InvalidMemoryRequestException} (free it after this call returns).
+     *
+     * @param dst       a live handle of this manager
+     * @param dstOffset where in the block the bytes go, zero or more, with {@code dstOffset +
+     *                  src.byteSize()} within the block (checked without overflow)
+     * @param src       the bytes, not null; a segment of zero bytes writes nothing
+     * @throws InvalidHandleException        on a null, zero, freed, stale or foreign handle
+     * @throws InvalidMemoryRequestException on a null segment, a negative offset, a range outside
+     *                                       the block, or a segment whose scope is closed or
+     *                                       belongs to another thread; nothing is written then
+     * @since 1.1
+     */
+    void write(MemoryHandle dst, long dstOffset, MemorySegment src);
+
+    /**
+     * Reads {@code dst.byteSize()} bytes of a block into any writable segment, synchronously, with
+     * the same pinning as {@link #write}.
+     *
+     * @param src       a live handle of this manager
+     * @param srcOffset where in the block the bytes come from, zero or more, with {@code srcOffset +
+     *                  dst.byteSize()} within the block (checked without overflow)
+     * @param dst       where the bytes go, not null and not read-only
+     * @throws InvalidHandleException        on a null, zero, freed, stale or foreign handle
+     * @throws InvalidMemoryRequestException on a null or read-only segment, a negative offset, a
+     *                                       range outside the block, or a segment whose scope is
+     *                                       closed or belongs to another thread; nothing is read then
+     * @since 1.1
+     */
+    void read(MemoryHandle src, long srcOffset, MemorySegment dst);
+
+    /**
+     * {@link #write} ordered on a stream. The arguments are checked before this method returns (bad
+     * ones throw here, not through the stage). The caller must not change {@code src} (nor close
+     * its arena) until the stage completes: the bytes are taken when the copy runs. The block is
+     * pinned until then, as for {@link #copyAsync}: a free meanwhile succeeds, and the memory goes
+     * back to the pool only when the copy has run.
+     *
+     * @param stream a stream of this manager's device, or {@code null} for the default stream;
+     *               another device's stream is refused with {@link InvalidMemoryRequestException}
+     * @return a stage that completes when the bytes have arrived in the block
+     * @since 1.1
+     */
+    CompletionStage<Void> writeAsync(MemoryHandle dst, long dstOffset, MemorySegment src, StreamHandle stream);
+
+    /**
+     * {@link #read} ordered on a stream, with the rules of {@link #writeAsync}: the caller must not
+     * read or change {@code dst} until the stage completes.
+     *
+     * @return a stage that completes when the bytes have arrived in {@code dst}
+     * @since 1.1
+     */
+    CompletionStage<Void> readAsync(MemoryHandle src, long srcOffset, MemorySegment dst, StreamHandle stream);
 
     /**
      * Copies asynchronously on a stream. The arguments are checked before this method returns (bad

@@ -1,5 +1,6 @@
 package io.ferrum.memory.api;
 
+import java.lang.foreign.MemorySegment;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 
@@ -50,6 +51,26 @@ public interface MemoryRouter {
      * @return a stage that completes when the bytes have arrived
      */
     CompletionStage<Void> copyAsync(MemoryTransfer transfer, StreamHandle stream);
+
+    /**
+     * {@link DeviceMemoryManager#write} on the device that holds {@code dst}, with its checks and
+     * pinning.
+     *
+     * @throws InvalidHandleException     on an unknown or freed handle
+     * @throws DeviceUnavailableException if its device has gone away
+     * @since 1.1
+     */
+    void write(MemoryHandle dst, long dstOffset, MemorySegment src);
+
+    /**
+     * {@link DeviceMemoryManager#read} on the device that holds {@code src}, with its checks and
+     * pinning.
+     *
+     * @throws InvalidHandleException     on an unknown or freed handle
+     * @throws DeviceUnavailableException if its device has gone away
+     * @since 1.1
+     */
+    void read(MemoryHandle src, long srcOffset, MemorySegment dst);
 
     /**
      * @param handle any handle

@@ -1,5 +1,6 @@
 package io.ferrum.memory.monitor;
 
+import java.lang.foreign.MemorySegment;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -382,6 +383,16 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     @Override
     public Optional<Device> owner(MemoryHandle handle) {
         return router.owner(handle);
+    }
+
+    @Override
+    public void write(MemoryHandle dst, long dstOffset, MemorySegment src) {
+        router.write(dst, dstOffset, src);
+    }
+
+    @Override
+    public void read(MemoryHandle src, long srcOffset, MemorySegment dst) {
+        router.read(src, srcOffset, dst);
     }
 
     @Override

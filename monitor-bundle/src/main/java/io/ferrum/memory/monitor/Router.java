@@ -1,5 +1,6 @@
 package io.ferrum.memory.monitor;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -267,6 +268,22 @@ final class Router implements MemoryRouter {
             throw RunState.refusal("deallocate(" + handle + ")");
         }
         route(handle).deallocate(handle);
+    }
+
+    @Override
+    public void write(MemoryHandle dst, long dstOffset, MemorySegment src) {
+        if (state.isStopped()) {
+            throw RunState.refusal("write(" + dst + ")");
+        }
+        route(dst).write(dst, dstOffset, src);
+    }
+
+    @Override
+    public void read(MemoryHandle src, long srcOffset, MemorySegment dst) {
+        if (state.isStopped()) {
+            throw RunState.refusal("read(" + src + ")");
+        }
+        route(src).read(src, srcOffset, dst);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.ferrum.memory.monitor;
 
+import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalDouble;
@@ -108,6 +109,29 @@ class StubManager implements DeviceMemoryManager {
 
     @Override
     public CompletionStage<Void> copyAsync(MemoryTransfer transfer, StreamHandle stream) {
+        throw new UnsupportedOperationException();
+    }
+
+    /** The last write or read routed here: "write h offset bytes" or "read h offset bytes". */
+    volatile String lastData;
+
+    @Override
+    public void write(MemoryHandle dst, long dstOffset, MemorySegment src) {
+        lastData = "write " + dst + " " + dstOffset + " " + src.byteSize();
+    }
+
+    @Override
+    public void read(MemoryHandle src, long srcOffset, MemorySegment dst) {
+        lastData = "read " + src + " " + srcOffset + " " + dst.byteSize();
+    }
+
+    @Override
+    public CompletionStage<Void> writeAsync(MemoryHandle dst, long dstOffset, MemorySegment src, StreamHandle stream) {
+        throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public CompletionStage<Void> readAsync(MemoryHandle src, long srcOffset, MemorySegment dst, StreamHandle stream) {
         throw new UnsupportedOperationException();
     }
 

@@ -178,6 +178,16 @@ final class ShellFixture implements AutoCloseable {
         }
 
         @Override
+        public void write(MemoryHandle dst, long dstOffset, MemorySegment src) {
+            ownerOf(dst).write(dst, dstOffset, src);
+        }
+
+        @Override
+        public void read(MemoryHandle src, long srcOffset, MemorySegment dst) {
+            ownerOf(src).read(src, srcOffset, dst);
+        }
+
+        @Override
         public void copy(MemoryTransfer t) {
             DeviceMemoryManager src = ownerOf(t.src());
             DeviceMemoryManager dst = ownerOf(t.dst());

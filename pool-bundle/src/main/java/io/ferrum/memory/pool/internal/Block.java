@@ -60,6 +60,23 @@ public final class Block extends BlockPadding {
     long keptId;
     MemoryUsageHint hint;
     Throwable allocationSite;
+    /**
+     * Scoped work on the block's bytes by a calling thread ({@code withMapped}, {@code read}, {@code
+     * write}): a count in the low bits and three flags, changed only atomically, so that entering and
+     * leaving a scope take no lock ({@link Scopes} states the protocol). A scope enters only while no
+     * flag is set.
+     */
+    volatile int scopes;
+
+    /** Bits of {@link #scopes} that count the scopes inside the block. */
+    static final int SCOPE_COUNT = 0x0FFF_FFFF;
+    /** Flag: defragmentation is moving the block (set under the pool lock, only while the count is zero). */
+    static final int SCOPE_MOVING = 1 << 28;
+    /** Flag: the pool closed while scopes ran; the last one to leave ends that work for the close. */
+    static final int SCOPE_CLOSED = 1 << 29;
+    /** Flag: the block's last name was freed while scopes ran; the last one to leave gives it back. */
+    static final int SCOPE_FREED = 1 << 30;
+    static final int SCOPE_FLAGS = SCOPE_MOVING | SCOPE_CLOSED | SCOPE_FREED;
 
     Block(PoolChunk chunk, long offset, long size) {
         this.chunk = chunk;
@@ -108,9 +125,79 @@ public final class Block extends BlockPadding {
         return (int) NAMES.getAndAdd(this, -1) - 1;
     }
 
+    /** @return true if a scope entered (no flag was set); false, changing nothing, if a flag is set */
+    boolean tryEnterScope() {
+        int s = scopes;
+        while ((s & SCOPE_FLAGS) == 0) {
+            int seen = (int) SCOPES.compareAndExchange(this, s, s + 1);
+            if (seen == s) {
+                return true;
+            }
+            s = seen;
+        }
+        return false;
+    }
+
+    /** Leaves a scope. @return the word before it left */
+    int exitScope() {
+        return (int) SCOPES.getAndAdd(this, -1);
+    }
+
+    /**
+     * Sets {@code flag} on the word, whatever the count.
+     *
+     * @return the count of scopes at that instant
+     */
+    int flagScopes(int flag) {
+        int s = scopes;
+        while (true) {
+            int seen = (int) SCOPES.compareAndExchange(this, s, s | flag);
+            if (seen == s) {
+                return s & SCOPE_COUNT;
+            }
+            s = seen;
+        }
+    }
+
+    /** Sets {@code flag} only while scopes run. @return true if set (a scope is inside); false if none is */
+    boolean flagIfScoped(int flag) {
+        int s = scopes;
+        while ((s & SCOPE_COUNT) != 0) {
+            int seen = (int) SCOPES.compareAndExchange(this, s, s | flag);
+            if (seen == s) {
+                return true;
+            }
+            s = seen;
+        }
+        return false;
+    }
+
+    /** Clears {@code flag}, leaving the count and the other flags. */
+    void clearScopeFlag(int flag) {
+        int s = scopes;
+        while (true) {
+            int seen = (int) SCOPES.compareAndExchange(this, s, s & ~flag);
+            if (seen == s) {
+                return;
+            }
+            s = seen;
+        }
+    }
+
+    /** Under the pool lock: marks the block as moving. @return false, changing nothing, while a scope runs or a flag is set */
+    boolean claimForMove() {
+        return SCOPES.compareAndSet(this, 0, SCOPE_MOVING);
+    }
+
+    /** Under the pool lock: the move claimed by {@link #claimForMove} is over. */
+    void endMove() {
+        clearScopeFlag(SCOPE_MOVING);
+    }
+
     private static final VarHandle HANDLE;
     private static final VarHandle ALIAS;
     private static final VarHandle NAMES;
+    private static final VarHandle SCOPES;
 
     static {
         try {
@@ -118,6 +205,7 @@ public final class Block extends BlockPadding {
             HANDLE = l.findVarHandle(Block.class, "handleId", long.class);
             ALIAS = l.findVarHandle(Block.class, "aliasId", long.class);
             NAMES = l.findVarHandle(Block.class, "names", int.class);
+            SCOPES = l.findVarHandle(Block.class, "scopes", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -130,7 +218,7 @@ public final class Block extends BlockPadding {
 
     /** @return true while defragmentation may move the block */
     boolean isMovable() {
-        return !free && pins == 0 && mapping == null && !freePending;
+        return !free && pins == 0 && mapping == null && !freePending && scopes == 0;
     }
 
     /** @return the block's chunk (read under the pool lock or while pinned) */

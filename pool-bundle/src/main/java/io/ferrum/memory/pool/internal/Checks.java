@@ -1,5 +1,7 @@
 package io.ferrum.memory.pool.internal;
 
+import java.lang.foreign.MemorySegment;
+
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.InvalidHandleException;
@@ -151,6 +153,11 @@ final class Checks {
         }
     }
 
+    InvalidMemoryRequestException inScope(MemoryHandle handle) {
+        return new InvalidMemoryRequestException("Block " + handle + " on " + device + " is in use by a withMapped action,"
+                + " a read or a write (on this thread or another); free it after that call returns. Nothing was freed");
+    }
+
     InvalidMemoryRequestException unknownStream(StreamHandle stream) {
         return new InvalidMemoryRequestException("Unknown stream " + stream.id() + " on " + device
                 + ": it is not a live stream of the StreamManager of " + device + "; create it there");
@@ -170,6 +177,62 @@ final class Checks {
     InvalidMemoryRequestException maxSizeBelowUse(MemoryType type, MemoryPoolConfig cfg, long used) {
         return new InvalidMemoryRequestException("Cannot set maxSize of the " + type + " pool on " + device + " to "
                 + Bytes.exact(cfg.maxSize().getAsLong()) + ": its live blocks already use " + Bytes.exact(used));
+    }
+
+    // ---------------------------------------------------------------- the data path
+
+    /** A thread that is never started: a segment it may access is not confined to any thread. */
+    private static final Thread ANY_THREAD = new Thread(() -> { }, "ferrum-accessibility-probe");
+
+    /**
+     * {@code segment} (the {@code role} side of a write or read: "source" or "destination") is given,
+     * alive, usable by the calling thread and, for {@code async} work, by any thread; and, as a
+     * destination, writable.
+     *
+     * @return its size in bytes
+     */
+    long segment(MemorySegment segment, String role, boolean async) {
+        if (segment == null) {
+            throw new InvalidMemoryRequestException("The " + role + " segment is null (on " + device
+                    + "); pass MemorySegment.ofArray(bytes) for a Java array");
+        }
+        if (!segment.scope().isAlive()) {
+            throw new InvalidMemoryRequestException("The " + role + " segment " + segment + " is already closed (its"
+                    + " arena was closed); nothing was copied on " + device);
+        }
+        if (!segment.isAccessibleBy(Thread.currentThread())) {
+            throw new InvalidMemoryRequestException("The " + role + " segment " + segment + " belongs to another"
+                    + " thread's confined arena; nothing was copied on " + device);
+        }
+        if (async && !segment.isAccessibleBy(ANY_THREAD)) {
+            throw new InvalidMemoryRequestException("The " + role + " segment " + segment + " is confined to this"
+                    + " thread, and an asynchronous copy runs on the stream's thread; use a shared, global or heap"
+                    + " segment (nothing was copied on " + device + ")");
+        }
+        if (segment.isReadOnly() && role.equals("destination")) {
+            throw new InvalidMemoryRequestException("The destination segment " + segment + " is read-only; a read"
+                    + " needs a writable segment (nothing was copied on " + device + ")");
+        }
+        return segment.byteSize();
+    }
+
+    /** {@code size} bytes at {@code offset} lie inside block {@code b}, for a {@code what} ("write" or "read"). */
+    void blockRange(MemoryHandle h, Block b, long offset, long size, String what) {
+        long length = b.requested;
+        if (offset < 0) {
+            throw new InvalidMemoryRequestException("Invalid " + what + " on " + device + ": offset " + offset
+                    + " into block " + h + " must be zero or more; nothing was copied");
+        }
+        if (size > length || offset > length - size) {
+            throw new InvalidMemoryRequestException("A " + what + " of " + size + " bytes at offset " + offset
+                    + " falls outside block " + h + " of " + length + " bytes on " + device + "; nothing was copied");
+        }
+    }
+
+    static void action(Object action) {
+        if (action == null) {
+            throw new InvalidMemoryRequestException("The action of withMapped is null; pass the code that uses the view");
+        }
     }
 
     static void access(MemoryAccess access) {

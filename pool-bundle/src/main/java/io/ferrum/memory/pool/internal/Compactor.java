@@ -57,54 +57,63 @@ final class Compactor {
         Block x = c.first;
         while (x != null) {
             Block n = x.nextPhys;
+            // The claim last: it fails, changing nothing, while a scope is inside n.
             if (x.free && n != null && n.isMovable()
-                    && (c.device.address() + x.offset) % n.alignment == 0) {
-                // P - x(free) - n(live) - N  becomes  P - n - x(free) - N, then x merges with N.
-                long target = x.offset;
-                long old = n.offset;
-                // First the copy: a device that fails it leaves the blocks as they were.
-                upstream.copy(c.device, old, c.device, target, n.requested);
-                free.remove(x);
-                Block p = x.prevPhys;
-                Block after = n.nextPhys;
-                n.prevPhys = p;
-                if (p != null) {
-                    p.nextPhys = n;
-                } else {
-                    c.first = n;
+                    && (c.device.address() + x.offset) % n.alignment == 0 && n.claimForMove()) {
+                try {
+                    swapDown(free, c, x, n);
+                } finally {
+                    n.endMove();
                 }
-                n.nextPhys = x;
-                x.prevPhys = n;
-                x.nextPhys = after;
-                if (after != null) {
-                    after.prevPhys = x;
-                }
-                n.offset = target;
-                x.offset = target + n.size;
-                if (after != null && after.free) {
-                    free.remove(after);
-                    x.size += after.size;
-                    x.nextPhys = after.nextPhys;
-                    if (after.nextPhys != null) {
-                        after.nextPhys.prevPhys = x;
-                    }
-                }
-                free.insert(x);
                 moved++;
-                if (scrub) {
-                    // The part of n's old bytes that its new place does not cover is free now.
-                    long from = Math.max(old, target + n.requested);
-                    long end = old + n.requested;
-                    if (end > from) {
-                        upstream.fill(c.device, from, end - from, (byte) 0);
-                    }
-                }
                 // x is still the free block, now after n: keep sliding what follows it.
             } else {
                 x = n;
             }
         }
         return moved;
+    }
+
+    /** {@code P - x(free) - n(live) - N} becomes {@code P - n - x(free) - N}, then x merges with N. */
+    private void swapDown(FreeBlockIndex free, PoolChunk c, Block x, Block n) {
+        long target = x.offset;
+        long old = n.offset;
+        // First the copy: a device that fails it leaves the blocks as they were.
+        upstream.copy(c.device, old, c.device, target, n.requested);
+        free.remove(x);
+        Block p = x.prevPhys;
+        Block after = n.nextPhys;
+        n.prevPhys = p;
+        if (p != null) {
+            p.nextPhys = n;
+        } else {
+            c.first = n;
+        }
+        n.nextPhys = x;
+        x.prevPhys = n;
+        x.nextPhys = after;
+        if (after != null) {
+            after.prevPhys = x;
+        }
+        n.offset = target;
+        x.offset = target + n.size;
+        if (after != null && after.free) {
+            free.remove(after);
+            x.size += after.size;
+            x.nextPhys = after.nextPhys;
+            if (after.nextPhys != null) {
+                after.nextPhys.prevPhys = x;
+            }
+        }
+        free.insert(x);
+        if (scrub) {
+            // The part of n's old bytes that its new place does not cover is free now.
+            long from = Math.max(old, target + n.requested);
+            long end = old + n.requested;
+            if (end > from) {
+                upstream.fill(c.device, from, end - from, (byte) 0);
+            }
+        }
     }
 
     /**
@@ -137,18 +146,28 @@ final class Compactor {
                     if (b.free) {
                         continue;
                     }
-                    Block dest = pool.carve(b.size, b.alignment);
-                    if (dest == null) {
+                    // A scope may have entered since allMovable: then the chunk does not empty now.
+                    if (!b.claimForMove()) {
                         emptied = false;
                         break;
                     }
+                    Block dest;
                     try {
-                        upstream.copy(c.device, b.offset, dest.chunk.device, dest.offset, b.requested);
-                    } catch (RuntimeException | Error e) {
-                        pool.release(dest); // nothing moved: the destination is free again
-                        throw e;
+                        dest = pool.carve(b.size, b.alignment);
+                        if (dest == null) {
+                            emptied = false;
+                            break;
+                        }
+                        try {
+                            upstream.copy(c.device, b.offset, dest.chunk.device, dest.offset, b.requested);
+                        } catch (RuntimeException | Error e) {
+                            pool.release(dest); // nothing moved: the destination is free again
+                            throw e;
+                        }
+                        swapPlaces(b, dest);
+                    } finally {
+                        b.endMove();
                     }
-                    swapPlaces(b, dest);
                     // dest now sits where b was, in c: it is free space (c's free blocks stay unlisted).
                     pool.vacated(dest);
                     moved++;

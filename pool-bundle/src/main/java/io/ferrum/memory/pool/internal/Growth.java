@@ -1,5 +1,6 @@
 package io.ferrum.memory.pool.internal;
 
+import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Map;
 
@@ -106,7 +107,7 @@ final class Growth {
             try {
                 pool.pending -= planned;
                 if (chunk != null) {
-                    pool.addChunk(chunk);
+                    pool.addChunk(chunk, hostView(chunk));
                 }
                 pool.grown.signalAll();
                 release = Lifecycle.leave(pool);
@@ -148,6 +149,15 @@ final class Growth {
             if (failure != null) {
                 throw checks.preAllocationFailed(bytes, pool.type, failure, account.used());
             }
+        }
+    }
+
+    /** @return the chunk as host memory, or null when the CPU cannot address it (then views stage through copies) */
+    private MemorySegment hostView(DeviceChunk chunk) {
+        try {
+            return upstream.hostSegment(chunk).orElse(null);
+        } catch (RuntimeException e) {
+            return null;
         }
     }
 }

@@ -123,6 +123,9 @@ final class Lifecycle {
             try {
                 pool.closed = true;
                 pool.grown.signalAll();
+                // Scopes (withMapped, read, write) pin without the lock: each block with one inside
+                // is one piece of work, ended by its last scope to leave.
+                pool.inflight += Scopes.closeAll(pool);
                 awaitIdle(pool);
                 for (Block b : pool.allocatedBlocks()) {
                     // Every view goes, of blocks still named and of blocks a racing free has claimed alike.

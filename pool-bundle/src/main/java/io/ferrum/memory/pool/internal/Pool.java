@@ -1,5 +1,6 @@
 package io.ferrum.memory.pool.internal;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.locks.Condition;
@@ -279,9 +280,14 @@ public final class Pool {
 
     // ---------------------------------------------------------------- chunks
 
-    /** Adds a freshly reserved chunk as one free block. */
+    /** Adds a freshly reserved chunk that the CPU cannot address as one free block. */
     void addChunk(DeviceChunk device) {
-        PoolChunk chunk = new PoolChunk(device);
+        addChunk(device, null);
+    }
+
+    /** Adds a freshly reserved chunk as one free block; {@code host} is its host view, or null. */
+    void addChunk(DeviceChunk device, MemorySegment host) {
+        PoolChunk chunk = new PoolChunk(device, host);
         Block whole = new Block(chunk, 0, chunk.size);
         whole.free = true;
         chunk.first = whole;

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
+import java.util.function.Function;
 
 import io.ferrum.memory.api.DefragmentationStats;
 import io.ferrum.memory.api.Device;
@@ -64,6 +65,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
     private final Maintenance maintenance;
     private final Allocator allocator;
     private final Transfers transfers;
+    private final DataPath dataPath;
     private final Mappings mappings;
     private final StreamExecutor streams;
     private final boolean ownsStreams;
@@ -124,6 +126,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
                 zeroing == ZeroingPolicy.ON_ALLOCATE);
         this.transfers = new Transfers(reclaimer, checks, this.streams, config.maxConcurrentTransfers(), figures,
                 upstream, settings.nanoClock());
+        this.dataPath = new DataPath(checks, figures, settings.nanoClock());
         this.mappings = new Mappings(device, pools[MemoryType.MAPPED.ordinal()], allocator, reclaimer, this.handles,
                 issuedAliases, lifecycle, checks, settings.nanoClock(), settings.peers());
         try {
@@ -200,6 +203,26 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         checks.range(transfer.src(), s, transfer.srcOffset(), transfer.size(), "source");
         checks.range(transfer.dst(), d, transfer.dstOffset(), transfer.size(), "destination");
         return transfers.copyAsync(transfer, s, d, stream);
+    }
+
+    @Override
+    public void write(MemoryHandle dst, long dstOffset, MemorySegment src) {
+        dataPath.write(resolve(dst), dst, dstOffset, src);
+    }
+
+    @Override
+    public void read(MemoryHandle src, long srcOffset, MemorySegment dst) {
+        dataPath.read(resolve(src), src, srcOffset, dst);
+    }
+
+    @Override
+    public CompletionStage<Void> writeAsync(MemoryHandle dst, long dstOffset, MemorySegment src, StreamHandle stream) {
+        return transfers.hostCopyAsync(resolve(dst), dst, dstOffset, src, true, stream);
+    }
+
+    @Override
+    public CompletionStage<Void> readAsync(MemoryHandle src, long srcOffset, MemorySegment dst, StreamHandle stream) {
+        return transfers.hostCopyAsync(resolve(src), src, srcOffset, dst, false, stream);
     }
 
     @Override
@@ -307,6 +330,13 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
     public MemorySegment mapMemory(MemoryHandle handle, MemoryAccess access) {
         Checks.access(access);
         return mappings.map(resolve(handle), handle, access);
+    }
+
+    @Override
+    public <R> R withMapped(MemoryHandle handle, MemoryAccess access, Function<? super MemorySegment, ? extends R> action) {
+        Checks.access(access);
+        Checks.action(action);
+        return dataPath.withMapped(resolve(handle), handle, access, action);
     }
 
     @Override

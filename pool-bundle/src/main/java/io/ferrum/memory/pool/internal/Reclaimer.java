@@ -52,6 +52,16 @@ final class Reclaimer {
         this.zeroOnFree = zeroOnFree;
     }
 
+    /** @return the messages of this manager (a peer's block is reported by its own manager) */
+    Checks checks() {
+        return checks;
+    }
+
+    /** @return this manager's life, whose close a pool's last work may end */
+    Lifecycle lifecycle() {
+        return lifecycle;
+    }
+
     /** @return the upstream of this manager's device, which holds the chunks of its pools' blocks */
     DeviceUpstream upstream() {
         return upstream;
@@ -60,6 +70,10 @@ final class Reclaimer {
     /** Frees the name {@code handle} of live block {@code b}. */
     void free(Block b, MemoryHandle handle) {
         long id = handle.id();
+        if ((b.scopes & Block.SCOPE_COUNT) != 0 && b.isNamedBy(id) && !Scopes.awaitNone(b)) {
+            // A withMapped action, a read or a write is inside the block: refused, nothing changed.
+            throw checks.inScope(handle);
+        }
         // One compare-and-set decides which of two racing frees of this handle wins; the count of
         // names left decides which of a mapping's two handles, freed at once, gives the memory back.
         int left = b.claim(id);
@@ -81,7 +95,7 @@ final class Reclaimer {
         long unit;
         // A block allocated before configurePool raised the alignment (b.alignment below the unit)
         // goes to the pool, which honours the new one; from a cache it would come back misaligned.
-        if (tc != null && left == 0 && b.pins == 0 && b.mapping == null
+        if (tc != null && left == 0 && b.pins == 0 && b.mapping == null && b.scopes == 0
                 && SizeClasses.cacheable(b.size, tc.cachesLarge)
                 && b.alignment >= (unit = SizeClasses.unit(pool.config))
                 && b.size == SizeClasses.classSize(b.size, unit)) {
@@ -157,7 +171,9 @@ final class Reclaimer {
             if (!pool.stuckViews.isEmpty()) {
                 unstuck = unstick(pool);
             }
-            if (b.pins > 0) {
+            if (Scopes.deferFree(b)) {
+                // A scope that entered before the name went is still inside: the last to leave gives it back.
+            } else if (b.pins > 0) {
                 b.freePending = true;
             } else if (zeroOnFree) {
                 // Cleared outside the lock while pinned; the unpin after it releases the block.

@@ -1,5 +1,6 @@
 package io.ferrum.memory.pool.internal;
 
+import java.lang.foreign.MemorySegment;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Semaphore;
@@ -131,6 +132,55 @@ final class Transfers {
                 reclaimer.unpin(d);
             }
             reclaimer.unpin(s);
+            throw e;
+        }
+    }
+
+    /**
+     * Writes {@code seg} into block {@code b} named {@code h} at {@code offset} ({@code write}), or
+     * reads the block from there into {@code seg}, on {@code stream}. The block is pinned before
+     * this returns and until the copy has run.
+     */
+    CompletionStage<Void> hostCopyAsync(Block b, MemoryHandle h, long offset, MemorySegment seg, boolean write,
+                                        StreamHandle stream) {
+        long n = checks.segment(seg, write ? "source" : "destination", true);
+        if (!streams.knows(stream)) {
+            throw checks.unknownStream(stream);
+        }
+        reclaimer.pin(b, h.id());
+        Runnable work = () -> {
+            running.acquireUninterruptibly();
+            try {
+                DeviceUpstream up = b.pool.reclaimer.upstream();
+                long t0 = clock.getAsLong();
+                if (write) {
+                    up.copyFromHost(seg, b.chunk.device, b.offset + offset, n);
+                } else {
+                    up.copyToHost(b.chunk.device, b.offset + offset, seg, n);
+                }
+                long t1 = clock.getAsLong();
+                if (t1 > t0) {
+                    figures.copied(n, t1 - t0);
+                }
+                AccessTracker t = b.access;
+                if (t != null) {
+                    t.record(write, offset, n, t1, b.allocatedAtNanos);
+                }
+            } finally {
+                running.release();
+                reclaimer.unpin(b);
+            }
+        };
+        try {
+            checks.blockRange(h, b, offset, n, write ? "write" : "read");
+            if (n == 0) {
+                reclaimer.unpin(b);
+                return CompletableFuture.completedFuture(null);
+            }
+            // The executor either refuses the work here (it will never run) or runs it once.
+            return streams.submit(stream, work);
+        } catch (RuntimeException | Error e) {
+            reclaimer.unpin(b);
             throw e;
         }
     }

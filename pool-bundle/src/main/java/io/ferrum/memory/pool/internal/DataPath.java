@@ -1,0 +1,139 @@
+package io.ferrum.memory.pool.internal;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.function.Function;
+import java.util.function.LongSupplier;
+
+import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.pool.DeviceUpstream;
+
+/**
+ * The calling thread's work on the bytes of one block: {@code write} and {@code read} from and to any
+ * segment, and {@code withMapped}, a view that lives for one action. Each runs inside a scope
+ * ({@link Scopes}): a lock-free pin, so a block is neither moved, reused nor released under it, and
+ * no pool lock is taken on the way.
+ *
+ * <p><b>Host memory.</b> When the CPU addresses the block's chunk ({@link PoolChunk#host}), bytes move
+ * by {@link MemorySegment#copy} straight between the caller's segment and the chunk, and a view is
+ * the block's slice of the chunk, bound to a confined arena that closes when the action ends:
+ * usable by the calling thread only, dead afterwards. Otherwise copies go through the upstream, and
+ * a view is a host staging copy of the block, written back after an action that may write.
+ *
+ * <p>Bandwidth figures count copies of {@value #TIMED_BYTES} bytes or more only: a clock read costs
+ * as much as a small copy (PERFORMANCE item 15). Access statistics, when on, record every call.
+ */
+final class DataPath {
+    /** Smallest copy whose duration goes into the bandwidth figure. */
+    static final long TIMED_BYTES = 64 * 1024;
+
+    private final Checks checks;
+    private final Figures figures;
+    private final LongSupplier clock;
+
+    DataPath(Checks checks, Figures figures, LongSupplier clock) {
+        this.checks = checks;
+        this.figures = figures;
+        this.clock = clock;
+    }
+
+    /** Writes {@code src} into live block {@code b} named {@code h} at {@code offset}. */
+    void write(Block b, MemoryHandle h, long offset, MemorySegment src) {
+        long n = checks.segment(src, "source", false);
+        Scopes.enter(b, h.id());
+        try {
+            checks.blockRange(h, b, offset, n, "write");
+            if (n == 0) {
+                return;
+            }
+            long t0 = n >= TIMED_BYTES ? clock.getAsLong() : 0;
+            MemorySegment host = b.chunk.host;
+            if (host != null) {
+                MemorySegment.copy(src, 0, host, b.offset + offset, n);
+            } else {
+                upstream(b).copyFromHost(src, b.chunk.device, b.offset + offset, n);
+            }
+            done(b, true, offset, n, t0);
+        } finally {
+            Scopes.exit(b);
+        }
+    }
+
+    /** Reads live block {@code b} named {@code h} from {@code offset} into {@code dst}. */
+    void read(Block b, MemoryHandle h, long offset, MemorySegment dst) {
+        long n = checks.segment(dst, "destination", false);
+        Scopes.enter(b, h.id());
+        try {
+            checks.blockRange(h, b, offset, n, "read");
+            if (n == 0) {
+                return;
+            }
+            long t0 = n >= TIMED_BYTES ? clock.getAsLong() : 0;
+            MemorySegment host = b.chunk.host;
+            if (host != null) {
+                MemorySegment.copy(host, b.offset + offset, dst, 0, n);
+            } else {
+                upstream(b).copyToHost(b.chunk.device, b.offset + offset, dst, n);
+            }
+            done(b, false, offset, n, t0);
+        } finally {
+            Scopes.exit(b);
+        }
+    }
+
+    /** Runs {@code action} on a view of live block {@code b} named {@code h}, alive for the action only. */
+    <R> R withMapped(Block b, MemoryHandle h, MemoryAccess access, Function<? super MemorySegment, ? extends R> action) {
+        Scopes.enter(b, h.id());
+        try (Arena arena = Arena.ofConfined()) {
+            track(b, access);
+            MemorySegment host = b.chunk.host;
+            if (host != null) {
+                MemorySegment view = host.asSlice(b.offset, b.requested).reinterpret(arena, null);
+                return action.apply(access == MemoryAccess.READ_ONLY ? view.asReadOnly() : view);
+            }
+            // Memory the CPU cannot address: a staging copy, written back after an action that may write.
+            DeviceUpstream up = upstream(b);
+            MemorySegment staging = arena.allocate(b.requested, 64);
+            up.copyToHost(b.chunk.device, b.offset, staging, b.requested);
+            R result = action.apply(access == MemoryAccess.READ_ONLY ? staging.asReadOnly() : staging);
+            if (access != MemoryAccess.READ_ONLY) {
+                up.copyFromHost(staging, b.chunk.device, b.offset, b.requested);
+            }
+            return result;
+        } finally {
+            Scopes.exit(b);
+        }
+    }
+
+    /** The upstream that owns the block's chunk: a peer's, for a block named here by an alias. */
+    private static DeviceUpstream upstream(Block b) {
+        return b.pool.reclaimer.upstream();
+    }
+
+    private void done(Block b, boolean write, long offset, long n, long t0) {
+        if (t0 != 0) {
+            long t1 = clock.getAsLong();
+            if (t1 > t0) {
+                figures.copied(n, t1 - t0);
+            }
+        }
+        AccessTracker t = b.access;
+        if (t != null) {
+            t.record(write, offset, n, clock.getAsLong(), b.allocatedAtNanos);
+        }
+    }
+
+    private void track(Block b, MemoryAccess access) {
+        AccessTracker t = b.access;
+        if (t != null) {
+            long now = clock.getAsLong();
+            if (access != MemoryAccess.WRITE_ONLY) {
+                t.record(false, 0, b.requested, now, b.allocatedAtNanos);
+            }
+            if (access != MemoryAccess.READ_ONLY) {
+                t.record(true, 0, b.requested, now, b.allocatedAtNanos);
+            }
+        }
+    }
+}

@@ -1,0 +1,138 @@
+package io.ferrum.memory.pool.internal;
+
+import java.util.List;
+
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.pool.DeviceChunk;
+
+/**
+ * Lock-free pins for work that the calling thread does on a block's bytes and ends before it
+ * returns ({@code withMapped}, {@code read}, {@code write}): a scope. Copies on streams, fills and
+ * scrubs pin under the pool lock instead ({@link Reclaimer#pin}); both kinds keep a block from being
+ * moved, reused or released.
+ *
+ * <p><b>The word.</b> {@link Block#scopes} holds the count of scopes inside the block and three
+ * flags; it changes only by atomic operations. A scope enters by raising the count while no flag is
+ * set (one compare-and-set) and leaves by lowering it (one atomic add). The flags are set under the
+ * pool lock:
+ * <ul>
+ * <li>{@code MOVING}, by defragmentation, only from a word of zero (no scope inside), and cleared
+ *     before it lets the lock go: a scope that finds it waits for the lock, then tries again.</li>
+ * <li>{@code FREED}, by the free that took the block's last name while scopes were inside: the scope
+ *     whose exit takes the count to zero gives the block back ({@link Reclaimer#lastNameGone}).</li>
+ * <li>{@code CLOSED}, by the close, on every allocated block; a block with scopes inside counts as
+ *     one piece of its pool's in-flight work, which the exit that takes the count to zero ends.</li>
+ * </ul>
+ * Because a flag and the count live in one word, an exit and the setting of a flag cannot miss each
+ * other: either the flag is set while the count is still positive (and that exit sees it), or the
+ * setter sees a count of zero and acts itself.
+ *
+ * <p><b>Names.</b> A scope enters first and reads the block's name after; a free claims the name
+ * first and reads the word after ({@link Reclaimer#free}). So a scope that saw its handle live is
+ * seen by the free, which then defers the block's return; a scope that entered a block named by
+ * another handle (it was freed and reused meanwhile) leaves at once and touches no byte.
+ *
+ * <p><b>Frees are refused while a scope runs</b> ({@link #awaitNone}): a free of a block with a scope
+ * inside waits a few microseconds for the count to reach zero (a scope that entered a reused block
+ * by mistake leaves that fast) and is refused if it does not, changing nothing.
+ */
+final class Scopes {
+    /** Spins a free waits, at most, for scopes to leave before it is refused (a few microseconds). */
+    private static final int FREE_SPINS = 1 << 10;
+
+    private Scopes() {
+    }
+
+    /**
+     * Enters a scope on live block {@code b} named {@code id}; the caller leaves with {@link #exit}.
+     *
+     * @throws io.ferrum.memory.api.InvalidHandleException     if {@code id} no longer names {@code b}
+     * @throws io.ferrum.memory.api.DeviceUnavailableException if its pool is closed
+     */
+    static void enter(Block b, long id) {
+        while (!b.tryEnterScope()) {
+            // A flag is set: the block is moving, freed or closed. The lock orders this after it.
+            Pool pool = b.pool;
+            pool.acquire();
+            try {
+                pool.reclaimer.checkLive(pool, b, id);
+            } finally {
+                pool.lock.unlock();
+            }
+        }
+        if (!b.isNamedBy(id)) {
+            exit(b);
+            throw b.pool.reclaimer.checks().invalidHandle(new MemoryHandle(id));
+        }
+    }
+
+    /** Leaves a scope entered by {@link #enter}; the last to leave a flagged block does what the flag asks. */
+    static void exit(Block b) {
+        int before = b.exitScope();
+        if ((before & Block.SCOPE_FLAGS) != 0 && (before & Block.SCOPE_COUNT) == 1) {
+            lastExit(b, before);
+        }
+    }
+
+    private static void lastExit(Block b, int before) {
+        Pool pool = b.pool;
+        Reclaimer owner = pool.reclaimer;
+        boolean freed = (before & Block.SCOPE_FREED) != 0;
+        List<DeviceChunk> release = null;
+        pool.acquire();
+        try {
+            if (freed) {
+                b.clearScopeFlag(Block.SCOPE_FREED);
+            }
+            if ((before & Block.SCOPE_CLOSED) != 0) {
+                release = Lifecycle.leave(pool);
+            }
+        } finally {
+            pool.lock.unlock();
+        }
+        if (freed) {
+            owner.lastNameGone(b, null);
+        }
+        owner.lifecycle().releaseDeferred(release);
+    }
+
+    /**
+     * Before a free claims a name of {@code b}: waits briefly for the scopes inside to leave.
+     *
+     * @return true if none is inside (now); false if one still is after the wait
+     */
+    static boolean awaitNone(Block b) {
+        for (int i = 0; i < FREE_SPINS; i++) {
+            if ((b.scopes & Block.SCOPE_COUNT) == 0) {
+                return true;
+            }
+            Thread.onSpinWait();
+        }
+        return (b.scopes & Block.SCOPE_COUNT) == 0;
+    }
+
+    /**
+     * Under the pool lock, from {@link Reclaimer#lastNameGone}: if scopes are inside {@code b},
+     * leaves its return to the last of them.
+     *
+     * @return true if deferred
+     */
+    static boolean deferFree(Block b) {
+        return b.flagIfScoped(Block.SCOPE_FREED);
+    }
+
+    /**
+     * Under the pool lock, at close: flags every allocated block of {@code pool} closed.
+     *
+     * @return the blocks with scopes inside, each one piece of in-flight work until its last scope leaves
+     */
+    static int closeAll(Pool pool) {
+        int inside = 0;
+        for (Block b : pool.allocatedBlocks()) {
+            if (b.flagScopes(Block.SCOPE_CLOSED) > 0) {
+                inside++;
+            }
+        }
+        return inside;
+    }
+}
