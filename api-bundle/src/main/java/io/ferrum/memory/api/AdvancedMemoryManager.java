@@ -53,8 +53,8 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      * <li>The view is usable only by the calling thread (another thread's access throws {@link
      *     WrongThreadException}) and only until the action returns or throws (afterwards every access
      *     throws {@link IllegalStateException}). Do not let it escape.</li>
-     * <li>{@link MemoryAccess#READ_ONLY} views reject writes ({@link UnsupportedOperationException}
-     *     from {@link MemorySegment}'s setters, {@link IllegalArgumentException} as a copy target).</li>
+     * <li>{@link MemoryAccess#READ_ONLY} views are read-only segments: writes through them throw
+     *     {@link IllegalArgumentException}.</li>
      * <li>The block is pinned during the action: defragmentation does not move it, and {@link
      *     #deallocate} of it, from inside the action or from any other thread, is refused with {@link
      *     InvalidMemoryRequestException} and changes nothing.</li>

@@ -806,6 +806,85 @@ public abstract class DeviceMemoryManagerContract {
         assertTrue(manager.handles().isEmpty());
     }
 
+    // ------------------------------------------------------------------ the data path
+
+    @Test
+    void writeAndReadMoveAnySegmentsBytesAtOffsets() {
+        MemoryHandle h = manager.allocate(10_000, device());
+        byte[] data = pattern(5000, 17);
+        manager.write(h, 123, MemorySegment.ofArray(data));
+        byte[] back = new byte[5000];
+        manager.read(h, 123, MemorySegment.ofArray(back));
+        assertArrayEquals(data, back, "heap -> block -> heap");
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            MemorySegment nat = arena.allocate(10_000);
+            manager.read(h, 0, nat);
+            assertArrayEquals(data, nat.asSlice(123, 5000).toArray(ValueLayout.JAVA_BYTE), "block -> native");
+            nat.fill((byte) 0x33);
+            manager.write(h, 0, nat.asSlice(0, 16));
+        }
+        java.nio.ByteBuffer buffer = java.nio.ByteBuffer.allocateDirect(16);
+        manager.read(h, 0, MemorySegment.ofBuffer(buffer));
+        assertEquals(0x33, buffer.get(15), "native -> block -> direct buffer");
+    }
+
+    @Test
+    void writeAndReadRefuseBadArgumentsAndChangeNothing() {
+        MemoryHandle h = manager.allocate(1000, device());
+        byte[] before = pattern(1000, 5);
+        manager.write(h, 0, MemorySegment.ofArray(before));
+        MemorySegment eight = MemorySegment.ofArray(new byte[8]);
+        Figures f = figures();
+        assertThrows(InvalidMemoryRequestException.class, () -> manager.write(h, 0, null));
+        assertThrows(InvalidMemoryRequestException.class, () -> manager.read(h, 0, null));
+        assertThrows(InvalidMemoryRequestException.class, () -> manager.write(h, -1, eight));
+        assertThrows(InvalidMemoryRequestException.class, () -> manager.write(h, 993, eight));
+        assertThrows(InvalidMemoryRequestException.class, () -> manager.write(h, Long.MAX_VALUE, eight));
+        assertThrows(InvalidMemoryRequestException.class, () -> manager.read(h, 0, eight.asReadOnly()));
+        assertThrows(InvalidHandleException.class, () -> manager.write(null, 0, eight));
+        assertThrows(InvalidHandleException.class, () -> manager.read(new MemoryHandle(0), 0, eight));
+        assertEquals(f, figures(), "refused calls changed no figure");
+        MemoryHandle freed = manager.allocate(64, device());
+        manager.deallocate(freed);
+        f = figures();
+        assertThrows(InvalidHandleException.class, () -> manager.write(freed, 0, eight));
+        assertEquals(f, figures());
+        byte[] after = new byte[1000];
+        manager.read(h, 0, MemorySegment.ofArray(after));
+        assertArrayEquals(before, after, "refused writes wrote nothing");
+    }
+
+    @Test
+    void withMappedGivesAViewOfTheBlockThatDiesWithTheAction() {
+        AdvancedMemoryManager m = advanced();
+        MemoryHandle h = m.allocate(300, device());
+        MemorySegment[] escaped = new MemorySegment[1];
+        long size = m.withMapped(h, MemoryAccess.READ_WRITE, view -> {
+            view.set(ValueLayout.JAVA_BYTE, 299, (byte) 9);
+            escaped[0] = view;
+            return view.byteSize();
+        });
+        assertEquals(300, size);
+        assertThrows(IllegalStateException.class, () -> escaped[0].get(ValueLayout.JAVA_BYTE, 0));
+        byte[] one = new byte[1];
+        m.read(h, 299, MemorySegment.ofArray(one));
+        assertEquals(9, one[0], "the action's write reached the block");
+        assertThrows(IllegalArgumentException.class, () -> m.withMapped(h, MemoryAccess.READ_ONLY, view -> {
+            view.set(ValueLayout.JAVA_BYTE, 0, (byte) 1);
+            return null;
+        }));
+        Figures f = figures();
+        InvalidMemoryRequestException refused = m.withMapped(h, MemoryAccess.READ_ONLY,
+                view -> assertThrows(InvalidMemoryRequestException.class, () -> m.deallocate(h)));
+        assertFalse(refused.getMessage().isBlank());
+        assertTrue(m.owns(h), "a free from inside the action is refused");
+        assertEquals(f, figures());
+        assertThrows(InvalidMemoryRequestException.class, () -> m.withMapped(h, null, v -> 1));
+        assertThrows(InvalidMemoryRequestException.class, () -> m.withMapped(h, MemoryAccess.READ_ONLY, null));
+        m.deallocate(h);
+        assertThrows(InvalidHandleException.class, () -> m.withMapped(h, MemoryAccess.READ_ONLY, v -> 1));
+    }
+
     // ------------------------------------------------------------------ close
 
     @Test
@@ -830,9 +909,12 @@ public abstract class DeviceMemoryManagerContract {
         calls.put("configurePool", () -> manager.configurePool(d, config));
         calls.put("poolConfig", () -> manager.poolConfig(MemoryType.GENERAL));
         calls.put("defragment", () -> manager.defragment(d));
+        calls.put("write", () -> manager.write(h, 0, MemorySegment.ofArray(new byte[1])));
+        calls.put("read", () -> manager.read(h, 0, MemorySegment.ofArray(new byte[1])));
         if (manager instanceof AdvancedMemoryManager m) {
             calls.put("mapMemory", () -> m.mapMemory(h, MemoryAccess.READ_ONLY));
             calls.put("unmapMemory", () -> m.unmapMemory(h));
+            calls.put("withMapped", () -> m.withMapped(h, MemoryAccess.READ_ONLY, v -> 1));
             calls.put("createMapping", () -> m.createMapping(d, d, 4096));
             calls.put("prefetch", () -> m.prefetch(h, d));
             calls.put("setUsageHint", () -> m.setUsageHint(h, MemoryUsageHint.RANDOM));
