@@ -1,5 +1,6 @@
 package io.ferrum.memory.monitor;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -189,6 +190,28 @@ class MemoryMonitorTest {
                 .getMessage().contains("size -1"), "the size is checked first");
         assertTrue(assertThrows(InvalidMemoryRequestException.class, () -> mon.allocate(1, null))
                 .getMessage().contains("requirements are null"));
+    }
+
+    @Test
+    void writesAndReadsGoToTheDeviceThatHoldsTheBlock() {
+        TwoDevices t = twoDevicesWithBestFit(8 * MiB);
+        MemoryMonitor mon = t.mon();
+        MemoryHandle onA = t.a().allocate(4096, CPU1);
+        MemoryHandle onB = t.b().allocate(4096, CPU2);
+        byte[] bytes = {1, 2, 3, 4};
+        mon.write(onA, 10, java.lang.foreign.MemorySegment.ofArray(bytes));
+        mon.write(onB, 20, java.lang.foreign.MemorySegment.ofArray(new byte[] {9, 9}));
+        byte[] back = new byte[4];
+        t.a().read(onA, 10, java.lang.foreign.MemorySegment.ofArray(back));
+        assertArrayEquals(bytes, back, "written on the owner, cpu:1");
+        mon.read(onB, 20, java.lang.foreign.MemorySegment.ofArray(back));
+        assertEquals(9, back[0], "read from the owner, cpu:2");
+        assertTrue(assertThrows(InvalidHandleException.class, () -> mon.write(new MemoryHandle(0xFFFFF_000001_00001L), 0,
+                java.lang.foreign.MemorySegment.ofArray(bytes))).getMessage().contains("not known to any device"));
+        assertThrows(InvalidMemoryRequestException.class,
+                () -> mon.write(onA, 4095, java.lang.foreign.MemorySegment.ofArray(bytes)), "the owner's range check");
+        mon.deactivate();
+        assertThrows(DeviceUnavailableException.class, () -> mon.read(onA, 0, java.lang.foreign.MemorySegment.ofArray(back)));
     }
 
     @Test
