@@ -320,4 +320,36 @@ public class MonitorIT {
         b.unmapMemory(dst);
         assertEquals(Optional.of(CPU2), router.owner(dst));
     }
+
+    @Test
+    public void writesReadsAndScopedViewsWorkThroughTheServicesAndTheRouter() throws Exception {
+        addDevice(1, 64 * MiB, 4 * MiB);
+        AdvancedMemoryManager a = Await.service(context, AdvancedMemoryManager.class, CPU1);
+        MemoryHandle h = a.allocate(3 * MiB, CPU1);
+        byte[] data = new byte[(int) (3 * MiB)];
+        new java.util.Random(15).nextBytes(data);
+        router.write(h, 0, MemorySegment.ofArray(data));
+        byte[] back = new byte[data.length];
+        a.read(h, 0, MemorySegment.ofArray(back));
+        assertTrue("router.write then the owner's read", java.util.Arrays.equals(data, back));
+        long first = a.withMapped(h, MemoryAccess.READ_ONLY, view -> view.get(ValueLayout.JAVA_LONG_UNALIGNED, 0));
+        assertEquals(MemorySegment.ofArray(data).get(ValueLayout.JAVA_LONG_UNALIGNED, 0), first);
+        a.withMapped(h, MemoryAccess.READ_WRITE, view -> view.asSlice(MiB, 16).fill((byte) 0x7F));
+        byte[] sixteen = new byte[16];
+        router.read(h, MiB, MemorySegment.ofArray(sixteen));
+        for (byte b : sixteen) {
+            assertEquals(0x7F, b);
+        }
+        a.withMapped(h, MemoryAccess.READ_ONLY, view -> {
+            try {
+                router.deallocate(h);
+                fail("a free through the router inside the action must be refused");
+            } catch (io.ferrum.memory.api.InvalidMemoryRequestException expected) {
+                assertTrue(expected.getMessage(), expected.getMessage().contains("withMapped"));
+            }
+            return null;
+        });
+        router.deallocate(h);
+        assertFalse(a.owns(h));
+    }
 }
