@@ -36,13 +36,13 @@ import io.ferrum.memory.pool.ZeroingPolicy;
  * The pool engine's front: one {@link Pool} per memory type over one {@link DeviceUpstream}. Each
  * call checks its arguments ({@link Checks}) and delegates to the room that owns the concept (see
  * docs/ARCHITECTURE.md, "The pool's rooms"): {@link Allocator} and {@link Reclaimer} (the hot
- * paths), {@link Transfers}, {@link Mappings}, {@link Figures}, {@link Maintenance},
+ * paths), {@link Transfers}, {@link DataPath}, {@link Mappings}, {@link Figures}, {@link Maintenance},
  * {@link PressureNotifier}, {@link Lifecycle}.
  *
  * <p>Concurrency rules: each pool has one lock, held only for bookkeeping (carving, releasing,
  * pinning), never across an upstream call except during defragmentation of that pool. Copies pin
- * their blocks under the lock and run outside it; a pinned or mapped block is never moved or
- * reused. Growth books its size as pending under the lock and asks the upstream outside it: limits
+ * their blocks under the lock and run outside it; write, read and withMapped pin without it
+ * ({@link Scopes}); a pinned, scoped or mapped block is never moved or reused. Growth books its size as pending under the lock and asks the upstream outside it: limits
  * hold under any concurrency. Handle lookups take no lock. Work outside a pool's lock on its memory
  * counts as in-flight; {@link #close()} releases a pool's chunks only when none runs.
  *
