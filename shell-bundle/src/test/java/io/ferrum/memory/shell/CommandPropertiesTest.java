@@ -31,6 +31,6 @@ class CommandPropertiesTest {
             assertEquals(methods, named, type.getSimpleName());
             all.addAll(named);
         }
-        assertEquals(18, all.size(), "the 18 mem:* commands, each with one home: " + all);
+        assertEquals(20, all.size(), "the 20 mem:* commands, each with one home: " + all);
     }
 }
