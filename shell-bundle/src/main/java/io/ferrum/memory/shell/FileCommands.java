@@ -107,7 +107,7 @@ public final class FileCommands {
                             + " at offset " + at + ": the block has " + block.size() + " bytes, " + (block.size() - at)
                             + " of them from there; nothing loaded");
                 }
-                return loaded(in, p, size, h, at, block.device(), false);
+                return loaded(r, in, p, size, h, at, block.device(), false);
             }
         });
     }
@@ -156,7 +156,7 @@ public final class FileCommands {
                     : m.allocate(size, t, d);
             try {
                 Device on = d != null ? d : r.owner(h).orElse(null);
-                return loaded(in, p, size, h, 0, on, true);
+                return loaded(r, in, p, size, h, 0, on, true);
             } catch (RuntimeException | IOException | Error e) {
                 try {
                     r.deallocate(h);
@@ -168,11 +168,11 @@ public final class FileCommands {
         }
     }
 
-    private Reply loaded(FileChannel in, Path p, long size, MemoryHandle h, long at, Device on, boolean newBlock)
-            throws IOException {
+    private Reply loaded(MemoryRouter r, FileChannel in, Path p, long size, MemoryHandle h, long at, Device on,
+                         boolean newBlock) throws IOException {
         TransferProgress progress = new TransferProgress(progressOutput.get(), "loading", size, clock);
         try {
-            new FileTransfer(Services.router(router), chunk).load(in, p, size, h, at, progress);
+            new FileTransfer(r, chunk).load(in, p, size, h, at, progress);
         } finally {
             progress.finish();
         }

@@ -117,6 +117,14 @@ class FileCommandsTest {
     }
 
     @Test
+    void theRouterAllocatesTheNewBlockWithTheTypeGiven() throws IOException {
+        byte[] bytes = random(3000, 6);
+        MemoryHandle h = newBlock(commands.load("", "cache", file("small.bin", bytes).toString()), "cpu:0");
+        assertEquals(MemoryType.CACHE, fixture.cpu0.handleInfo(h).orElseThrow().memoryType());
+        assertArrayEquals(bytes, contents(h));
+    }
+
+    @Test
     void aFileLoadsIntoAnExistingBlockAtAnOffsetAndNothingElseChanges() throws IOException {
         MemoryHandle block = fixture.cpu0.allocate(3 * MiB, CPU0);
         fixture.directory.write(block, 0, MemorySegment.ofArray(new byte[(int) (3 * MiB)]));
