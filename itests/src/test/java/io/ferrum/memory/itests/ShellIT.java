@@ -1,5 +1,6 @@
 package io.ferrum.memory.itests;
 
+import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
@@ -10,6 +11,9 @@ import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Random;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -85,6 +89,59 @@ public class ShellIT {
         assertTrue(run("mem:handles cpu:0").contains(handle));
         assertTrue(run("mem:free " + handle).contains("freed " + handle));
         assertFalse(run("mem:handles").contains(handle));
+    }
+
+    @Test
+    public void writeTakesHexOrTextAndReadShowsTheRange() throws Exception {
+        Await.until("cpu:0 in the monitor", () -> monitor.devices().contains(Device.cpu()));
+        Matcher m = Pattern.compile("(0x[0-9a-f]{16}) on cpu:0").matcher(run("mem:alloc 64"));
+        assertTrue(m.find());
+        String h = m.group(1);
+        run("mem:fill " + h + " 0");
+        assertEquals("wrote 4 bytes to " + h + " at offset 0", run("mem:write " + h + " 0 de ad be ef").strip());
+        assertEquals("wrote 4 bytes to " + h + " at offset 4", run("mem:write " + h + " 4 0xCAFEBABE").strip());
+        assertEquals("wrote 11 bytes to " + h + " at offset 8", run("mem:write " + h + " 8 \"hello world\"").strip());
+        assertEquals("wrote 2 bytes to " + h + " at offset 19", run("mem:write --text " + h + " 19 ab").strip());
+        String read = run("mem:read " + h + " 0 21").strip();
+        assertTrue(read, read.startsWith("00000000  de ad be ef ca fe ba be 68 65 6c 6c 6f 20 77 6f  |........hello wo|"));
+        assertTrue(read, read.endsWith("00000010  72 6c 64 61 62" + " ".repeat(35) + "|rldab|"));
+        String outside = run("mem:write " + h + " 62 01 02 03").strip();
+        assertTrue(outside, outside.startsWith("error: A write of 3 bytes at offset 62 falls outside block " + h));
+        assertTrue(run("mem:read " + h + " 0 21").strip().equals(read));
+    }
+
+    @Test
+    public void aFileOfSeveralMiBLoadsIntoANewBlockAndSavesBackByteForByte() throws Exception {
+        Await.until("cpu:0 in the monitor", () -> monitor.devices().contains(Device.cpu()));
+        Path dir = Files.createTempDirectory("shell-it");
+        try {
+            byte[] weights = new byte[(5 << 20) + 77];
+            new Random(15).nextBytes(weights);
+            Path in = Files.write(dir.resolve("weights.bin"), weights);
+            String loaded = run("mem:load '" + in + "' --device cpu:0 --type TENSOR");
+            Matcher m = Pattern.compile("^loaded 5242957 bytes \\(5\\.0 MiB\\) from " + Pattern.quote(in.toString())
+                    + " into new block (0x[0-9a-f]{16}) on cpu:0 in ").matcher(loaded);
+            assertTrue(loaded, m.find());
+            String handle = m.group(1);
+            String handles = run("mem:handles cpu:0");
+            assertTrue(handles, Pattern.compile(handle + "\\s+cpu:0\\s+5\\.0 MiB\\s+TENSOR").matcher(handles).find());
+
+            Path out = dir.resolve("saved.bin");
+            String saved = run("mem:save " + handle + " '" + out + "'");
+            assertTrue(saved, saved.startsWith("saved 5242957 bytes (5.0 MiB) of " + handle + " on cpu:0 to " + out + " in "));
+            assertArrayEquals(weights, Files.readAllBytes(out));
+
+            String tooLarge = run("mem:load '" + in + "' " + run("mem:alloc 1k").split(" ")[0]).strip();
+            assertTrue(tooLarge, tooLarge.startsWith("error: File " + in + " (5242957 bytes) does not fit in block "));
+            assertTrue(run("mem:free " + handle).contains("freed " + handle));
+        } finally {
+            try (var files = Files.list(dir)) {
+                for (Path p : files.toList()) {
+                    Files.delete(p);
+                }
+            }
+            Files.delete(dir);
+        }
     }
 
     @Test

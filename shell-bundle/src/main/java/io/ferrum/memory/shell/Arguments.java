@@ -1,6 +1,10 @@
 package io.ferrum.memory.shell;
 
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
+import java.util.regex.Pattern;
 
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryAccess;
@@ -8,10 +12,16 @@ import io.ferrum.memory.api.MemoryType;
 
 /**
  * The command arguments that are not sizes ({@link Sizes}), devices ({@code Device.parse}) or
- * handles ({@code MemoryHandle.parse}): memory types, access modes, byte values and flags. Each
- * parser is lenient about case and blanks, and its message names the text and lists what is valid.
+ * handles ({@code MemoryHandle.parse}): memory types, access modes, byte values, flags and the data
+ * of {@code mem:write}. Each parser is lenient about case and blanks, and its message names the text
+ * and lists what is valid.
  */
 final class Arguments {
+    /** One hex word of {@code mem:write}'s data: two hex digits, or {@code 0x} and pairs of them. */
+    private static final Pattern HEX_WORD = Pattern.compile("(?i)(?:0x)?(?:[0-9a-f]{2})+");
+    /** A word that starts hex data: {@code 0x} and pairs of digits, or exactly one pair. */
+    private static final Pattern HEX_START = Pattern.compile("(?i)0x(?:[0-9a-f]{2})+|[0-9a-f]{2}");
+
     private Arguments() {
     }
 
@@ -72,5 +82,50 @@ final class Arguments {
             case "false", "no", "off" -> false;
             default -> throw new InvalidMemoryRequestException("Invalid " + key + " '" + value + "': use true or false");
         };
+    }
+
+    /**
+     * The bytes of {@code mem:write}: hex when the first word is hex ({@code de}, {@code 0xdeadbeef}),
+     * and then every word must be hex ({@code de ad be ef}, {@code 0xdead beef}); otherwise, or with
+     * {@code text}, the words as UTF-8 text joined by one space (a quoted word keeps its own spaces).
+     * Words are split at blanks first, so a quoted {@code "de ad"} is hex too.
+     *
+     * @param text  true to take the words as text even when they look like hex
+     * @param words the data words as the shell passed them
+     * @return the bytes, at least one
+     * @throws InvalidMemoryRequestException if there are no bytes, or hex data has a word that is
+     *                                       not hex (naming it)
+     */
+    static byte[] data(boolean text, String... words) {
+        List<String> tokens = new ArrayList<>();
+        for (String w : words) {
+            for (String t : w.strip().split("\\s+")) {
+                if (!t.isEmpty()) {
+                    tokens.add(t);
+                }
+            }
+        }
+        byte[] bytes;
+        if (!text && !tokens.isEmpty() && HEX_START.matcher(tokens.get(0)).matches()) {
+            StringBuilder digits = new StringBuilder();
+            for (String t : tokens) {
+                if (!HEX_WORD.matcher(t).matches()) {
+                    throw new InvalidMemoryRequestException("Invalid hex data '" + t + "': write bytes as pairs of hex"
+                            + " digits (de ad be ef, or 0xdeadbeef), or pass --text to write the words as text");
+                }
+                digits.append(t.regionMatches(true, 0, "0x", 0, 2) ? t.substring(2) : t);
+            }
+            bytes = new byte[digits.length() / 2];
+            for (int i = 0; i < bytes.length; i++) {
+                bytes[i] = (byte) Integer.parseInt(digits, 2 * i, 2 * i + 2, 16);
+            }
+        } else {
+            bytes = String.join(" ", words).getBytes(StandardCharsets.UTF_8);
+        }
+        if (bytes.length == 0) {
+            throw new InvalidMemoryRequestException("No data to write: give hex bytes (de ad be ef, 0xdeadbeef) or a"
+                    + " quoted string");
+        }
+        return bytes;
     }
 }

@@ -1,43 +1,38 @@
 package io.ferrum.memory.shell;
 
 import java.lang.foreign.MemorySegment;
-import java.util.function.Function;
+import java.util.Arrays;
 
-import io.ferrum.memory.api.AdvancedMemoryManager;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
-import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryHandleInfo;
+import io.ferrum.memory.api.MemoryRouter;
 
 /**
- * CPU access to a block's bytes for the byte commands: the one "map, use, unmap" sequence and the
- * one range check (with its message). A block the user mapped with {@code mem:map} stays mapped
- * after a command reads or writes it; a block the command mapped is unmapped again, so that
- * defragmentation may move it.
+ * The byte commands' way to a block's bytes: the router's {@code write} and {@code read}, which pin
+ * the block for the copy only. No command maps a block to touch its bytes, so a command never
+ * changes whether a block is mapped, and defragmentation may move a block between two commands.
+ * This class also holds the one rule (and message) for a range a command shows, and the one cap on
+ * how many bytes a command prints.
  */
 final class BlockAccess {
+    /** Most bytes {@code mem:dump} and {@code mem:read} print (4,096 lines); {@code mem:save} takes any size. */
+    static final long MAX_SHOWN = 64 * 1024;
+    /** Size of the pattern {@code mem:fill} writes again and again: large copies, little heap. */
+    private static final int FILL_CHUNK = 1 << 20;
+
     private BlockAccess() {
     }
 
     /**
-     * Maps a block, runs {@code use} on its bytes, and unmaps it unless it was mapped before.
-     *
-     * @param manager the block's manager
-     * @param handle  the block
-     * @param access  how {@code use} touches the bytes
-     * @param use     what to do with the bytes; the segment is valid only during the call
-     * @return what {@code use} returned
+     * @param router the router
+     * @param handle a handle of any device
+     * @return the block's information
+     * @throws InvalidMemoryRequestException naming the handle if no device knows it
      */
-    static <T> T use(AdvancedMemoryManager manager, MemoryHandle handle, MemoryAccess access, Function<MemorySegment, T> use) {
-        boolean wasMapped = manager.handleInfo(handle).map(MemoryHandleInfo::mapped).orElse(false);
-        MemorySegment bytes = manager.mapMemory(handle, access);
-        try {
-            return use.apply(bytes);
-        } finally {
-            if (!wasMapped) {
-                manager.unmapMemory(handle);
-            }
-        }
+    static MemoryHandleInfo info(MemoryRouter router, MemoryHandle handle) {
+        return router.handleInfo(handle).orElseThrow(() -> new InvalidMemoryRequestException("Handle " + handle
+                + " is not known to any device (freed, or never allocated)"));
     }
 
     /**
@@ -58,5 +53,45 @@ final class BlockAccess {
                     + blockSize + " bytes)");
         }
         return Math.min(length, blockSize - offset);
+    }
+
+    /**
+     * Reads bytes of a block to print them.
+     *
+     * @param router the router
+     * @param handle the block
+     * @param offset the first byte
+     * @param length how many, at most {@link #MAX_SHOWN}; the range must lie inside the block
+     * @return a copy of the bytes, exactly {@code length} of them
+     * @throws InvalidMemoryRequestException if {@code length} is over the cap (nothing is read), or
+     *                                       the router's error for a range outside the block
+     */
+    static MemorySegment show(MemoryRouter router, MemoryHandle handle, long offset, long length) {
+        if (length > MAX_SHOWN) {
+            throw new InvalidMemoryRequestException("Cannot show " + length + " bytes of " + handle + ": at most "
+                    + MAX_SHOWN + " at a time; mem:save writes a whole block to a file");
+        }
+        MemorySegment bytes = MemorySegment.ofArray(new byte[(int) length]);
+        router.read(handle, offset, bytes);
+        return bytes;
+    }
+
+    /**
+     * Sets every byte of a block, in writes of at most {@value #FILL_CHUNK} bytes.
+     *
+     * @param router the router
+     * @param handle the block
+     * @param value  the byte
+     * @return the bytes written: the block's size
+     */
+    static long fill(MemoryRouter router, MemoryHandle handle, byte value) {
+        long size = info(router, handle).size();
+        byte[] pattern = new byte[(int) Math.min(size, FILL_CHUNK)];
+        Arrays.fill(pattern, value);
+        MemorySegment chunk = MemorySegment.ofArray(pattern);
+        for (long done = 0; done < size; done += pattern.length) {
+            router.write(handle, done, chunk.asSlice(0, Math.min(pattern.length, size - done)));
+        }
+        return size;
     }
 }

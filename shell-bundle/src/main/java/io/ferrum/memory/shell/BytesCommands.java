@@ -7,13 +7,13 @@ import java.util.List;
 import java.util.Locale;
 
 import org.apache.felix.service.command.Descriptor;
+import org.apache.felix.service.command.Parameter;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.component.annotations.ReferenceCardinality;
 import org.osgi.service.component.annotations.ReferencePolicy;
 import org.osgi.service.component.annotations.ReferencePolicyOption;
 
-import io.ferrum.memory.api.AdvancedMemoryManager;
 import io.ferrum.memory.api.GlobalMemoryMonitor;
 import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
@@ -22,11 +22,13 @@ import io.ferrum.memory.api.MemoryTransfer;
 
 /**
  * The commands on a block's contents: {@code mem:copy} (through the router, so across devices
- * too), {@code mem:fill}, {@code mem:dump}, and {@code mem:map}/{@code mem:unmap}, which keep a
- * block mapped between commands. Fill and dump map through {@link BlockAccess}.
+ * too), {@code mem:write}, {@code mem:read}, {@code mem:fill}, {@code mem:dump}, and {@code
+ * mem:map}/{@code mem:unmap}, which keep a block mapped between commands. Write, read, fill and dump
+ * go through the router's write and read ({@link BlockAccess}) and never map a block; a refused one
+ * writes nothing.
  */
 @Component(service = BytesCommands.class)
-@MemCommand(function = {"copy", "fill", "dump", "map", "unmap"})
+@MemCommand(function = {"copy", "write", "read", "fill", "dump", "map", "unmap"})
 public final class BytesCommands {
     /** Bytes {@code mem:dump} shows when no length is given. */
     private static final String DUMP_LENGTH = "256";
@@ -64,15 +66,37 @@ public final class BytesCommands {
         });
     }
 
+    @Descriptor("Write bytes into a block: hex (de ad be ef, 0xdeadbeef) or a quoted string")
+    public Reply write(
+            @Descriptor("take the data as UTF-8 text even when it looks like hex")
+            @Parameter(names = {"-s", "--text"}, presentValue = "true", absentValue = "false") boolean text,
+            @Descriptor("the handle") String handle, @Descriptor("offset in the block") String offset,
+            @Descriptor("the bytes: hex pairs (de ad be ef), 0x-prefixed hex (0xdeadbeef), or text") String... data) {
+        return Reply.attempt(() -> {
+            MemoryHandle h = MemoryHandle.parse(handle);
+            long at = Sizes.parse(offset);
+            byte[] bytes = Arguments.data(text, data);
+            Services.router(router).write(h, at, MemorySegment.ofArray(bytes));
+            return Reply.line("wrote " + bytes.length + " bytes to " + h + " at offset " + at);
+        });
+    }
+
+    @Descriptor("Show a range of a block's bytes in hex; the whole range must lie inside the block")
+    public Reply read(@Descriptor("the handle") String handle, @Descriptor("offset in the block") String offset,
+                      @Descriptor("bytes to show, at most 64k") String length) {
+        return Reply.attempt(() -> {
+            MemoryHandle h = MemoryHandle.parse(handle);
+            long from = Sizes.parse(offset);
+            return Reply.lines(hex(BlockAccess.show(Services.router(router), h, from, Sizes.parse(length)), from));
+        });
+    }
+
     @Descriptor("Set every byte of a block to one value")
     public Reply fill(@Descriptor("the handle") String handle, @Descriptor("the byte: 0-255, or 0x00-0xff") String value) {
         return Reply.attempt(() -> {
             MemoryHandle h = MemoryHandle.parse(handle);
             byte b = Arguments.byteValue(value);
-            long filled = BlockAccess.use(Services.mappingManager(monitor, router, h), h, MemoryAccess.WRITE_ONLY, s -> {
-                s.fill(b);
-                return s.byteSize();
-            });
+            long filled = BlockAccess.fill(Services.router(router), h, b);
             return Reply.line("filled " + filled + " bytes of " + h + " with " + String.format(Locale.ROOT, "0x%02x", b));
         });
     }
@@ -89,14 +113,13 @@ public final class BytesCommands {
 
     @Descriptor("Show a range of a block's bytes in hex")
     public Reply dump(@Descriptor("the handle") String handle, @Descriptor("offset") String offset,
-                      @Descriptor("bytes to show (at most to the end of the block)") String length) {
+                      @Descriptor("bytes to show (at most to the end of the block, and at most 64k)") String length) {
         return Reply.attempt(() -> {
             MemoryHandle h = MemoryHandle.parse(handle);
-            AdvancedMemoryManager m = Services.mappingManager(monitor, router, h);
+            MemoryRouter r = Services.router(router);
             long from = Sizes.parse(offset);
-            long n = Sizes.parse(length);
-            return Reply.lines(BlockAccess.use(m, h, MemoryAccess.READ_ONLY,
-                    s -> hex(s, from, BlockAccess.clamp(h, s.byteSize(), from, n))));
+            long n = BlockAccess.clamp(h, BlockAccess.info(r, h).size(), from, Sizes.parse(length));
+            return Reply.lines(hex(BlockAccess.show(r, h, from, n), from));
         });
     }
 
@@ -126,17 +149,20 @@ public final class BytesCommands {
     }
 
     /**
-     * @return one line per 16 bytes of {@code s} from {@code from}: the offset, the bytes in hex,
-     *         and the printable ASCII ones as text ({@code .} for the others)
+     * @param s    the bytes to show, all of them
+     * @param from the block offset of {@code s}'s first byte, shown on the left
+     * @return one line per 16 bytes: the offset, the bytes in hex, and the printable ASCII ones as
+     *         text ({@code .} for the others)
      */
-    static List<String> hex(MemorySegment s, long from, long n) {
+    static List<String> hex(MemorySegment s, long from) {
+        long n = s.byteSize();
         List<String> lines = new ArrayList<>();
         for (long line = 0; line < n; line += 16) {
             StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "%08x ", from + line));
             StringBuilder ascii = new StringBuilder();
             for (int i = 0; i < 16; i++) {
                 if (line + i < n) {
-                    int v = s.get(ValueLayout.JAVA_BYTE, from + line + i) & 0xff;
+                    int v = s.get(ValueLayout.JAVA_BYTE, line + i) & 0xff;
                     sb.append(String.format(Locale.ROOT, " %02x", v));
                     ascii.append(v >= 32 && v < 127 ? (char) v : '.');
                 } else {

@@ -3,10 +3,14 @@ package io.ferrum.memory.shell;
 import static io.ferrum.memory.shell.ShellFixture.CPU0;
 import static io.ferrum.memory.shell.ShellFixture.CPU1;
 import static io.ferrum.memory.shell.ShellFixture.lines;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.List;
 
 import org.junit.jupiter.api.AfterEach;
@@ -84,5 +88,80 @@ class BytesCommandsTest {
         String tooMuch = commands.copy(h, h, "5000").toString();
         assertTrue(tooMuch.startsWith("error: ") && tooMuch.contains("5000"), tooMuch);
         assertFalse(mapped(block));
+    }
+
+    private byte[] contents(MemoryHandle h) {
+        byte[] out = new byte[(int) fixture.directory.handleInfo(h).orElseThrow().size()];
+        fixture.directory.read(h, 0, MemorySegment.ofArray(out));
+        return out;
+    }
+
+    @Test
+    void writePutsHexOrTextAtTheOffsetByteForByte() {
+        String h = block.toString();
+        commands.fill(h, "0");
+        assertEquals("wrote 4 bytes to " + h + " at offset 0", commands.write(false, h, "0", "de", "ad", "be", "ef").toString());
+        assertEquals("wrote 4 bytes to " + h + " at offset 4", commands.write(false, h, "4", "0xCAFEbabe").toString());
+        assertEquals("wrote 2 bytes to " + h + " at offset 8", commands.write(false, h, "8", "0x01 ff").toString());
+        assertEquals("wrote 12 bytes to " + h + " at offset 10", commands.write(false, h, "10", "hello  world").toString());
+        assertEquals("wrote 8 bytes to " + h + " at offset 22", commands.write(true, h, "22", "ab", "cd", "é").toString());
+        assertEquals("wrote 2 bytes to " + h + " at offset 30", commands.write(false, h, "30", "hi").toString());
+        byte[] expected = new byte[100];
+        byte[] head = {(byte) 0xde, (byte) 0xad, (byte) 0xbe, (byte) 0xef, (byte) 0xca, (byte) 0xfe, (byte) 0xba,
+            (byte) 0xbe, 0x01, (byte) 0xff};
+        System.arraycopy(head, 0, expected, 0, head.length);
+        byte[] text = "hello  worldab cd éhi".getBytes(StandardCharsets.UTF_8);
+        System.arraycopy(text, 0, expected, 10, text.length);
+        assertArrayEquals(expected, contents(block));
+        assertFalse(mapped(block), "write maps nothing");
+    }
+
+    @Test
+    void readShowsExactlyTheRangeAsAHexDump() {
+        String h = block.toString();
+        assertTrue(commands.write(false, h, "90", "Ferrum mem").toString().startsWith("wrote 10 bytes"));
+        List<String> read = lines(commands.read(h, "90", "10"));
+        assertEquals(List.of("0000005a  46 65 72 72 75 6d 20 6d 65 6d                    |Ferrum mem|"), read);
+        List<String> two = lines(commands.read(h, "0", "17"));
+        assertEquals(2, two.size(), two.toString());
+        assertTrue(two.get(1).startsWith("00000010  00 "), two.get(1));
+    }
+
+    @Test
+    void refusedWritesAndReadsChangeNothingAndNameTheValue() {
+        String h = block.toString();
+        commands.fill(h, "0x5a");
+        byte[] before = contents(block);
+        List<MemoryHandle> handles = fixture.cpu0.handles().stream().map(i -> i.handle()).toList();
+
+        String outside = commands.write(false, h, "98", "01 02 03").toString();
+        assertTrue(outside.startsWith("error: A write of 3 bytes at offset 98 falls outside block " + h), outside);
+        assertEquals("error: Invalid hex data 'zz': write bytes as pairs of hex digits (de ad be ef, or 0xdeadbeef),"
+                + " or pass --text to write the words as text", commands.write(false, h, "0", "de", "zz").toString());
+        assertEquals("error: Invalid hex data '0xabc': write bytes as pairs of hex digits (de ad be ef, or 0xdeadbeef),"
+                + " or pass --text to write the words as text", commands.write(false, h, "0", "0xab 0xabc").toString());
+        assertTrue(commands.write(false, h, "0").toString().startsWith("error: No data to write"));
+        assertTrue(commands.write(false, h, "0", "").toString().startsWith("error: No data to write"));
+        assertTrue(commands.write(false, h, "-1", "00").toString().startsWith("error: Invalid size '-1'"));
+        String unknown = commands.write(false, "0x0000000000000001", "0", "00").toString();
+        assertTrue(unknown.startsWith("error: ") && unknown.contains("0x0000000000000001"), unknown);
+        String pastEnd = commands.read(h, "96", "5").toString();
+        assertTrue(pastEnd.startsWith("error: A read of 5 bytes at offset 96 falls outside block " + h), pastEnd);
+        assertEquals("error: Cannot show 65537 bytes of " + h + ": at most 65536 at a time; mem:save writes a whole"
+                + " block to a file", commands.read(h, "0", "65537").toString());
+
+        assertArrayEquals(before, contents(block));
+        assertEquals(handles, fixture.cpu0.handles().stream().map(i -> i.handle()).toList());
+        assertFalse(mapped(block));
+    }
+
+    @Test
+    void fillCoversABlockLargerThanOneWrite() {
+        MemoryHandle big = fixture.cpu1.allocate(3 * ShellFixture.MiB + 5, CPU1);
+        assertEquals("filled " + (3 * ShellFixture.MiB + 5) + " bytes of " + big + " with 0x11",
+                commands.fill(big.toString(), "17").toString());
+        byte[] expected = new byte[(int) (3 * ShellFixture.MiB + 5)];
+        Arrays.fill(expected, (byte) 0x11);
+        assertArrayEquals(expected, contents(big));
     }
 }

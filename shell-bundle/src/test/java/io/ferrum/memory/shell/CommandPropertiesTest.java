@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 /** What Gogo will offer: the {@link MemCommand} of every command class against its public methods. */
 class CommandPropertiesTest {
     private static final List<Class<?>> COMMANDS = List.of(DeviceCommands.class, AllocationCommands.class,
-            BytesCommands.class, StrategyCommands.class, MaintenanceCommands.class, BackendCommands.class);
+            BytesCommands.class, FileCommands.class, StrategyCommands.class, MaintenanceCommands.class, BackendCommands.class);
 
     @Test
     void everyCommandClassIsInScopeMemAndNamesExactlyItsPublicCommands() {
@@ -31,6 +31,6 @@ class CommandPropertiesTest {
             assertEquals(methods, named, type.getSimpleName());
             all.addAll(named);
         }
-        assertEquals(18, all.size(), "the 18 mem:* commands, each with one home: " + all);
+        assertEquals(22, all.size(), "the 22 mem:* commands, each with one home: " + all);
     }
 }

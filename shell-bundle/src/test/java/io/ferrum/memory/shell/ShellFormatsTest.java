@@ -54,7 +54,7 @@ class ShellFormatsTest {
             for (int i = 0; i < 20; i++) {
                 s.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) ('A' + i));
             }
-            List<String> lines = BytesCommands.hex(s, 2, 18);
+            List<String> lines = BytesCommands.hex(s.asSlice(2), 2);
             assertEquals(2, lines.size());
             assertTrue(lines.get(0).startsWith("00000002  43 44 45"), lines.get(0));
             assertTrue(lines.get(0).endsWith("|CDEFGHIJKLMNOPQR|"), lines.get(0));

@@ -1,0 +1,240 @@
+package io.ferrum.memory.shell;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.channels.FileChannel;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.Locale;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+
+import org.apache.felix.service.command.Descriptor;
+import org.apache.felix.service.command.Parameter;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.component.annotations.ReferenceCardinality;
+import org.osgi.service.component.annotations.ReferencePolicy;
+import org.osgi.service.component.annotations.ReferencePolicyOption;
+
+import io.ferrum.memory.api.AllocationRequirements;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.GlobalMemoryMonitor;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryHandleInfo;
+import io.ferrum.memory.api.MemoryRouter;
+import io.ferrum.memory.api.MemoryType;
+
+/**
+ * The file commands: {@code mem:load} puts a file's bytes into a block (an existing one, or a new
+ * one of the file's size: how model weights get onto a device) and {@code mem:save} writes a block
+ * to a file. Both stream in chunks ({@link FileTransfer}), show progress only on a terminal ({@link
+ * TransferProgress}), and answer one line saying what they did.
+ *
+ * <p>Invariants: every check that can fail before the first byte moves is made before it moves (the
+ * file exists and is readable, it fits the block, the target's folder exists and is writable), so a
+ * refused command changes nothing; a new block of a load that fails later is freed again; a save
+ * writes a hidden temporary file beside the target and renames it over the target only when every
+ * byte is written, so a failed save leaves no file and an existing file unchanged. Relative paths
+ * are resolved against the framework's working folder, and replies name the absolute path.
+ */
+@Component(service = FileCommands.class)
+@MemCommand(function = {"load", "save"})
+public final class FileCommands {
+
+    @Reference(cardinality = ReferenceCardinality.OPTIONAL, policy = ReferencePolicy.DYNAMIC,
+            policyOption = ReferencePolicyOption.GREEDY)
+    volatile GlobalMemoryMonitor monitor;
+
+    @Reference(cardinality = ReferenceCardinality.OPTIONAL, policy = ReferencePolicy.DYNAMIC,
+            policyOption = ReferencePolicyOption.GREEDY)
+    volatile MemoryRouter router;
+
+    /** Where the progress line goes, or null for none; tests replace it. */
+    Supplier<PrintStream> progressOutput = TransferProgress::terminal;
+    /** The most bytes one chunk of a transfer moves; tests make it small. */
+    int chunk = FileTransfer.CHUNK;
+    /** Nanosecond time for progress and rates; tests replace it. */
+    LongSupplier clock = System::nanoTime;
+
+    @Descriptor("Load a file into a new block of its size: on the device given, or where the router chooses")
+    public Reply load(
+            @Descriptor("the device of the new block, e.g. cpu:0 (default: the router chooses)")
+            @Parameter(names = {"-d", "--device"}, absentValue = "") String device,
+            @Descriptor("memory type of the new block: GENERAL, TENSOR, CACHE, TEMPORARY, PINNED or MAPPED")
+            @Parameter(names = {"-t", "--type"}, absentValue = "") String type,
+            @Descriptor("the file") String file) {
+        return Reply.attempt(() -> loadNew(device, type, file));
+    }
+
+    @Descriptor("Load a file into an existing block, from its start")
+    public Reply load(
+            @Descriptor("only for a new block") @Parameter(names = {"-d", "--device"}, absentValue = "") String device,
+            @Descriptor("only for a new block") @Parameter(names = {"-t", "--type"}, absentValue = "") String type,
+            @Descriptor("the file") String file, @Descriptor("the block's handle") String handle) {
+        return load(device, type, file, handle, "0");
+    }
+
+    @Descriptor("Load a file into an existing block, from an offset")
+    public Reply load(
+            @Descriptor("only for a new block") @Parameter(names = {"-d", "--device"}, absentValue = "") String device,
+            @Descriptor("only for a new block") @Parameter(names = {"-t", "--type"}, absentValue = "") String type,
+            @Descriptor("the file") String file, @Descriptor("the block's handle") String handle,
+            @Descriptor("where in the block the file's first byte goes") String offset) {
+        return Reply.attempt(() -> {
+            if (!device.isEmpty() || !type.isEmpty()) {
+                throw new InvalidMemoryRequestException("--device and --type are for a new block; with a handle the file"
+                        + " goes into that block: drop them, or drop the handle");
+            }
+            MemoryHandle h = MemoryHandle.parse(handle);
+            long at = Sizes.parse(offset);
+            MemoryRouter r = Services.router(router);
+            MemoryHandleInfo block = BlockAccess.info(r, h);
+            BlockAccess.clamp(h, block.size(), at, 0);
+            Path p = path(file);
+            try (FileChannel in = openToLoad(p)) {
+                long size = in.size();
+                if (size > block.size() - at) {
+                    throw new InvalidMemoryRequestException("File " + p + " (" + size + " bytes) does not fit in block " + h
+                            + " at offset " + at + ": the block has " + block.size() + " bytes, " + (block.size() - at)
+                            + " of them from there; nothing loaded");
+                }
+                return loaded(r, in, p, size, h, at, block.device(), false);
+            }
+        });
+    }
+
+    @Descriptor("Save a whole block to a file (replacing the file if it exists)")
+    public Reply save(@Descriptor("the block's handle") String handle, @Descriptor("the file") String file) {
+        return Reply.attempt(() -> {
+            MemoryHandle h = MemoryHandle.parse(handle);
+            MemoryRouter r = Services.router(router);
+            MemoryHandleInfo block = BlockAccess.info(r, h);
+            Path p = path(file);
+            Path tmp = openToSave(p);
+            boolean saved = false;
+            try {
+                TransferProgress progress = new TransferProgress(progressOutput.get(), "saving", block.size(), clock);
+                try (FileChannel out = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
+                    new FileTransfer(r, chunk).save(h, block.size(), out, progress);
+                } finally {
+                    progress.finish();
+                }
+                Files.move(tmp, p, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+                saved = true;
+                return Reply.line("saved " + amount(block.size()) + " of " + h + " on " + block.device() + " to " + p
+                        + " " + speed(block.size(), progress.elapsedNanos()));
+            } finally {
+                if (!saved) {
+                    Files.deleteIfExists(tmp);
+                }
+            }
+        });
+    }
+
+    private Reply loadNew(String device, String type, String file) throws IOException {
+        MemoryRouter r = Services.router(router);
+        MemoryType t = type.isEmpty() ? MemoryType.GENERAL : Arguments.memoryType(type);
+        Device d = device.isEmpty() ? null : Device.parse(device);
+        DeviceMemoryManager m = d == null ? null : Services.manager(monitor, d);
+        Path p = path(file);
+        try (FileChannel in = openToLoad(p)) {
+            long size = in.size();
+            if (size == 0) {
+                throw new InvalidMemoryRequestException("File " + p + " is empty: there is nothing to load into a new"
+                        + " block; nothing allocated");
+            }
+            MemoryHandle h = m == null ? r.allocate(size, AllocationRequirements.defaults().withMemoryType(t))
+                    : m.allocate(size, t, d);
+            try {
+                Device on = d != null ? d : r.owner(h).orElse(null);
+                return loaded(r, in, p, size, h, 0, on, true);
+            } catch (RuntimeException | IOException | Error e) {
+                try {
+                    r.deallocate(h);
+                } catch (RuntimeException freeFailed) {
+                    e.addSuppressed(freeFailed);
+                }
+                throw e;
+            }
+        }
+    }
+
+    private Reply loaded(MemoryRouter r, FileChannel in, Path p, long size, MemoryHandle h, long at, Device on,
+                         boolean newBlock) throws IOException {
+        TransferProgress progress = new TransferProgress(progressOutput.get(), "loading", size, clock);
+        try {
+            new FileTransfer(r, chunk).load(in, p, size, h, at, progress);
+        } finally {
+            progress.finish();
+        }
+        return Reply.line("loaded " + amount(size) + " from " + p + " into " + (newBlock ? "new block " : "") + h + " on "
+                + on + (newBlock ? "" : " at offset " + at) + " " + speed(size, progress.elapsedNanos()));
+    }
+
+    /** @return the path, absolute */
+    private static Path path(String file) {
+        try {
+            return Path.of(file).toAbsolutePath().normalize();
+        } catch (InvalidPathException e) {
+            throw new InvalidMemoryRequestException("Invalid file name '" + file + "': " + e.getReason());
+        }
+    }
+
+    /** @return the file, open for reading; every refusal names the file and says nothing was loaded */
+    private static FileChannel openToLoad(Path p) throws IOException {
+        if (Files.isDirectory(p)) {
+            throw new InvalidMemoryRequestException(p + " is a folder, not a file; nothing loaded");
+        }
+        try {
+            return FileChannel.open(p, StandardOpenOption.READ);
+        } catch (NoSuchFileException e) {
+            throw new InvalidMemoryRequestException("No file " + p + "; nothing loaded");
+        } catch (AccessDeniedException e) {
+            throw new InvalidMemoryRequestException("Cannot read " + p + ": permission denied; nothing loaded");
+        }
+    }
+
+    /**
+     * @return a new, empty, hidden file beside {@code p}, to be renamed over it once complete
+     * @throws InvalidMemoryRequestException naming what is wrong if {@code p} cannot be written
+     */
+    private static Path openToSave(Path p) throws IOException {
+        Path folder = p.getParent();
+        if (Files.isDirectory(p)) {
+            throw new InvalidMemoryRequestException(p + " is a folder; give a file name; nothing saved");
+        }
+        if (folder == null || !Files.isDirectory(folder)) {
+            throw new InvalidMemoryRequestException("No folder " + folder + " for " + p + "; create it first; nothing saved");
+        }
+        if (Files.exists(p) && !Files.isWritable(p)) {
+            throw new InvalidMemoryRequestException("File " + p + " is not writable; nothing saved");
+        }
+        Path tmp = folder.resolve("." + p.getFileName() + "." + Long.toHexString(ThreadLocalRandom.current().nextLong())
+                + ".part");
+        try {
+            Files.newByteChannel(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE).close();
+        } catch (AccessDeniedException e) {
+            throw new InvalidMemoryRequestException("Cannot write in " + folder + ": permission denied; nothing saved");
+        }
+        return tmp;
+    }
+
+    /** @return e.g. {@code 5242880 bytes (5.0 MiB)} */
+    private static String amount(long bytes) {
+        return bytes + " bytes (" + Sizes.human(bytes) + ")";
+    }
+
+    /** @return e.g. {@code in 6.2 ms (846.9 MB/s)} */
+    private static String speed(long bytes, long nanos) {
+        return String.format(Locale.ROOT, "in %.1f ms (%s)", nanos / 1e6, TransferProgress.rate(bytes, nanos));
+    }
+}

@@ -1,0 +1,101 @@
+package io.ferrum.memory.shell;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryRouter;
+
+/**
+ * Streams bytes between a file and a block in chunks, through one native buffer of at most {@code
+ * chunk} bytes and the router's {@code write}/{@code read}: a file of any size costs that buffer and
+ * no heap, and every device's blocks work the same (a GPU's manager copies each chunk from host
+ * memory). Each chunk is one {@code read} of the file and one {@code write} of the block, or the
+ * reverse; the buffer is confined to the calling thread and freed when the transfer returns.
+ *
+ * <p>A transfer checks nothing about sizes: its callers ({@link FileCommands}) check the file
+ * against the block before the first byte moves.
+ */
+final class FileTransfer {
+    /** Default chunk: large enough that a call's fixed cost is lost in its copy, small enough to be a modest fixed buffer. */
+    static final int CHUNK = 8 << 20;
+
+    private final MemoryRouter router;
+    private final int chunk;
+
+    /**
+     * @param router the router the bytes go through
+     * @param chunk  the most bytes one write or read moves, at least 1
+     */
+    FileTransfer(MemoryRouter router, int chunk) {
+        this.router = router;
+        this.chunk = chunk;
+    }
+
+    /**
+     * Copies {@code size} bytes from the start of a file into a block.
+     *
+     * @param in       the open file, read from its position 0
+     * @param file     the file's path, for messages
+     * @param size     the bytes to copy; the file must have them
+     * @param dst      the block
+     * @param offset   where in the block the first byte goes
+     * @param progress told after every chunk
+     * @throws IOException                   if the file cannot be read
+     * @throws InvalidMemoryRequestException if the file ends before {@code size} bytes (it was
+     *                                       cut while loading)
+     */
+    void load(FileChannel in, Path file, long size, MemoryHandle dst, long offset, TransferProgress progress)
+            throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buffer = arena.allocate(Math.max(1, Math.min(size, chunk)), 64);
+            ByteBuffer io = buffer.asByteBuffer();
+            long done = 0;
+            while (done < size) {
+                int n = (int) Math.min(buffer.byteSize(), size - done);
+                io.clear().limit(n);
+                while (io.hasRemaining()) {
+                    if (in.read(io, done + io.position()) < 0) {
+                        throw new InvalidMemoryRequestException("File " + file + " ended after " + (done + io.position())
+                                + " of " + size + " bytes: it changed while loading");
+                    }
+                }
+                router.write(dst, offset + done, buffer.asSlice(0, n));
+                done += n;
+                progress.advance(done);
+            }
+        }
+    }
+
+    /**
+     * Copies a block's first {@code size} bytes to the start of a file.
+     *
+     * @param src      the block
+     * @param size     the bytes to copy
+     * @param out      the open file, written from its position 0
+     * @param progress told after every chunk
+     * @throws IOException if the file cannot be written
+     */
+    void save(MemoryHandle src, long size, FileChannel out, TransferProgress progress) throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buffer = arena.allocate(Math.max(1, Math.min(size, chunk)), 64);
+            ByteBuffer io = buffer.asByteBuffer();
+            long done = 0;
+            while (done < size) {
+                int n = (int) Math.min(buffer.byteSize(), size - done);
+                router.read(src, done, buffer.asSlice(0, n));
+                io.clear().limit(n);
+                while (io.hasRemaining()) {
+                    out.write(io, done + io.position());
+                }
+                done += n;
+                progress.advance(done);
+            }
+        }
+    }
+}

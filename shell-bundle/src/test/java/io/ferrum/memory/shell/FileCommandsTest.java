@@ -1,0 +1,280 @@
+package io.ferrum.memory.shell;
+
+import static io.ferrum.memory.shell.ShellFixture.CPU0;
+import static io.ferrum.memory.shell.ShellFixture.CPU1;
+import static io.ferrum.memory.shell.ShellFixture.MiB;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.RandomAccessFile;
+import java.lang.foreign.MemorySegment;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryHandleInfo;
+import io.ferrum.memory.api.MemoryRouter;
+import io.ferrum.memory.api.MemoryType;
+
+class FileCommandsTest {
+    private static final Pattern NEW_BLOCK = Pattern.compile(
+            "loaded (\\d+) bytes \\(.+\\) from (.+) into new block (0x[0-9a-f]{16}) on (cpu:\\d) in [0-9.]+ ms \\([0-9.]+ MB/s\\)");
+
+    private final ShellFixture fixture = new ShellFixture();
+    private final FileCommands commands = new FileCommands();
+
+    @TempDir
+    Path dir;
+
+    FileCommandsTest() {
+        commands.monitor = fixture.directory;
+        commands.router = fixture.directory;
+        commands.progressOutput = () -> null;
+        commands.chunk = (int) MiB;
+    }
+
+    @AfterEach
+    void close() throws Exception {
+        fixture.close();
+    }
+
+    private static byte[] random(int size, long seed) {
+        byte[] b = new byte[size];
+        new Random(seed).nextBytes(b);
+        return b;
+    }
+
+    private Path file(String name, byte[] contents) throws IOException {
+        return Files.write(dir.resolve(name), contents);
+    }
+
+    private byte[] contents(MemoryHandle h) {
+        byte[] out = new byte[(int) fixture.directory.handleInfo(h).orElseThrow().size()];
+        fixture.directory.read(h, 0, MemorySegment.ofArray(out));
+        return out;
+    }
+
+    private List<MemoryHandle> handles() {
+        return Stream.concat(fixture.cpu0.handles().stream(), fixture.cpu1.handles().stream())
+                .map(MemoryHandleInfo::handle).toList();
+    }
+
+    private static MemoryHandle newBlock(Reply loaded, String device) {
+        Matcher m = NEW_BLOCK.matcher(loaded.toString());
+        assertTrue(m.matches(), loaded.toString());
+        assertEquals(device, m.group(4));
+        return MemoryHandle.parse(m.group(3));
+    }
+
+    @Test
+    void aFileOfSeveralMiBLoadsIntoANewBlockOnADeviceAndSavesBackByteForByte() throws IOException {
+        byte[] weights = random((int) (5 * MiB + 123), 15);
+        Path in = file("weights.bin", weights);
+
+        Reply loaded = commands.load("cpu:1", "tensor", in.toString());
+        MemoryHandle h = newBlock(loaded, "cpu:1");
+        assertTrue(loaded.toString().startsWith("loaded 5243003 bytes (5.0 MiB) from " + in + " into new block "), loaded.toString());
+        MemoryHandleInfo info = fixture.cpu1.handleInfo(h).orElseThrow();
+        assertEquals(weights.length, info.size());
+        assertEquals(MemoryType.TENSOR, info.memoryType());
+        assertArrayEquals(weights, contents(h));
+
+        Path out = dir.resolve("saved.bin");
+        String saved = commands.save(h.toString(), out.toString()).toString();
+        assertTrue(saved.matches("saved 5243003 bytes \\(5\\.0 MiB\\) of " + h + " on cpu:1 to " + Pattern.quote(out.toString())
+                + " in [0-9.]+ ms \\([0-9.]+ MB/s\\)"), saved);
+        assertEquals(-1, Files.mismatch(in, out));
+        assertEquals(List.of("saved.bin", "weights.bin"), folder());
+    }
+
+    @Test
+    void withoutAHandleOrADeviceTheRouterChoosesTheDevice() throws IOException {
+        byte[] bytes = random(3000, 1);
+        MemoryHandle h = newBlock(commands.load("", "", file("small.bin", bytes).toString()), "cpu:0");
+        assertArrayEquals(bytes, contents(h));
+        assertEquals(MemoryType.GENERAL, fixture.cpu0.handleInfo(h).orElseThrow().memoryType());
+    }
+
+    @Test
+    void theRouterAllocatesTheNewBlockWithTheTypeGiven() throws IOException {
+        byte[] bytes = random(3000, 6);
+        MemoryHandle h = newBlock(commands.load("", "cache", file("small.bin", bytes).toString()), "cpu:0");
+        assertEquals(MemoryType.CACHE, fixture.cpu0.handleInfo(h).orElseThrow().memoryType());
+        assertArrayEquals(bytes, contents(h));
+    }
+
+    @Test
+    void aFileLoadsIntoAnExistingBlockAtAnOffsetAndNothingElseChanges() throws IOException {
+        MemoryHandle block = fixture.cpu0.allocate(3 * MiB, CPU0);
+        fixture.directory.write(block, 0, MemorySegment.ofArray(new byte[(int) (3 * MiB)]));
+        byte[] bytes = random((int) (2 * MiB + 7), 2);
+        Path in = file("part.bin", bytes);
+        String loaded = commands.load("", "", in.toString(), block.toString(), "1000").toString();
+        assertTrue(loaded.startsWith("loaded 2097159 bytes (2.0 MiB) from " + in + " into " + block + " on cpu:0 at offset"
+                + " 1000 in "), loaded);
+        byte[] expected = new byte[(int) (3 * MiB)];
+        System.arraycopy(bytes, 0, expected, 1000, bytes.length);
+        assertArrayEquals(expected, contents(block));
+        assertEquals(List.of(block), handles());
+
+        String whole = commands.load("", "", in.toString(), block.toString()).toString();
+        assertTrue(whole.contains(" into " + block + " on cpu:0 at offset 0 in "), whole);
+    }
+
+    @Test
+    void refusedLoadsNameTheProblemAndChangeNothing() throws IOException {
+        MemoryHandle block = fixture.cpu0.allocate(100, CPU0);
+        fixture.directory.write(block, 0, MemorySegment.ofArray(random(100, 3)));
+        byte[] before = contents(block);
+        List<MemoryHandle> handles = handles();
+        String h = block.toString();
+        Path ten = file("ten.bin", new byte[10]);
+        Path empty = file("empty.bin", new byte[0]);
+        Path missing = dir.resolve("missing.bin");
+
+        assertEquals("error: No file " + missing + "; nothing loaded", commands.load("", "", missing.toString()).toString());
+        assertEquals("error: No file " + missing + "; nothing loaded", commands.load("", "", missing.toString(), h).toString());
+        assertEquals("error: " + dir + " is a folder, not a file; nothing loaded", commands.load("", "", dir.toString()).toString());
+        assertEquals("error: File " + ten + " (10 bytes) does not fit in block " + h + " at offset 95: the block has 100"
+                + " bytes, 5 of them from there; nothing loaded", commands.load("", "", ten.toString(), h, "95").toString());
+        assertEquals("error: Offset 101 is past the end of " + h + " (100 bytes)",
+                commands.load("", "", ten.toString(), h, "101").toString());
+        assertEquals("error: --device and --type are for a new block; with a handle the file goes into that block: drop"
+                + " them, or drop the handle", commands.load("cpu:0", "", ten.toString(), h).toString());
+        assertEquals("error: File " + empty + " is empty: there is nothing to load into a new block; nothing allocated",
+                commands.load("", "", empty.toString()).toString());
+        assertEquals("error: No device cpu:7 is registered; mem:devices lists the devices there are",
+                commands.load("cpu:7", "", ten.toString()).toString());
+        assertTrue(commands.load("", "SHINY", ten.toString()).toString().startsWith("error: Invalid memory type 'SHINY'"));
+        String unknown = commands.load("", "", ten.toString(), "0x0000000000000001").toString();
+        assertEquals("error: Handle 0x0000000000000001 is not known to any device (freed, or never allocated)", unknown);
+        Path huge = dir.resolve("huge.bin");
+        try (RandomAccessFile sparse = new RandomAccessFile(huge.toFile(), "rw")) {
+            sparse.setLength(65 * MiB); // more than the device holds
+        }
+        String tooBig = commands.load("cpu:1", "", huge.toString()).toString();
+        assertTrue(tooBig.startsWith("error: ") && tooBig.contains("cpu:1"), tooBig);
+
+        assertArrayEquals(before, contents(block));
+        assertEquals(handles, handles());
+    }
+
+    /** A router that passes every call to the fixture's, but fails the {@code failAt}-th call of {@code method}. */
+    private MemoryRouter failing(String method, int failAt) {
+        AtomicInteger calls = new AtomicInteger();
+        return (MemoryRouter) Proxy.newProxyInstance(MemoryRouter.class.getClassLoader(), new Class<?>[] {MemoryRouter.class},
+                (proxy, m, args) -> {
+                    if (m.getName().equals(method) && calls.incrementAndGet() == failAt) {
+                        throw new DeviceUnavailableException(CPU1, "cpu:1 went away in the middle of the transfer");
+                    }
+                    try {
+                        return m.invoke(fixture.directory, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
+
+    @Test
+    void aLoadThatFailsAfterItsNewBlockWasAllocatedFreesTheBlock() throws IOException {
+        commands.router = failing("write", 2);
+        List<MemoryHandle> before = handles();
+        String failed = commands.load("", "", file("three.bin", random((int) (3 * MiB), 4)).toString()).toString();
+        assertEquals("error: cpu:1 went away in the middle of the transfer", failed);
+        assertEquals(before, handles(), "the new block is freed again");
+    }
+
+    @Test
+    void aSaveThatFailsLeavesTheTargetAsItWasAndNoTemporaryFile() throws IOException {
+        MemoryHandle block = fixture.cpu1.allocate(3 * MiB, CPU1);
+        Path target = file("target.bin", "old contents".getBytes(StandardCharsets.UTF_8));
+        commands.router = failing("read", 2);
+        assertEquals("error: cpu:1 went away in the middle of the transfer",
+                commands.save(block.toString(), target.toString()).toString());
+        assertEquals("old contents", Files.readString(target));
+        assertEquals(List.of("target.bin"), folder());
+    }
+
+    @Test
+    void refusedSavesNameTheProblemAndWriteNothing() throws IOException {
+        MemoryHandle block = fixture.cpu0.allocate(64, CPU0);
+        String h = block.toString();
+        Path noFolder = dir.resolve("no/such/folder/out.bin");
+        assertEquals("error: No folder " + noFolder.getParent() + " for " + noFolder + "; create it first; nothing saved",
+                commands.save(h, noFolder.toString()).toString());
+        assertEquals("error: " + dir + " is a folder; give a file name; nothing saved", commands.save(h, dir.toString()).toString());
+        Path aFile = file("plain.bin", new byte[1]);
+        Path under = aFile.resolve("out.bin");
+        assertEquals("error: No folder " + aFile + " for " + under + "; create it first; nothing saved",
+                commands.save(h, under.toString()).toString());
+        assertEquals("error: Handle 0x0000000000000001 is not known to any device (freed, or never allocated)",
+                commands.save("0x0000000000000001", dir.resolve("x.bin").toString()).toString());
+        assertEquals(List.of("plain.bin"), folder());
+    }
+
+    @Test
+    void aReadOnlyTargetIsRefused() throws IOException {
+        assumeFalse("root".equals(System.getProperty("user.name")), "root may write any file: nothing to refuse");
+        MemoryHandle block = fixture.cpu0.allocate(64, CPU0);
+        Path target = file("locked.bin", new byte[3]);
+        assertTrue(target.toFile().setWritable(false));
+        assertEquals("error: File " + target + " is not writable; nothing saved",
+                commands.save(block.toString(), target.toString()).toString());
+        assertEquals(3, Files.size(target));
+    }
+
+    @Test
+    void onATerminalProgressShowsBytesPercentAndRateThenClearsTheLine() throws IOException {
+        ByteArrayOutputStream shown = new ByteArrayOutputStream();
+        PrintStream terminal = new PrintStream(shown, true, StandardCharsets.UTF_8);
+        AtomicLong now = new AtomicLong();
+        commands.progressOutput = () -> terminal;
+        commands.clock = () -> now.getAndAdd(TransferProgress.REFRESH_NANOS); // every chunk is due a line
+        MemoryHandle h = newBlock(commands.load("", "", file("four.bin", random((int) (4 * MiB), 5)).toString()), "cpu:0");
+
+        String out = shown.toString(StandardCharsets.UTF_8);
+        List<String> lines = List.of(out.split("\r"));
+        assertTrue(lines.contains("loading 1.0 MiB / 4.0 MiB   25%  5.2 MB/s"), lines.toString());
+        assertTrue(lines.stream().anyMatch(l -> l.startsWith("loading 4.0 MiB / 4.0 MiB  100%  ")), lines.toString());
+        assertTrue(out.endsWith("\r") && lines.get(lines.size() - 1).isBlank(), "the last line is erased: " + lines);
+
+        shown.reset();
+        commands.save(h.toString(), dir.resolve("four-again.bin").toString());
+        assertTrue(shown.toString(StandardCharsets.UTF_8).contains("saving 4.0 MiB / 4.0 MiB  100%"));
+        assertEquals(-1, Files.mismatch(dir.resolve("four.bin"), dir.resolve("four-again.bin")));
+    }
+
+    @Test
+    void withoutATerminalThereIsNoProgressLine() {
+        assertNull(TransferProgress.terminal(), "the test JVM's standard streams are no terminal");
+        assertEquals("- MB/s", TransferProgress.rate(10, 0));
+        assertEquals("1000.0 MB/s", TransferProgress.rate(1_000_000, 1_000_000));
+    }
+
+    private List<String> folder() throws IOException {
+        try (Stream<Path> files = Files.list(dir)) {
+            return files.map(p -> p.getFileName().toString()).sorted().toList();
+        }
+    }
+}
