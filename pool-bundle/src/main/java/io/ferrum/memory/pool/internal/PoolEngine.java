@@ -149,6 +149,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         checks.handle(handle);
         Block b = handles.lookup(handle.id());
         if (b == null) {
+            checkOpen(); // a close since the first check unregistered it: "closed", not "already freed"
             throw checks.invalidHandle(handle);
         }
         return b;
