@@ -59,6 +59,8 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      *     #deallocate} of it, from inside the action or from any other thread, is refused with {@link
      *     InvalidMemoryRequestException} and changes nothing.</li>
      * <li>Nested calls work, on the same block or others.</li>
+     * <li>{@link #close()} called from inside the action does not wait for it: it returns, the view
+     *     stays the block's until the action ends, and that end releases the memory.</li>
      * <li>On memory the CPU cannot address (a GPU's), the view is a host staging copy of the block,
      *     written back when a {@link MemoryAccess#READ_WRITE} or {@link MemoryAccess#WRITE_ONLY}
      *     action returns normally (not when it throws).</li>

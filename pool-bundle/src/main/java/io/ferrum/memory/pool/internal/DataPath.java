@@ -106,6 +106,21 @@ final class DataPath {
         }
     }
 
+    /** Walks the caller's stack (rare calls only: a close that finds scopes inside its blocks). */
+    private static final StackWalker WALKER = StackWalker.getInstance(StackWalker.Option.RETAIN_CLASS_REFERENCE);
+
+    /**
+     * For a close that finds scopes inside its blocks: whether the calling thread runs inside a
+     * {@code withMapped} action (of any manager), whose scope only the action's return can end. Read
+     * from the stack, so the hot path records nothing.
+     *
+     * @return true if a {@link #withMapped} frame is on the calling thread's stack
+     */
+    static boolean callerInsideAction() {
+        return WALKER.walk(frames -> frames.anyMatch(
+                f -> f.getDeclaringClass() == DataPath.class && f.getMethodName().equals("withMapped")));
+    }
+
     /** The upstream that owns the block's chunk: a peer's, for a block named here by an alias. */
     private static DeviceUpstream upstream(Block b) {
         return b.pool.reclaimer.upstream();

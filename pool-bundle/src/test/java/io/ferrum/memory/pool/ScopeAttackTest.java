@@ -1,0 +1,88 @@
+package io.ferrum.memory.pool;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryHandle;
+
+/**
+ * Attacks on the lock-free pins of the data path (scopes: {@code withMapped}, {@code read}, {@code
+ * write}), each forcing one interleaving: a close called by the thread that is itself inside a scope.
+ */
+class ScopeAttackTest extends EngineTestSupport {
+
+    private PooledMemoryManager hooked(HookedUpstream up) {
+        PooledMemoryManager m = PooledMemoryManager.create(up, config(pool(MiB, MiB)),
+                PoolSettings.defaults().withThreadCache(0), null);
+        toClose.add(m);
+        return m;
+    }
+
+    /** @return true while {@code t} waits inside the close for in-flight work to end */
+    private static boolean waitingInClose(Thread t) {
+        Thread.State s = t.getState();
+        if (s != Thread.State.WAITING && s != Thread.State.TIMED_WAITING) {
+            return false;
+        }
+        for (StackTraceElement e : t.getStackTrace()) {
+            if (e.getClassName().endsWith(".Lifecycle") && e.getMethodName().equals("awaitIdle")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The action's own thread closes the manager: the close must not wait for the scope it is itself
+     * inside (no one else can end it: it would wait out its whole limit), the view must stay the
+     * block's until the action returns, and the action's end must release everything.
+     */
+    @Test
+    void closeCalledInsideAnActionDoesNotWaitForItsOwnScope() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = hooked(up);
+        MemoryHandle b = m.allocate(4096, CPU);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        AtomicBoolean heldAfterClose = new AtomicBoolean();
+        Thread action = Thread.ofPlatform().start(() -> {
+            try {
+                m.withMapped(b, MemoryAccess.READ_WRITE, view -> {
+                    m.close();
+                    heldAfterClose.set(up.liveBytes() > 0);
+                    view.fill((byte) 3); // still the block's memory: the close left its release to this scope
+                    return null;
+                });
+            } catch (Throwable e) {
+                failure.set(e);
+            }
+        });
+        boolean waitedForItself = false;
+        while (action.isAlive()) {
+            if (waitingInClose(action)) {
+                waitedForItself = true;
+                action.interrupt(); // an interrupted close stops waiting: let the test end
+                break;
+            }
+            Thread.sleep(1);
+        }
+        action.join();
+        assertFalse(waitedForItself, "close, called inside an action, waited for that action's own scope");
+        assertNull(failure.get());
+        assertTrue(heldAfterClose.get(), "close released the memory under the running action");
+        assertEquals(0, up.liveBytes(), "the action's end released everything");
+        assertTrue(up.closed, "the upstream closed after the last chunk went back");
+        assertEquals("", up.violations.toString());
+        assertThrows(DeviceUnavailableException.class, () -> m.read(b, 0, MemorySegment.ofArray(new byte[1])));
+    }
+}
