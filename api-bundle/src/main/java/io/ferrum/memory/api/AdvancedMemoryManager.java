@@ -63,7 +63,11 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      *     stays the block's until the action ends, and that end releases the memory.</li>
      * <li>On memory the CPU cannot address (a GPU's), the view is a host staging copy of the block,
      *     written back when a {@link MemoryAccess#READ_WRITE} or {@link MemoryAccess#WRITE_ONLY}
-     *     action returns normally (not when it throws).</li>
+     *     action returns normally (not when it throws). Calls on the same block nested in the action,
+     *     on its thread, work on that copy: a nested view is the copy, {@code read} reads it, {@code
+     *     write} writes it and the device; so the action sees their bytes and its write-back keeps
+     *     them (it also runs after a READ_ONLY action when a nested view wrote). Other threads'
+     *     writes to the block during the action are overwritten by that write-back.</li>
      * </ul>
      * Whatever the action throws reaches the caller unchanged, after the view is closed.
      *

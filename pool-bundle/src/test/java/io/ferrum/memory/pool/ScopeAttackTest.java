@@ -7,18 +7,21 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.Test;
 
+import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
 
 /**
  * Attacks on the lock-free pins of the data path (scopes: {@code withMapped}, {@code read}, {@code
- * write}), each forcing one interleaving: a close called by the thread that is itself inside a scope.
+ * write}), each forcing one interleaving: a close called by the thread that is itself inside a scope;
+ * calls nested inside an action on a block the host cannot address (a staging copy).
  */
 class ScopeAttackTest extends EngineTestSupport {
 
@@ -84,5 +87,51 @@ class ScopeAttackTest extends EngineTestSupport {
         assertTrue(up.closed, "the upstream closed after the last chunk went back");
         assertEquals("", up.violations.toString());
         assertThrows(DeviceUnavailableException.class, () -> m.read(b, 0, MemorySegment.ofArray(new byte[1])));
+    }
+
+    private static byte[] read(PooledMemoryManager m, MemoryHandle h, int n) {
+        byte[] out = new byte[n];
+        m.read(h, 0, MemorySegment.ofArray(out));
+        return out;
+    }
+
+    /**
+     * On memory the host cannot address, an action works on a staging copy of the block. Calls on
+     * the same block nested inside it, on the same thread (a write, a read, another withMapped), must
+     * see the action's bytes and keep their own: the action's write-back must not erase them.
+     */
+    @Test
+    void onStagedMemoryCallsNestedInAnActionSeeAndKeepEachOthersBytes() {
+        Device gpu = Device.cuda(0);
+        PooledMemoryManager m = manager(new ArenaUpstream(gpu, 64 * MiB, false), pool(MiB, MiB));
+        MemoryHandle h = m.allocate(1000, gpu);
+        m.write(h, 0, MemorySegment.ofArray(new byte[1000]));
+        byte[] seenInside = new byte[1];
+        byte[] seenByInnerView = new byte[1];
+        m.withMapped(h, MemoryAccess.READ_WRITE, outer -> {
+            outer.set(ValueLayout.JAVA_BYTE, 0, (byte) 1);
+            m.write(h, 500, MemorySegment.ofArray(new byte[] {7}));
+            m.read(h, 0, MemorySegment.ofArray(seenInside));
+            m.withMapped(h, MemoryAccess.READ_WRITE, inner -> {
+                seenByInnerView[0] = inner.get(ValueLayout.JAVA_BYTE, 0);
+                inner.set(ValueLayout.JAVA_BYTE, 600, (byte) 9);
+                return null;
+            });
+            assertEquals(7, outer.get(ValueLayout.JAVA_BYTE, 500), "the action's view shows the nested write");
+            return null;
+        });
+        assertEquals(1, seenInside[0], "a read inside the action sees the action's bytes");
+        assertEquals(1, seenByInnerView[0], "a nested view sees the action's bytes");
+        byte[] after = read(m, h, 1000);
+        assertEquals(1, after[0], "the action's byte");
+        assertEquals(7, after[500], "the nested write survived the action's write-back");
+        assertEquals(9, after[600], "the nested view's byte survived the action's write-back");
+
+        // A READ_ONLY action around a nested writer: the writer's bytes still reach the block.
+        m.withMapped(h, MemoryAccess.READ_ONLY, outer -> m.withMapped(h, MemoryAccess.READ_WRITE, inner -> {
+            inner.set(ValueLayout.JAVA_BYTE, 700, (byte) 5);
+            return null;
+        }));
+        assertEquals(5, read(m, h, 1000)[700], "a nested writer inside a READ_ONLY action");
     }
 }
