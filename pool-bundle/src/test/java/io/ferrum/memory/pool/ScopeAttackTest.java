@@ -17,11 +17,13 @@ import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryHandleInfo;
 
 /**
  * Attacks on the lock-free pins of the data path (scopes: {@code withMapped}, {@code read}, {@code
  * write}), each forcing one interleaving: a close called by the thread that is itself inside a scope;
- * calls nested inside an action on a block the host cannot address (a staging copy).
+ * calls nested inside an action on a block the host cannot address (a staging copy); a read that
+ * meets a block while zeroing on allocation clears it.
  */
 class ScopeAttackTest extends EngineTestSupport {
 
@@ -133,5 +135,43 @@ class ScopeAttackTest extends EngineTestSupport {
             return null;
         }));
         assertEquals(5, read(m, h, 1000)[700], "a nested writer inside a READ_ONLY action");
+    }
+
+    /**
+     * Under zeroing on allocation, a block's old bytes are cleared before anyone can use it: a handle
+     * listed by {@code handles()} while the clearing runs (a monitor, {@code mem:dump}) must not read
+     * the previous owner's bytes, nor lose a write to the clearing.
+     */
+    @Test
+    void aBlockBeingZeroedOnAllocationShowsNoOneThePreviousOwnersBytes() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = PooledMemoryManager.create(up, config(pool(MiB, MiB)),
+                PoolSettings.defaults().withZeroing(ZeroingPolicy.ON_ALLOCATE), null);
+        toClose.add(m);
+        MemoryHandle old = m.allocate(4096, CPU);
+        byte[] secret = new byte[4096];
+        java.util.Arrays.fill(secret, (byte) 0x5A);
+        m.write(old, 0, MemorySegment.ofArray(secret));
+        m.deallocate(old);
+
+        HookedUpstream.Pause fill = up.pauseNext(HookedUpstream.Call.FILL);
+        AtomicReference<MemoryHandle> allocated = new AtomicReference<>();
+        Thread owner = Thread.ofPlatform().start(() -> allocated.set(m.allocate(4096, CPU)));
+        fill.awaitArrival(); // the new block (the old one's memory) is being cleared
+        byte[] seen = null;
+        for (MemoryHandleInfo i : m.handles()) {
+            seen = read(m, i.handle(), 4096); // a monitor reads every listed block
+        }
+        fill.release();
+        owner.join();
+        if (seen != null) {
+            for (int i = 0; i < seen.length; i++) {
+                assertEquals(0, seen[i], "byte " + i + " of the previous owner reached a reader of the new block");
+            }
+        }
+        assertEquals(0, read(m, allocated.get(), 4096)[0]);
+        assertEquals(1, m.memoryInfo().activeAllocations());
+        m.deallocate(allocated.get());
+        assertEquals(0, m.memoryInfo().activeAllocations());
     }
 }
