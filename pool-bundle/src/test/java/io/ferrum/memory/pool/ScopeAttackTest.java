@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -18,6 +20,7 @@ import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryHandleInfo;
+import io.ferrum.memory.api.MemoryMapping;
 
 /**
  * Attacks on the lock-free pins of the data path (scopes: {@code withMapped}, {@code read}, {@code
@@ -89,6 +92,58 @@ class ScopeAttackTest extends EngineTestSupport {
         assertTrue(up.closed, "the upstream closed after the last chunk went back");
         assertEquals("", up.violations.toString());
         assertThrows(DeviceUnavailableException.class, () -> m.read(b, 0, MemorySegment.ofArray(new byte[1])));
+    }
+
+    /**
+     * The same through an alias: the peer's action on the owner's block closes the owner. The close
+     * must not wait for the peer's scope, which its own thread holds.
+     */
+    @Test
+    void theOwnerClosedInsideAPeersActionOnItsAliasDoesNotWaitForIt() throws Exception {
+        Device cpu1 = Device.cpu(1);
+        Device cpu2 = Device.cpu(2);
+        HookedUpstream up1 = new HookedUpstream(cpu1, 64 * MiB);
+        HookedUpstream up2 = new HookedUpstream(cpu2, 64 * MiB);
+        Map<Device, PooledMemoryManager> running = new ConcurrentHashMap<>();
+        PooledMemoryManager owner = PooledMemoryManager.create(up1, config(pool(MiB, MiB)),
+                PoolSettings.defaults().withPeers(running::get), null);
+        PooledMemoryManager peer = PooledMemoryManager.create(up2, config(pool(MiB, MiB)),
+                PoolSettings.defaults().withPeers(running::get), null);
+        toClose.add(peer);
+        toClose.add(owner);
+        running.put(cpu1, owner);
+        running.put(cpu2, peer);
+        MemoryMapping mapping = owner.createMapping(cpu1, cpu2, 4 * KiB);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        AtomicBoolean heldAfterClose = new AtomicBoolean();
+        Thread action = Thread.ofPlatform().start(() -> {
+            try {
+                peer.withMapped(mapping.target(), MemoryAccess.READ_WRITE, view -> {
+                    owner.close();
+                    heldAfterClose.set(up1.liveBytes() > 0);
+                    view.fill((byte) 4);
+                    return null;
+                });
+            } catch (Throwable e) {
+                failure.set(e);
+            }
+        });
+        boolean waitedForItself = false;
+        while (action.isAlive()) {
+            if (waitingInClose(action)) {
+                waitedForItself = true;
+                action.interrupt();
+                break;
+            }
+            Thread.sleep(1);
+        }
+        action.join();
+        assertFalse(waitedForItself, "the owner's close, called inside the peer's action, waited for it");
+        assertNull(failure.get());
+        assertTrue(heldAfterClose.get(), "the owner's close released the memory under the peer's action");
+        assertEquals(0, up1.liveBytes(), "the action's end released the owner's memory");
+        assertTrue(up1.closed);
+        assertEquals("", up1.violations.toString() + up2.violations);
     }
 
     private static byte[] read(PooledMemoryManager m, MemoryHandle h, int n) {
