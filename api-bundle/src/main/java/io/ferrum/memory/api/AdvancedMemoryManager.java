@@ -59,9 +59,16 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      *     #deallocate} of it, from inside the action or from any other thread, is refused with {@link
      *     InvalidMemoryRequestException} and changes nothing.</li>
      * <li>Nested calls work, on the same block or others.</li>
+     * <li>{@link #close()} called from inside the action does not wait for it: it returns, the view
+     *     stays the block's until the action ends, and that end releases the memory.</li>
      * <li>On memory the CPU cannot address (a GPU's), the view is a host staging copy of the block,
      *     written back when a {@link MemoryAccess#READ_WRITE} or {@link MemoryAccess#WRITE_ONLY}
-     *     action returns normally (not when it throws).</li>
+     *     action returns normally (not when it throws). Calls on the same block nested in the action,
+     *     on its thread, work on that copy: a nested view is the copy, {@code read} reads it, {@code
+     *     write} writes it and the device; so the action sees their bytes and its write-back keeps
+     *     them (it also runs after a READ_ONLY action when a nested view wrote). {@code copy},
+     *     {@code copyAsync} and {@link #mapMemory} work on the device's bytes, not on that copy; what
+     *     they or other threads write to the block during the action is overwritten by the write-back.</li>
      * </ul>
      * Whatever the action throws reaches the caller unchanged, after the view is closed.
      *

@@ -12,8 +12,9 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * under its lock, growing it when nothing fits.
  *
  * <p><b>Steps</b> of a pool allocation ({@link #allocateIn}): 1. carve under the pool's lock; a block
- * found is named (its handle published) and, under zeroing on allocate, pinned to be cleared outside
- * the lock. 2. Nothing fits: this thread's cache and the caches of threads that died go back to the
+ * found is named (its handle published), or, under zeroing on allocate, pinned to be cleared outside
+ * the lock and named only once cleared (no handle, listed by {@code handles()} or guessed, reaches the
+ * previous owner's bytes nor writes into them before the clearing). 2. Nothing fits: this thread's cache and the caches of threads that died go back to the
  * pools, and the carve is tried again. 3. Grow the pool ({@link Growth}). 4. Growth failed: the
  * {@link OutOfMemoryHook} gets one say (drain every cache, auto-GC), then one more try; else
  * out of memory, with the reason. After a carve that takes the pool above its auto-GC line, the
@@ -143,20 +144,21 @@ final class Allocator {
                     if (debug) {
                         b.allocationSite = new Throwable("allocated here");
                     }
-                    try {
-                        id = tc != null ? handles.register(b, tc) : handles.register(b, names);
-                    } catch (RuntimeException e) {
-                        pool.release(b); // a full handle table: the carved block must not be lost
-                        throw e;
+                    if (!zero) {
+                        try {
+                            id = tc != null ? handles.register(b, tc) : handles.register(b, names);
+                        } catch (RuntimeException e) {
+                            pool.release(b); // a full handle table: the carved block must not be lost
+                            throw e;
+                        }
+                    } else {
+                        // Pinned while it is cleared outside the lock: compaction cannot move it, nor
+                        // close release its chunk, under the fill. Named after the fill.
+                        b.pins++;
+                        pool.inflight++;
                     }
                     if (carved != null) {
                         carved[0] = b;
-                    }
-                    if (zero) {
-                        // Pinned while it is cleared outside the lock: compaction cannot move it, nor
-                        // close release its chunk, under the fill.
-                        b.pins++;
-                        pool.inflight++;
                     }
                     gc = pool.crossedGcLine();
                 }
@@ -165,14 +167,15 @@ final class Allocator {
             }
             if (b != null) {
                 if (zero) {
-                    boolean filled = false;
+                    boolean named = false;
                     try {
                         upstream.fill(b.chunk.device, b.offset, size, (byte) 0);
-                        filled = true;
+                        id = tc != null ? handles.register(b, tc) : handles.register(b, names);
+                        named = true;
                     } finally {
-                        if (!filled && b.claim(id) >= 0) {
-                            // The device failed to clear it: the allocation fails and the block goes back.
-                            handles.recycle(id, null);
+                        if (!named) {
+                            // The device failed to clear it, or the handle table is full: the
+                            // allocation fails and the block goes back (its last unpin releases it).
                             Reclaimer.markFreed(b);
                         }
                         reclaimer.unpin(b);

@@ -125,10 +125,14 @@ public final class Block extends BlockPadding {
         return (int) NAMES.getAndAdd(this, -1) - 1;
     }
 
-    /** @return true if a scope entered (no flag was set); false, changing nothing, if a flag is set */
+    /**
+     * @return true if a scope entered (no flag was set); false, changing nothing, if a flag is set or
+     * the count is full (one more would carry into the flags: a free would then see no scope inside)
+     */
     boolean tryEnterScope() {
         int s = scopes;
-        while ((s & SCOPE_FLAGS) == 0) {
+        // With no flag set the word is the count: a full one is refused like a flag.
+        while ((s & SCOPE_FLAGS) == 0 && s != SCOPE_COUNT) {
             int seen = (int) SCOPES.compareAndExchange(this, s, s + 1);
             if (seen == s) {
                 return true;

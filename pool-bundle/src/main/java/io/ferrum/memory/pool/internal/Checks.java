@@ -158,6 +158,12 @@ final class Checks {
                 + " a read or a write (on this thread or another); free it after that call returns. Nothing was freed");
     }
 
+    InvalidMemoryRequestException tooManyScopes(MemoryHandle handle) {
+        return new InvalidMemoryRequestException("Block " + handle + " on " + device + " already has " + Block.SCOPE_COUNT
+                + " withMapped actions, reads or writes inside it, the most it can count; call again once some have"
+                + " returned. Nothing was done");
+    }
+
     InvalidMemoryRequestException unknownStream(StreamHandle stream) {
         return new InvalidMemoryRequestException("Unknown stream " + stream.id() + " on " + device
                 + ": it is not a live stream of the StreamManager of " + device + "; create it there");

@@ -21,12 +21,48 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * usable by the calling thread only, dead afterwards. Otherwise copies go through the upstream, and
  * a view is a host staging copy of the block, written back after an action that may write.
  *
+ * <p><b>Nested calls on staged memory.</b> While an action of the calling thread holds a staging copy
+ * of a block, that copy is the block for the thread's calls nested in it ({@link #STAGED}): a nested
+ * view is the same copy, a read reads it, a write goes to it and to the device. So the action sees
+ * their bytes and its write-back, which also runs when only a nested view wrote, keeps them.
+ *
  * <p>Bandwidth figures count copies of {@value #TIMED_BYTES} bytes or more only: a clock read costs
  * as much as a small copy (PERFORMANCE item 15). Access statistics, when on, record every call.
  */
 final class DataPath {
     /** Smallest copy whose duration goes into the bandwidth figure. */
     static final long TIMED_BYTES = 64 * 1024;
+
+    /**
+     * The staging copies held open by the calling thread's actions, innermost first (shared by every
+     * manager of the bundle: an alias names a peer's block). Empty on host memory.
+     */
+    private static final ThreadLocal<Staging> STAGED = new ThreadLocal<>();
+
+    /** A staging copy of {@code block} made by an action of this thread, within those of {@code outer}. */
+    private static final class Staging {
+        final Block block;
+        final MemorySegment copy;
+        final Staging outer;
+        /** A nested view that may write returned normally: the copy must be written back. */
+        boolean dirty;
+
+        Staging(Block block, MemorySegment copy, Staging outer) {
+            this.block = block;
+            this.copy = copy;
+            this.outer = outer;
+        }
+    }
+
+    /** @return the calling thread's open staging copy of {@code b}, or null */
+    private static Staging staged(Block b) {
+        for (Staging s = STAGED.get(); s != null; s = s.outer) {
+            if (s.block == b) {
+                return s;
+            }
+        }
+        return null;
+    }
 
     private final Checks checks;
     private final Figures figures;
@@ -53,6 +89,10 @@ final class DataPath {
                 MemorySegment.copy(src, 0, host, b.offset + offset, n);
             } else {
                 upstream(b).copyFromHost(src, b.chunk.device, b.offset + offset, n);
+                Staging open = staged(b);
+                if (open != null) {
+                    MemorySegment.copy(src, 0, open.copy, offset, n);
+                }
             }
             done(b, true, offset, n, t0);
         } finally {
@@ -74,7 +114,12 @@ final class DataPath {
             if (host != null) {
                 MemorySegment.copy(host, b.offset + offset, dst, 0, n);
             } else {
-                upstream(b).copyToHost(b.chunk.device, b.offset + offset, dst, n);
+                Staging open = staged(b);
+                if (open != null) {
+                    MemorySegment.copy(open.copy, offset, dst, 0, n);
+                } else {
+                    upstream(b).copyToHost(b.chunk.device, b.offset + offset, dst, n);
+                }
             }
             done(b, false, offset, n, t0);
         } finally {
@@ -93,17 +138,53 @@ final class DataPath {
                 return action.apply(access == MemoryAccess.READ_ONLY ? view.asReadOnly() : view);
             }
             // Memory the CPU cannot address: a staging copy, written back after an action that may write.
+            Staging open = staged(b);
+            if (open != null) {
+                // Nested in an action of this thread on the block: its copy, alive for this action only.
+                MemorySegment view = open.copy.reinterpret(arena, null);
+                R result = action.apply(access == MemoryAccess.READ_ONLY ? view.asReadOnly() : view);
+                if (access != MemoryAccess.READ_ONLY) {
+                    open.dirty = true;
+                }
+                return result;
+            }
             DeviceUpstream up = upstream(b);
             MemorySegment staging = arena.allocate(b.requested, 64);
             up.copyToHost(b.chunk.device, b.offset, staging, b.requested);
-            R result = action.apply(access == MemoryAccess.READ_ONLY ? staging.asReadOnly() : staging);
-            if (access != MemoryAccess.READ_ONLY) {
+            Staging mine = new Staging(b, staging, STAGED.get());
+            STAGED.set(mine);
+            R result;
+            try {
+                result = action.apply(access == MemoryAccess.READ_ONLY ? staging.asReadOnly() : staging);
+            } finally {
+                if (mine.outer == null) {
+                    STAGED.remove(); // no entry left that holds this bundle's classes
+                } else {
+                    STAGED.set(mine.outer);
+                }
+            }
+            if (access != MemoryAccess.READ_ONLY || mine.dirty) {
                 up.copyFromHost(staging, b.chunk.device, b.offset, b.requested);
             }
             return result;
         } finally {
             Scopes.exit(b);
         }
+    }
+
+    /** Walks the caller's stack (rare calls only: a close that finds scopes inside its blocks). */
+    private static final StackWalker WALKER = StackWalker.getInstance(StackWalker.Option.RETAIN_CLASS_REFERENCE);
+
+    /**
+     * For a close that finds scopes inside its blocks: whether the calling thread runs inside a
+     * {@code withMapped} action (of any manager), whose scope only the action's return can end. Read
+     * from the stack, so the hot path records nothing.
+     *
+     * @return true if a {@link #withMapped} frame is on the calling thread's stack
+     */
+    static boolean callerInsideAction() {
+        return WALKER.walk(frames -> frames.anyMatch(
+                f -> f.getDeclaringClass() == DataPath.class && f.getMethodName().equals("withMapped")));
     }
 
     /** The upstream that owns the block's chunk: a peer's, for a block named here by an alias. */

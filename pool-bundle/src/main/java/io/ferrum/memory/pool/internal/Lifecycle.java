@@ -20,7 +20,9 @@ import io.ferrum.memory.pool.PoolLog;
  * only when that count is zero: it waits for it up to {@value #CLOSE_WAIT_SECONDS} s, and after its
  * wait (or at once, interrupted) leaves the release to whoever ends the last such work
  * ({@link Pool#releaseWhenIdle}); a freed block whose view a native operation still holds open
- * ({@link Pool#stuckViews}) keeps its pool's chunks until a later close.
+ * ({@link Pool#stuckViews}) keeps its pool's chunks until a later close. A close called from inside a
+ * {@code withMapped} action does not wait at all: the action's own scope is work that only its
+ * return can end, so the last work to end releases the chunks.
  *
  * <p><b>Holds.</b> The upstream closes after the last chunk is released: {@link #closeHolds}
  * counts the close itself plus each pool whose release was deferred; the last to let go closes the
@@ -118,6 +120,8 @@ final class Lifecycle {
         int deferred = 0;
         int stuck = 0;
         List<DeviceChunk> chunks = new ArrayList<>();
+        // Asked once, only when a scope is inside a block: a close called from a withMapped action.
+        Boolean insideAction = null;
         for (Pool pool : pools) {
             pool.acquire();
             try {
@@ -125,8 +129,16 @@ final class Lifecycle {
                 pool.grown.signalAll();
                 // Scopes (withMapped, read, write) pin without the lock: each block with one inside
                 // is one piece of work, ended by its last scope to leave.
-                pool.inflight += Scopes.closeAll(pool);
-                awaitIdle(pool);
+                int scoped = Scopes.closeAll(pool);
+                pool.inflight += scoped;
+                if (scoped > 0 && insideAction == null) {
+                    insideAction = DataPath.callerInsideAction();
+                }
+                // The caller's own action is work only its return can end: waiting for it would wait
+                // out the whole limit. Its end (or the last other work's) releases the chunks then.
+                if (insideAction != Boolean.TRUE) {
+                    awaitIdle(pool);
+                }
                 for (Block b : pool.allocatedBlocks()) {
                     // Every view goes, of blocks still named and of blocks a racing free has claimed alike.
                     MappingState m = b.mapping;
@@ -160,7 +172,7 @@ final class Lifecycle {
                     + " their pools' memory stays reserved until close() is called again after those operations end", null);
         }
         if (deferred > 0) {
-            log.warn(device + ": closed while " + deferred + " copies or upstream calls still ran on its memory;"
+            log.warn(device + ": closed while " + deferred + " copies, upstream calls or withMapped actions still ran on its memory;"
                     + " that memory is released when the last of them ends", null);
         }
         leaks.tell(log);

@@ -13,8 +13,9 @@ import io.ferrum.memory.pool.DeviceChunk;
  *
  * <p><b>The word.</b> {@link Block#scopes} holds the count of scopes inside the block and three
  * flags; it changes only by atomic operations. A scope enters by raising the count while no flag is
- * set (one compare-and-set) and leaves by lowering it (one atomic add). The flags are set under the
- * pool lock:
+ * set (one compare-and-set) and leaves by lowering it (one atomic add). A full count ({@link
+ * Block#SCOPE_COUNT}) refuses the next scope: one more would carry into the flags, and a free would
+ * then find no scope inside. The flags are set under the pool lock:
  * <ul>
  * <li>{@code MOVING}, by defragmentation, only from a word of zero (no scope inside), and cleared
  *     before it lets the lock go: a scope that finds it waits for the lock, then tries again.</li>
@@ -48,6 +49,7 @@ final class Scopes {
      *
      * @throws io.ferrum.memory.api.InvalidHandleException     if {@code id} no longer names {@code b}
      * @throws io.ferrum.memory.api.DeviceUnavailableException if its pool is closed
+     * @throws io.ferrum.memory.api.InvalidMemoryRequestException if {@link Block#SCOPE_COUNT} scopes are inside already
      */
     static void enter(Block b, long id) {
         while (!b.tryEnterScope()) {
@@ -58,6 +60,10 @@ final class Scopes {
                 pool.reclaimer.checkLive(pool, b, id);
             } finally {
                 pool.lock.unlock();
+            }
+            if (b.scopes == Block.SCOPE_COUNT) {
+                // No flag, a full count: one more would carry into the flags.
+                throw pool.reclaimer.checks().tooManyScopes(new MemoryHandle(id));
             }
         }
         if (!b.isNamedBy(id)) {
