@@ -27,8 +27,13 @@ import org.openjdk.jmh.annotations.Warmup;
  * is the slower side, so ns/op is the pipeline's time per buffer, whichever side limits it. Between
  * iterations the freer empties the ring, so every buffer allocated is freed by the other thread.
  *
- * <p>The ring is single-producer single-consumer: the producer writes a slot then publishes its
- * tail with a release store; the freer reads the tail with an acquire load, takes the slot and
+ * <p>{@code freeBy=owner} is the control experiment (PERFORMANCE item 18): the second thread does
+ * not free but hands each buffer back through a second ring, and the producer frees it, so the
+ * same buffers cross the same rings and every free runs on the thread that allocated. The
+ * difference between the two rows is what freeing on another thread costs.
+ *
+ * <p>A ring is single-producer single-consumer: the writer fills a slot then publishes its tail
+ * with a release store; the reader reads the tail with an acquire load, takes the slot and
  * publishes its head the same way. A side that must wait spins ({@link Thread#onSpinWait}) and
  * yields its core every {@value #SPINS} spins: on a machine with as many busy threads as cores, a
  * waiter that only spins keeps the other side from running.
@@ -45,18 +50,6 @@ import org.openjdk.jmh.annotations.Warmup;
 public class CrossThreadFreeBenchmark {
     static final int SLOTS = 1024;
     static final int SPINS = 64;
-    private static final VarHandle HEAD;
-    private static final VarHandle TAIL;
-
-    static {
-        try {
-            MethodHandles.Lookup l = MethodHandles.lookup();
-            HEAD = l.findVarHandle(CrossThreadFreeBenchmark.class, "head", long.class);
-            TAIL = l.findVarHandle(CrossThreadFreeBenchmark.class, "tail", long.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
 
     @Param({"ferrumDirect", "ferrumRouted", "nettyAdaptive", "nettyPooled", "arrowUnsafe", "malloc"})
     public String contender;
@@ -68,23 +61,78 @@ public class CrossThreadFreeBenchmark {
     @Param({"true"})
     public boolean touch;
 
+    /** {@code freer}: the second thread frees; {@code owner}: it hands the buffer back and the producer frees. */
+    @Param({"freer"})
+    public String freeBy;
+
     Churner churner;
-    final Object[] ring = new Object[SLOTS];
-    // Head and tail far apart: the producer writes one, the freer the other.
-    long p01, p02, p03, p04, p05, p06, p07, p08;
-    /** Slots taken by the freer so far; written by the freer only. */
-    volatile long head;
-    long q01, q02, q03, q04, q05, q06, q07, q08;
-    /** Slots filled by the producer so far; written by the producer only. */
-    volatile long tail;
-    long r01, r02, r03, r04, r05, r06, r07, r08;
+    final Ring forth = new Ring();
+    final Ring back = new Ring();
+    boolean ownerFrees;
     volatile boolean stop;
     Thread freer;
     volatile Throwable failure;
 
+    /**
+     * A single-producer single-consumer ring of {@value #SLOTS} slots. Head and tail lie on lines
+     * of their own: the writer writes one, the reader the other.
+     */
+    static final class Ring {
+        private static final VarHandle HEAD;
+        private static final VarHandle TAIL;
+
+        static {
+            try {
+                MethodHandles.Lookup l = MethodHandles.lookup();
+                HEAD = l.findVarHandle(Ring.class, "head", long.class);
+                TAIL = l.findVarHandle(Ring.class, "tail", long.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
+        final Object[] slots = new Object[SLOTS];
+        long p01, p02, p03, p04, p05, p06, p07, p08;
+        /** Slots taken so far; written by the reader only. */
+        volatile long head;
+        long q01, q02, q03, q04, q05, q06, q07, q08;
+        /** Slots filled so far; written by the writer only. */
+        volatile long tail;
+        long r01, r02, r03, r04, r05, r06, r07, r08;
+
+        /** Writer only. @return false when full */
+        boolean offer(Object o) {
+            long t = (long) TAIL.getOpaque(this);
+            if (t - (long) HEAD.getAcquire(this) == SLOTS) {
+                return false;
+            }
+            slots[(int) (t & (SLOTS - 1))] = o;
+            TAIL.setRelease(this, t + 1);
+            return true;
+        }
+
+        /** Reader only. @return the oldest element, or null when empty */
+        Object poll() {
+            long h = (long) HEAD.getOpaque(this);
+            if (h == (long) TAIL.getAcquire(this)) {
+                return null;
+            }
+            int i = (int) (h & (SLOTS - 1));
+            Object o = slots[i];
+            slots[i] = null;
+            HEAD.setRelease(this, h + 1);
+            return o;
+        }
+
+        boolean isEmpty() {
+            return head == tail;
+        }
+    }
+
     @Setup(Level.Trial)
     public void setup() {
         churner = Churner.of(contender);
+        ownerFrees = "owner".equals(freeBy);
         stop = false;
         freer = new Thread(this::freeLoop, "freer");
         freer.setDaemon(true);
@@ -93,24 +141,22 @@ public class CrossThreadFreeBenchmark {
 
     private void freeLoop() {
         try {
-            long h = (long) HEAD.getOpaque(this);
             int spins = 0;
             while (true) {
-                long t = (long) TAIL.getAcquire(this);
-                if (h == t) {
+                Object b = forth.poll();
+                if (b == null) {
                     if (stop) {
                         return;
                     }
                     pause(++spins);
                     continue;
                 }
-                while (h < t) {
-                    int i = (int) (h & (SLOTS - 1));
-                    Object b = ring[i];
-                    ring[i] = null;
+                if (ownerFrees) {
+                    while (!back.offer(b)) {
+                        pause(++spins);
+                    }
+                } else {
                     churner.free(b);
-                    h++;
-                    HEAD.setRelease(this, h);
                 }
             }
         } catch (Throwable e) {
@@ -118,22 +164,32 @@ public class CrossThreadFreeBenchmark {
         }
     }
 
+    /** Producer: frees what came back (freeBy=owner). */
+    private void freeReturned() {
+        for (Object b; (b = back.poll()) != null; ) {
+            churner.free(b);
+        }
+    }
+
     @Benchmark
     public Object pipeline() {
+        if (ownerFrees) {
+            freeReturned();
+        }
         Object b = churner.allocate(size);
         if (touch) {
             churner.touch(b, size);
         }
-        long t = (long) TAIL.getOpaque(this);
         int spins = 0;
-        while (t - (long) HEAD.getAcquire(this) == SLOTS) {
+        while (!forth.offer(b)) {
             if (failure != null) {
                 throw new IllegalStateException("the freer failed", failure);
             }
+            if (ownerFrees) {
+                freeReturned();
+            }
             pause(++spins);
         }
-        ring[(int) (t & (SLOTS - 1))] = b;
-        TAIL.setRelease(this, t + 1);
         return b;
     }
 
@@ -146,12 +202,15 @@ public class CrossThreadFreeBenchmark {
         }
     }
 
-    /** Between iterations: the freer empties the ring, so no buffer outlives the iteration that made it. */
+    /** Between iterations: the ring is emptied, so no buffer outlives the iteration that made it. */
     @TearDown(Level.Iteration)
     public void drained() {
-        while ((long) HEAD.getAcquire(this) != tail) {
+        while (!forth.isEmpty() || ownerFrees && !back.isEmpty()) {
             if (failure != null) {
                 throw new IllegalStateException("the freer failed", failure);
+            }
+            if (ownerFrees) {
+                freeReturned();
             }
             Thread.yield();
         }

@@ -4,6 +4,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
@@ -45,6 +46,8 @@ import io.netty.buffer.Unpooled;
  *     {@code ByteBuffer} over the same native source.</li>
  * <li>{@code ferrumCopyHandles}/{@code rawCopyViews}: handle-to-handle {@code copy} between two
  *     blocks against {@code MemorySegment.copy} between their views.</li>
+ * <li>{@code withMappedEmpty}: {@code withMapped} around an action that does nothing, against
+ *     {@code arenaConfinedEmpty}, a confined arena opened and closed (the issue's yardstick).</li>
  * </ul>
  * Every buffer is written whole in the setup, so every row copies between resident pages (see
  * PERFORMANCE item 18 on the 256 MiB copies and first touches).
@@ -58,6 +61,8 @@ import io.netty.buffer.Unpooled;
     "--add-opens=java.base/java.nio=ALL-UNNAMED", "-Dio.netty.tryReflectionSetAccessible=true",
     "-Darrow.allocation.manager.type=Unsafe", "-Dio.netty.leakDetection.level=disabled", "-Xms2g", "-Xmx2g", "-XX:+AlwaysPreTouch"})
 public class TransferBenchmark {
+    /** An action that does nothing with its view; non-capturing, so no allocation per call. */
+    private static final Function<MemorySegment, Object> EMPTY = view -> null;
 
     @Param({"64", "4096", "1048576", "268435456"})
     public int size;
@@ -187,5 +192,17 @@ public class TransferBenchmark {
     @Benchmark
     public void rawCopyViews() {
         MemorySegment.copy(view, 0, view2, 0, size);
+    }
+
+    @Benchmark
+    public Object withMappedEmpty() {
+        return ferrum.withMapped(block, MemoryAccess.READ_WRITE, EMPTY);
+    }
+
+    @Benchmark
+    public Arena arenaConfinedEmpty() {
+        Arena a = Arena.ofConfined();
+        a.close();
+        return a;
     }
 }
