@@ -69,6 +69,9 @@ run vthreads VirtualThreadBenchmark -p contender=ferrumDirect,ferrumRouted,netty
 
 # 4. Cross-thread free: one thread allocates and touches, another frees, through a 1024-slot ring.
 run crossthread CrossThreadFreeBenchmark -p size=4096,65536 "${churn[@]}" -f $f2
+# The control (PERFORMANCE item 18): the same pipeline, each buffer handed back and freed by its allocator.
+run crossthread-owner CrossThreadFreeBenchmark -p contender=ferrumDirect,nettyAdaptive -p size=4096 -p freeBy=owner \
+    "${churn[@]}" -f 1
 
 echo "$(date -u +%T) done" | tee -a "$out/progress.txt"
 python3 "$here/summarize.py" "$out" | tee "$out/summary.md"

@@ -29,9 +29,12 @@ for f in sorted(glob.glob(os.path.join(d, '*.json'))):
 
 
 def get(name, threads=1, **params):
+    """The row of that benchmark and thread count whose parameters agree with {@code params}
+    (a parameter the row does not have counts as agreeing: files from before it existed)."""
     want = tuple(sorted((k, str(v)) for k, v in params.items()))
     for (n, p, t), v in rows.items():
-        if n == name and t == threads and all(item in p for item in want):
+        have = dict(p)
+        if n == name and t == threads and all(have.get(k, x) == x for k, x in want):
             return v
     return None
 
@@ -100,7 +103,8 @@ target('64 virtual threads, mixed: Ferrum <= 1.0x Netty adaptive',
 C = 'CrossThreadFreeBenchmark.pipeline'
 for s in ['4096', '65536']:
     target(f'cross-thread free {s}: Ferrum <= 1.0x Netty adaptive',
-           get(C, contender='ferrumDirect', size=s, touch='true'), get(C, contender='nettyAdaptive', size=s, touch='true'), 1.0)
+           get(C, contender='ferrumDirect', size=s, touch='true', freeBy='freer'),
+           get(C, contender='nettyAdaptive', size=s, touch='true', freeBy='freer'), 1.0)
 wm = get(X + 'withMappedEmpty', size=4096)
 if wm is None:
     out.append(('withMapped, empty action, 4 KiB block: <= 60 ns', 'not measured', '60 ns', '-', 'not measured'))
