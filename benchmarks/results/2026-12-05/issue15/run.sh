@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Issue 15's benchmark section in one script: every row of the issue, every contender of a table in
-# the same JMH invocation, on one machine. About 32 minutes on 2 quiet cores (estimate; each group
-# prints its start time). Run it from anywhere; it builds the JMH jar first unless NOBUILD=1.
+# the same JMH invocation, on one machine. About 31 minutes on 2 quiet cores (estimated from a
+# SMOKE run's per-fork overhead; each group prints its start time to OUTDIR/progress.txt). Run it from anywhere; it builds the JMH jar first unless NOBUILD=1.
 #
 #   benchmarks/results/2026-12-05/issue15/run.sh OUTDIR
 #   python3 benchmarks/results/2026-12-05/issue15/summarize.py OUTDIR     # the issue's ratio table
 #
 # Headline rows (those in a target's ratio) run 2 forks (3 for the 2-thread mixed churn, whose forks
-# differ most: PERFORMANCE item 12); extra rows 1 fork. Warm-up is 4 x 1 s for the churn rows (the
-# thread caches and the C2 compiles settle within it) and 2 x 1 s for copies. SMOKE=1 runs every
+# differ most: PERFORMANCE item 12); extra rows 1 fork. Warm-up is 5 x 1 s for the churn rows (as in
+# item 17's A/B, whose forks agreed within a few ns) and 2 x 1 s for copies. SMOKE=1 runs every
 # group once, briefly, to check the script (its numbers mean nothing).
 set -euo pipefail
 out=${1:?usage: run.sh OUTDIR}
@@ -29,7 +29,7 @@ J=("$("$root/ferrum" java-home)/bin/java" --enable-native-access=ALL-UNNAMED --s
     git -C "$root" log --oneline -1
 } > "$out/environment.txt"
 
-churn=(-wi 4 -w 1s -i 3 -r 1s)
+churn=(-wi 5 -w 1s -i 4 -r 1s)
 copies=(-wi 2 -w 1s -i 2 -r 1s)
 f2=2; f3=3
 if [[ "${SMOKE:-0}" == 1 ]]; then # a check that every group runs, in a few minutes; numbers meaningless
@@ -51,7 +51,7 @@ run touch-2t-mixed "AllocTouchBenchmark.($heads)\$" -p size=mixed "${churn[@]}" 
 run touch-1t-extra "AllocTouchBenchmark.(ferrumDirectNoStats|ferrumDirectWrite|ferrumDirectMapUnmap)\$" \
     -p size=4096,mixed "${churn[@]}" -f 1 -t 1
 run touch-1t-2m "AllocTouchBenchmark.($heads)\$" -p size=2097152 "${churn[@]}" -f 1 -t 1
-run nottouch-1t "AllocFreeBenchmark.(ferrumDirect|ferrumRouter|nettyAdaptive|nettyPooled|malloc)\$" \
+run nottouch-1t "AllocFreeBenchmark.(ferrumDirect|nettyAdaptive|malloc)\$" \
     -p size=4096,mixed "${churn[@]}" -f 1 -t 1
 run touch-2t-extra "AllocTouchBenchmark.($heads)\$" -p size=4096,2097152 "${churn[@]}" -f 1 -t 2
 
