@@ -16,6 +16,7 @@ import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.cpu.CpuMemoryManagerFactory;
 import io.ferrum.memory.monitor.MonitorBuilder;
 import io.ferrum.memory.strategy.bestfit.BestFitStrategy;
+import io.netty.buffer.PooledByteBufAllocator;
 
 /** The contenders, built the way a user would build them, and the workloads' size sequences. */
 final class Contenders {
@@ -44,6 +45,13 @@ final class Contenders {
     /** @return a monitor + router over {@code manager} with {@code strategy} as its only strategy */
     static MonitorBuilder.Standalone router(AdvancedMemoryManager manager, AllocationStrategy strategy) {
         return new MonitorBuilder().manager(manager).strategy(strategy).build();
+    }
+
+    /** @return a direct {@code PooledByteBufAllocator} with thread caches for every thread (non-Netty threads included) */
+    static PooledByteBufAllocator nettyPooled() {
+        return new PooledByteBufAllocator(true, 0, PooledByteBufAllocator.defaultNumDirectArena(),
+                PooledByteBufAllocator.defaultPageSize(), PooledByteBufAllocator.defaultMaxOrder(),
+                PooledByteBufAllocator.defaultSmallCacheSize(), PooledByteBufAllocator.defaultNormalCacheSize(), true);
     }
 
     static final MethodHandle MALLOC = Linker.nativeLinker().downcallHandle(
