@@ -101,6 +101,8 @@ public interface DeviceMemoryManager extends AutoCloseable {
     /**
      * Copies {@code size} bytes synchronously. Within one block, overlapping ranges behave like
      * {@code memmove} (the destination receives the source bytes as they were before the copy).
+     * Both blocks are pinned as for {@link #write}: a {@link #deallocate} of either during the copy
+     * is refused with {@link InvalidMemoryRequestException}.
      *
      * @param src       a live handle of this manager
      * @param dst       a live handle of this manager, possibly {@code src}

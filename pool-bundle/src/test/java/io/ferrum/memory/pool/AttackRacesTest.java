@@ -121,8 +121,11 @@ class AttackRacesTest extends RaceHarness {
         // Paused in whichever upstream the copy goes through (the owner's is the right one).
         Pause copy1 = up1.pauseNext(Call.COPY);
         Pause copy2 = up2.pauseNext(Call.COPY);
+        // An async copy on the default stream (run on the calling thread) pins under the lock, so
+        // frees during it succeed and leave the release to its unpin (a synchronous copy would refuse them).
         CompletableFuture<Void> copying = start("peer-copy", () -> {
-            b.copy(mapping.target(), mapping.target(), KiB, 0, 2 * KiB);
+            b.copyAsync(new io.ferrum.memory.api.MemoryTransfer(mapping.target(), mapping.target(), KiB, 0, 2 * KiB), null)
+                    .toCompletableFuture().get(30, TimeUnit.SECONDS);
             return null;
         });
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);

@@ -33,7 +33,11 @@ class EngineCopyTest extends EngineTestSupport {
         write(m, a, (byte) 7);
         m.copy(a, b, 4096, 0, 0);
         assertContent(m, b, (byte) 7);
-        assertTrue(m.memoryInfo().bandwidthGbps().isPresent(), "a real copy was measured");
+        assertTrue(m.memoryInfo().bandwidthGbps().isEmpty(), "copies under 64 KiB are not timed");
+        MemoryHandle big1 = m.allocate(64 * KiB, CPU);
+        MemoryHandle big2 = m.allocate(64 * KiB, CPU);
+        m.copy(big1, big2, 64 * KiB, 0, 0);
+        assertTrue(m.memoryInfo().bandwidthGbps().isPresent(), "a real copy of 64 KiB was measured");
 
         MemorySegment s = m.mapMemory(b, MemoryAccess.READ_WRITE);
         for (int i = 0; i < 16; i++) {

@@ -181,4 +181,32 @@ class ScopeRacesTest extends EngineTestSupport {
         m.deallocate(now); // no scope stayed behind to refuse this
         assertEquals(0, m.memoryInfo().activeAllocations());
     }
+
+    @Test
+    void aFreeDuringASynchronousCopyIsRefusedAndTheCopyCompletes() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = hooked(up);
+        MemoryHandle a = m.allocate(4096, CPU);
+        MemoryHandle b = m.allocate(4096, CPU);
+        write(m, a, (byte) 8);
+        HookedUpstream.Pause copy = up.pauseNext(HookedUpstream.Call.COPY);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread copier = Thread.ofPlatform().start(() -> {
+            try {
+                m.copy(a, b, 4096, 0, 0);
+            } catch (Throwable e) {
+                failure.set(e);
+            }
+        });
+        copy.awaitArrival();
+        assertRejected(m, io.ferrum.memory.api.InvalidMemoryRequestException.class, () -> m.deallocate(a));
+        assertRejected(m, io.ferrum.memory.api.InvalidMemoryRequestException.class, () -> m.deallocate(b));
+        copy.release();
+        copier.join();
+        assertNull(failure.get());
+        assertContent(m, b, (byte) 8);
+        m.deallocate(a);
+        m.deallocate(b);
+        assertEquals(0, m.memoryInfo().activeAllocations());
+    }
 }

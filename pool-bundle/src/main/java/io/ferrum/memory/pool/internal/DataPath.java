@@ -67,11 +67,14 @@ final class DataPath {
     private final Checks checks;
     private final Figures figures;
     private final LongSupplier clock;
+    /** Times of access records: the coarse clock where allocation times come from it (item 15). */
+    private final LongSupplier accessClock;
 
-    DataPath(Checks checks, Figures figures, LongSupplier clock) {
+    DataPath(Checks checks, Figures figures, LongSupplier clock, LongSupplier accessClock) {
         this.checks = checks;
         this.figures = figures;
         this.clock = clock;
+        this.accessClock = accessClock;
     }
 
     /** Writes {@code src} into live block {@code b} named {@code h} at {@code offset}. */
@@ -201,14 +204,14 @@ final class DataPath {
         }
         AccessTracker t = b.access;
         if (t != null) {
-            t.record(write, offset, n, clock.getAsLong(), b.allocatedAtNanos);
+            t.record(write, offset, n, accessClock.getAsLong(), b.allocatedAtNanos);
         }
     }
 
     private void track(Block b, MemoryAccess access) {
         AccessTracker t = b.access;
         if (t != null) {
-            long now = clock.getAsLong();
+            long now = accessClock.getAsLong();
             if (access != MemoryAccess.WRITE_ONLY) {
                 t.record(false, 0, b.requested, now, b.allocatedAtNanos);
             }

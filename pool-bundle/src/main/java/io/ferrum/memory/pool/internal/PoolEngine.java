@@ -7,6 +7,7 @@ import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.LongSupplier;
 
 import io.ferrum.memory.api.DefragmentationStats;
 import io.ferrum.memory.api.Device;
@@ -124,9 +125,10 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         this.allocator = new Allocator(this.handles, caches, reclaimer, growth, maintenance, pressure, checks, account,
                 upstream, settings.nanoClock(), coarseClock, config.enableTracking(), config.enableDebug(),
                 zeroing == ZeroingPolicy.ON_ALLOCATE);
+        LongSupplier accessClock = coarseClock ? CoarseClock::nanos : settings.nanoClock();
         this.transfers = new Transfers(reclaimer, checks, this.streams, config.maxConcurrentTransfers(), figures,
-                upstream, settings.nanoClock());
-        this.dataPath = new DataPath(checks, figures, settings.nanoClock());
+                upstream, settings.nanoClock(), accessClock);
+        this.dataPath = new DataPath(checks, figures, settings.nanoClock(), accessClock);
         this.mappings = new Mappings(device, pools[MemoryType.MAPPED.ordinal()], allocator, reclaimer, this.handles,
                 issuedAliases, lifecycle, checks, settings.nanoClock(), settings.peers());
         try {

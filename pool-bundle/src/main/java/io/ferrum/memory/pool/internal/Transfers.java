@@ -38,9 +38,10 @@ final class Transfers {
     private final Figures figures;
     private final DeviceUpstream upstream;
     private final LongSupplier clock;
+    private final LongSupplier accessClock;
 
     Transfers(Reclaimer reclaimer, Checks checks, StreamExecutor streams, int maxConcurrent, Figures figures,
-              DeviceUpstream upstream, LongSupplier clock) {
+              DeviceUpstream upstream, LongSupplier clock, LongSupplier accessClock) {
         this.reclaimer = reclaimer;
         this.checks = checks;
         this.streams = streams;
@@ -48,27 +49,31 @@ final class Transfers {
         this.figures = figures;
         this.upstream = upstream;
         this.clock = clock;
+        this.accessClock = accessClock;
     }
 
-    /** Copies between two live blocks whose ranges are checked. */
+    /**
+     * Copies between two live blocks whose ranges are checked, now. The calling thread's work ends
+     * before it returns, so the blocks are held by scopes ({@link Scopes}, no lock) like a write.
+     */
     void copy(Block s, long srcId, long srcOffset, Block d, long dstId, long dstOffset, long size) {
         if (size == 0) {
             return;
         }
-        reclaimer.pin(s, srcId);
+        Scopes.enter(s, srcId);
         try {
             if (d != s) {
-                reclaimer.pin(d, dstId);
+                Scopes.enter(d, dstId);
             }
             try {
                 doCopy(s, srcOffset, d, dstOffset, size);
             } finally {
                 if (d != s) {
-                    reclaimer.unpin(d);
+                    Scopes.exit(d);
                 }
             }
         } finally {
-            reclaimer.unpin(s);
+            Scopes.exit(s);
         }
     }
 
@@ -77,19 +82,26 @@ final class Transfers {
         // manager's upstream, which owns their chunks; blocks of two managers by this one's.
         Reclaimer owner = s.pool.reclaimer;
         DeviceUpstream up = owner == d.pool.reclaimer ? owner.upstream() : upstream;
-        long t0 = clock.getAsLong();
+        // A clock read costs as much as a small copy: only copies of DataPath.TIMED_BYTES or more are timed.
+        boolean timed = size >= DataPath.TIMED_BYTES;
+        long t0 = timed ? clock.getAsLong() : 0;
         up.copy(s.chunk.device, s.offset + srcOffset, d.chunk.device, d.offset + dstOffset, size);
-        long t1 = clock.getAsLong();
-        if (t1 > t0) {
-            figures.copied(size, t1 - t0);
+        if (timed) {
+            long t1 = clock.getAsLong();
+            if (t1 > t0) {
+                figures.copied(size, t1 - t0);
+            }
         }
         AccessTracker sa = s.access;
-        if (sa != null) {
-            sa.record(false, srcOffset, size, t1, s.allocatedAtNanos);
-        }
         AccessTracker da = d.access;
-        if (da != null) {
-            da.record(true, dstOffset, size, t1, d.allocatedAtNanos);
+        if (sa != null || da != null) {
+            long now = accessClock.getAsLong();
+            if (sa != null) {
+                sa.record(false, srcOffset, size, now, s.allocatedAtNanos);
+            }
+            if (da != null) {
+                da.record(true, dstOffset, size, now, d.allocatedAtNanos);
+            }
         }
     }
 
