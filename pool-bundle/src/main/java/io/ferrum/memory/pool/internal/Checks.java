@@ -155,7 +155,7 @@ final class Checks {
 
     InvalidMemoryRequestException inScope(MemoryHandle handle) {
         return new InvalidMemoryRequestException("Block " + handle + " on " + device + " is in use by a withMapped action,"
-                + " a read or a write (on this thread or another); free it after that call returns. Nothing was freed");
+                + " a read, a write or a copy (on this thread or another); free it after that call returns. Nothing was freed");
     }
 
     InvalidMemoryRequestException tooManyScopes(MemoryHandle handle) {

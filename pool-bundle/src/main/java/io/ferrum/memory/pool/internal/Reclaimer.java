@@ -71,7 +71,7 @@ final class Reclaimer {
     void free(Block b, MemoryHandle handle) {
         long id = handle.id();
         if ((b.scopes & Block.SCOPE_COUNT) != 0 && b.isNamedBy(id) && !Scopes.awaitNone(b)) {
-            // A withMapped action, a read or a write is inside the block: refused, nothing changed.
+            // A withMapped action, a read, a write or a copy is inside the block: refused, nothing changed.
             throw checks.inScope(handle);
         }
         // One compare-and-set decides which of two racing frees of this handle wins; the count of

@@ -7,7 +7,7 @@ import io.ferrum.memory.pool.DeviceChunk;
 
 /**
  * Lock-free pins for work that the calling thread does on a block's bytes and ends before it
- * returns ({@code withMapped}, {@code read}, {@code write}): a scope. Copies on streams, fills and
+ * returns ({@code withMapped}, {@code read}, {@code write}, a synchronous {@code copy}): a scope. Copies on streams, fills and
  * scrubs pin under the pool lock instead ({@link Reclaimer#pin}); both kinds keep a block from being
  * moved, reused or released.
  *
