@@ -24,7 +24,9 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * handle the caller issues) before its first handle is published, so no free of a guessed handle
  * can release it before the second exists. A block carved or taken from a cache for an allocation
  * that then fails (a full handle table, a failed clear) goes back: nothing is lost. The cached path
- * takes no lock, allocates nothing but the handle, and costs the pressure check two reads.
+ * takes no lock, allocates nothing but the handle, and costs the pressure check two reads. A block
+ * allocated with the calling thread's cache records it ({@link Block#cachedBy}): a free on another
+ * thread returns it there, and a miss here takes those returns in ({@link ThreadCaches#refill}).
  */
 final class Allocator {
     private final HandleTable handles;
@@ -73,8 +75,16 @@ final class Allocator {
         long blockSize = SizeClasses.classSize(pool.blockSize(size), unit);
         ThreadCache tc = blockSize <= SizeClasses.MAX_BLOCK ? caches.cache() : null;
         if (tc != null) {
-            Block b = tc.pop(pool.type.ordinal(), blockSize);
+            int p = pool.type.ordinal();
+            Block b = tc.pop(p, blockSize);
+            if (b == null && tc.hasInbound(p) && caches.refill(tc, pool)) {
+                // Blocks that other threads freed for this one came in.
+                b = tc.pop(p, blockSize);
+            }
             if (b != null) {
+                if (b.cachedBy != tc) {
+                    b.cachedBy = tc; // written only when it changes: the same-thread path stores nothing
+                }
                 b.requested = size;
                 b.alignment = unit;
                 b.allocatedAtNanos = now();
@@ -137,6 +147,9 @@ final class Allocator {
                 }
                 b = pool.carve(blockSize, alignment);
                 if (b != null) {
+                    if (b.cachedBy != tc) {
+                        b.cachedBy = tc;
+                    }
                     b.requested = size;
                     b.alignment = alignment;
                     b.allocatedAtNanos = now();

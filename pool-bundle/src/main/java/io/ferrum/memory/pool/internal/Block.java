@@ -61,6 +61,19 @@ public final class Block extends BlockPadding {
     MemoryUsageHint hint;
     Throwable allocationSite;
     /**
+     * The cache of the thread that allocated the block from a cache or for one ({@code null}: none),
+     * to which a free on another thread returns it ({@link ThreadCache#offer}). Written by the
+     * allocating thread, and only when it changes.
+     */
+    ThreadCache cachedBy;
+    /**
+     * While the block waits in a cache's inbound stack: the block below it, and the bytes and count
+     * of it and all below it. Written by the thread that pushes it, before the push publishes it.
+     */
+    Block nextReturned;
+    long returnedBytes;
+    int returnedCount;
+    /**
      * Scoped work on the block's bytes by a calling thread ({@code withMapped}, {@code read}, {@code
      * write}): a count in the low bits and three flags, changed only atomically, so that entering and
      * leaving a scope take no lock ({@link Scopes} states the protocol). A scope enters only while no

@@ -93,6 +93,29 @@ final class Reclaimer {
         ThreadCache tc = caches.enabled() && pool.type != MemoryType.MAPPED ? caches.cache() : null;
         // Read after the claim: a pin or a map that raced with it either is seen here or sees the claim.
         long unit;
+        ThreadCache home = b.cachedBy;
+        if (home != null && home != tc && left == 0 && b.pins == 0 && b.mapping == null && b.scopes == 0
+                && SizeClasses.cacheable(b.size, true)
+                && b.alignment >= (unit = SizeClasses.unit(pool.config))
+                && b.size == SizeClasses.classSize(b.size, unit)
+                && home.owner.isAlive()) {
+            // Allocated by another thread from its cache: back to that cache, so that a pipeline
+            // (one thread allocates, another frees) keeps both off the pool's lock. The slot is
+            // kept as on the same-thread path below.
+            if (b.hint != null) {
+                b.hint = null;
+            }
+            boolean keep = HandleTable.reusable(id);
+            b.keptId = keep ? id : 0;
+            if (home.offer(pool.type.ordinal(), b)) {
+                if (!keep) {
+                    handles.retire();
+                }
+                pressure.checkOnCachePath();
+                return;
+            }
+            b.keptId = 0;
+        }
         // A block allocated before configurePool raised the alignment (b.alignment below the unit)
         // goes to the pool, which honours the new one; from a cache it would come back misaligned.
         if (tc != null && left == 0 && b.pins == 0 && b.mapping == null && b.scopes == 0

@@ -24,6 +24,18 @@ import java.lang.invoke.VarHandle;
  * quarter of it for blocks up to MAX_CLASS (so that a thread alone, which caches nothing larger,
  * keeps little memory from its pool), and {@value #DEPTH} blocks per bin; a free that does not fit
  * goes to the pool.
+ *
+ * <p><b>Inbound.</b> A block that another thread frees comes back to the cache of the thread that
+ * allocated it ({@link Block#cachedBy}), so that a pipeline (one thread allocates, another frees)
+ * does not send both threads to the pool's lock for every block: the freeing thread pushes it onto
+ * this cache's inbound stack of its pool with one compare-and-set ({@link #offer}), and the owner,
+ * on a miss, takes the whole stack with one atomic and sorts it into its bins, under the pool's lock
+ * so that what does not fit goes back to the pool at the same moment ({@link #refill}). An inbound
+ * stack holds at most a quarter of {@link #capacityBytes} per pool; blocks in it are cached blocks
+ * like those in the bins (not free in their pool, named by nothing, each keeping its handle slot)
+ * and are counted with them. When the cache ends (its thread died, the manager closed) each stack
+ * is taken and closed with {@link #CLOSED}: a later offer fails and that free takes the pool path,
+ * so no block is left in a stack that nobody takes.
  */
 final class ThreadCache extends ThreadCacheCounters {
     private static final long MAX_CLASS = SizeClasses.MAX_CLASS;
@@ -44,6 +56,9 @@ final class ThreadCache extends ThreadCacheCounters {
     private static final VarHandle COUNT;
     private static final VarHandle CALLS;
     private static final VarHandle SEQ;
+    private static final VarHandle INBOUND = MethodHandles.arrayElementVarHandle(Block[].class);
+    /** The top of an inbound stack that is closed: offers fail. */
+    static final Block CLOSED = new Block(null, 0, 0);
 
     static {
         try {
@@ -81,12 +96,124 @@ final class ThreadCache extends ThreadCacheCounters {
     private final byte[][] depths;
     /** Spare handle-table slots of this thread, at {@code [SLOT_BASE, SLOT_BASE + slotCount)}. */
     final int[] slots = new int[PAD + SLOTS + PAD];
+    /**
+     * Per pool index, at {@code PAD + p}: the top of the stack of blocks other threads freed for
+     * this cache (linked through {@link Block#nextReturned}), null when empty, {@link #CLOSED} once
+     * the cache has ended. Changed only atomically; padded like the owner's arrays, since other
+     * threads write it.
+     */
+    private final Block[] inbound;
 
     ThreadCache(int pools, long capacityBytes, int epoch) {
         this.capacityBytes = capacityBytes;
         this.stacks = new Block[pools][];
         this.depths = new byte[pools][];
+        this.inbound = new Block[PAD + pools + PAD];
         this.epoch = epoch;
+    }
+
+    /**
+     * Any thread but the owner: puts {@code b}, a cacheable block of pool {@code p} whose last name
+     * the caller has just claimed, onto this cache's inbound stack.
+     *
+     * @return true if it is there (the caller must not touch it again); false if the stack is closed
+     * or full (the caller gives the block back another way)
+     */
+    boolean offer(int p, Block b) {
+        long limit = capacityBytes / 4;
+        while (true) {
+            Block top = (Block) INBOUND.getVolatile(inbound, PAD + p);
+            if (top == CLOSED) {
+                return false;
+            }
+            long bytes = top == null ? b.size : top.returnedBytes + b.size;
+            if (bytes > limit) {
+                return false;
+            }
+            b.nextReturned = top;
+            b.returnedBytes = bytes;
+            b.returnedCount = top == null ? 1 : top.returnedCount + 1;
+            if (INBOUND.compareAndSet(inbound, PAD + p, top, b)) {
+                return true;
+            }
+        }
+    }
+
+    /** @return true if blocks wait in pool {@code p}'s inbound stack (any thread; a recent value) */
+    boolean hasInbound(int p) {
+        Block top = (Block) INBOUND.getOpaque(inbound, PAD + p);
+        return top != null && top != CLOSED;
+    }
+
+    /**
+     * Any thread, under pool {@code p}'s lock (or, for the owner, inside a change of its contents):
+     * takes pool {@code p}'s inbound stack whole, leaving it empty, or closed when {@code close}.
+     * A closed stack stays closed.
+     *
+     * @return the top of the stack taken, or null
+     */
+    Block takeInbound(int p, boolean close) {
+        while (true) {
+            Block top = (Block) INBOUND.getVolatile(inbound, PAD + p);
+            if (top == CLOSED) {
+                return null;
+            }
+            if (INBOUND.compareAndSet(inbound, PAD + p, top, close ? CLOSED : null)) {
+                return top;
+            }
+        }
+    }
+
+    /**
+     * Owner only, under pool {@code p}'s lock: moves the blocks of pool {@code p}'s inbound stack
+     * into the bins, in one change of the cache's contents, and hands those that do not fit (a full
+     * bin, a full cache, a large block this thread does not cache now) to {@code spill}, which gives
+     * them back to the pool under the same lock.
+     *
+     * @return true if any block was taken
+     */
+    boolean refill(int p, java.util.function.Consumer<Block> spill) {
+        int s = begin();
+        Block b = takeInbound(p, false);
+        boolean any = b != null;
+        Block spilled = null;
+        while (b != null) {
+            Block next = b.nextReturned;
+            b.nextReturned = null;
+            if (!SizeClasses.cacheable(b.size, cachesLarge) || !place(p, b)) {
+                b.nextReturned = spilled;
+                spilled = b;
+            }
+            b = next;
+        }
+        end(s);
+        while (spilled != null) {
+            Block next = spilled.nextReturned;
+            spilled.nextReturned = null;
+            spill.accept(spilled);
+            spilled = next;
+        }
+        return any;
+    }
+
+    /** @return bytes of the blocks in pool {@code p}'s inbound stack (any thread; a recent value) */
+    long inboundBytes(int p) {
+        Block top = (Block) INBOUND.getAcquire(inbound, PAD + p);
+        return top == null || top == CLOSED ? 0 : top.returnedBytes;
+    }
+
+    /** @return bytes and count of the blocks in all inbound stacks, as {bytes, count} (any thread; a recent value) */
+    long[] inbound() {
+        long bytes = 0;
+        long count = 0;
+        for (int i = PAD; i < inbound.length - PAD; i++) {
+            Block top = (Block) INBOUND.getAcquire(inbound, i);
+            if (top != null && top != CLOSED) {
+                bytes += top.returnedBytes;
+                count += top.returnedCount;
+            }
+        }
+        return new long[] {bytes, count};
     }
 
     /**
@@ -162,11 +289,36 @@ final class ThreadCache extends ThreadCacheCounters {
 
     /** Owner only. @return true if {@code b} (of a class size, or above MAX_CLASS any size up to MAX_BLOCK) was cached, false if the cache is full */
     boolean push(int p, Block b) {
-        long now = (long) BYTES.getOpaque(this);
-        boolean small = b.size <= MAX_CLASS;
-        if (now + b.size > capacityBytes || small && smallBytes + b.size > capacityBytes / 4) {
+        if (!fits(p, b)) {
             return false;
         }
+        int s = begin();
+        store(p, b);
+        end(s);
+        return true;
+    }
+
+    /** Owner only: whether {@code b} fits in its bin and in the cache's bounds. */
+    private boolean fits(int p, Block b) {
+        long now = (long) BYTES.getOpaque(this);
+        if (now + b.size > capacityBytes || b.size <= MAX_CLASS && smallBytes + b.size > capacityBytes / 4) {
+            return false;
+        }
+        byte[] d = depths[p];
+        return d == null || d[BYTE_PAD + SizeClasses.bin(b.size)] < DEPTH;
+    }
+
+    /** Owner only, inside a change of the contents: caches {@code b} if it fits. @return whether it did */
+    private boolean place(int p, Block b) {
+        if (!fits(p, b)) {
+            return false;
+        }
+        store(p, b);
+        return true;
+    }
+
+    /** Owner only, inside a change of the contents: caches {@code b}, which {@link #fits}. */
+    private void store(int p, Block b) {
         byte[] d = depths[p];
         if (d == null) {
             d = depths[p] = new byte[BYTE_PAD + BINS + BYTE_PAD];
@@ -174,23 +326,17 @@ final class ThreadCache extends ThreadCacheCounters {
         }
         int bin = SizeClasses.bin(b.size);
         int n = d[BYTE_PAD + bin];
-        if (n == DEPTH) {
-            return false;
-        }
         Block[] stack = stacks[p];
         int at = PAD + bin * DEPTH + n;
-        int s = begin();
         if (stack[at] != b) {
             stack[at] = b;
         }
         d[BYTE_PAD + bin] = (byte) (n + 1);
-        if (small) {
+        if (b.size <= MAX_CLASS) {
             smallBytes += b.size;
         }
-        BYTES.setOpaque(this, now + b.size);
+        BYTES.setOpaque(this, (long) BYTES.getOpaque(this) + b.size);
         COUNT.setOpaque(this, (int) COUNT.getOpaque(this) + 1);
-        end(s);
-        return true;
     }
 
     /** Owner (or anyone once the owner is dead): hands every cached block of pool {@code p} to {@code sink} and forgets it. */

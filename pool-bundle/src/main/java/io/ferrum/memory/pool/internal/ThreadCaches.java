@@ -20,6 +20,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * owner, or by one sweeper at a time once its owner has died. {@link #drainAll} bumps
  * {@link #cacheEpoch}: every other thread drains its own cache on its next call, the caller at once.
  * The manager drains caches on trim, defragment, configurePool and before it reports out of memory.
+ * A drain empties the cache's inbound stacks too (blocks other threads freed for it), and
+ * {@link #drainAll} those of every live cache at once, which any thread may take under the pool's lock.
  *
  * <p><b>Invariants.</b> Every live cache is in {@link #caches}; after close none is and every
  * holder is empty. Caches are off (this registry answers "none") for virtual threads, when the
@@ -112,8 +114,8 @@ final class ThreadCaches {
         synchronized (caches) {
             for (ThreadCache tc : caches) {
                 if (!tc.owner.isAlive()) {
-                    any |= tc.count() > 0;
-                    drain(tc);
+                    any |= tc.count() > 0 || tc.inbound()[1] > 0;
+                    drain(tc, true);
                     handles.giveBackAll(tc);
                     caches.remove(tc);
                 }
@@ -124,20 +126,77 @@ final class ThreadCaches {
 
     /** Gives every block of {@code tc} back to its pool (the owner, or anyone once the owner has died). */
     void drain(ThreadCache tc) {
+        drain(tc, false);
+    }
+
+    /**
+     * Gives every block of {@code tc}, in its bins (the owner, or anyone once the owner has died) and
+     * in its inbound stacks, back to its pool; {@code end}: closes the inbound stacks too (the cache
+     * is being dropped).
+     */
+    private void drain(ThreadCache tc, boolean end) {
         for (Pool pool : pools) {
-            if (tc.count() == 0) {
-                return;
+            int p = pool.type.ordinal();
+            if (tc.count() == 0 && !tc.hasInbound(p) && !end) {
+                continue;
             }
             pool.acquire();
             try {
-                tc.drain(pool.type.ordinal(), b -> {
-                    handles.releaseKept(b);
-                    if (!pool.closed) {
-                        pool.release(b);
-                    }
-                });
+                tc.drain(p, b -> giveBack(pool, b));
+                giveBackInbound(pool, tc.takeInbound(p, end));
             } finally {
                 pool.lock.unlock();
+            }
+        }
+    }
+
+    /** Under {@code pool}'s lock: a cached block goes back to its pool (a closed pool's memory goes with its chunks). */
+    private void giveBack(Pool pool, Block b) {
+        handles.releaseKept(b);
+        if (!pool.closed) {
+            pool.release(b);
+        }
+    }
+
+    /** Under {@code pool}'s lock: the blocks of an inbound stack taken whole, from {@code top} down, go back to the pool. */
+    private void giveBackInbound(Pool pool, Block top) {
+        for (Block b = top; b != null; ) {
+            Block next = b.nextReturned;
+            b.nextReturned = null;
+            giveBack(pool, b);
+            b = next;
+        }
+    }
+
+    /**
+     * The owner of {@code tc}, on a miss: sorts the blocks that other threads freed for it in
+     * {@code pool} into its bins, under the pool's lock, giving back to the pool what does not fit.
+     *
+     * @return true if any block came in (look in the bins again)
+     */
+    boolean refill(ThreadCache tc, Pool pool) {
+        pool.acquire();
+        try {
+            return tc.refill(pool.type.ordinal(), b -> giveBack(pool, b));
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    /** Gives back the blocks waiting in the inbound stacks of every live cache (trim, defragment, out of memory). */
+    private void drainInbound() {
+        for (ThreadCache tc : caches) {
+            for (Pool pool : pools) {
+                int p = pool.type.ordinal();
+                if (!tc.hasInbound(p)) {
+                    continue;
+                }
+                pool.acquire();
+                try {
+                    giveBackInbound(pool, tc.takeInbound(p, false));
+                } finally {
+                    pool.lock.unlock();
+                }
             }
         }
     }
@@ -159,13 +218,14 @@ final class ThreadCaches {
             drain(own);
         }
         sweepDead();
+        drainInbound();
     }
 
     /** @return bytes of blocks held in thread caches (a recent value) */
     long cachedBytes() {
         long bytes = 0;
         for (ThreadCache tc : caches) {
-            bytes += tc.bytes();
+            bytes += tc.bytes() + tc.inbound()[0];
         }
         return bytes;
     }
@@ -175,8 +235,9 @@ final class ThreadCaches {
         long bytes = 0;
         long count = 0;
         for (ThreadCache tc : caches) {
-            bytes += tc.bytes();
-            count += tc.count();
+            long[] in = tc.inbound();
+            bytes += tc.bytes() + in[0];
+            count += tc.count() + in[1];
         }
         return new long[] {bytes, count};
     }
@@ -185,7 +246,8 @@ final class ThreadCaches {
      * Bytes and count of blocks held in thread caches at one moment: no cache changed while they
      * were read (each cache's change counter read before and after; a block can move from one cache
      * to another between two reads, and would then count twice). With every pool lock held, this
-     * moment is one of the pools' too.
+     * moment is one of the pools' too. An inbound stack changes without the owner's counter, but
+     * only by a push (a block whose name is already gone becomes cached) or under a pool lock.
      */
     long[] cachedAtOneMoment() {
         if (localCache == null) {
@@ -208,8 +270,9 @@ final class ThreadCaches {
             long bytes = 0;
             long count = 0;
             for (ThreadCache tc : now) {
-                bytes += tc.bytes();
-                count += tc.count();
+                long[] in = tc.inbound();
+                bytes += tc.bytes() + in[0];
+                count += tc.count() + in[1];
             }
             last = new long[] {bytes, count};
             VarHandle.loadLoadFence();
@@ -236,7 +299,7 @@ final class ThreadCaches {
             for (int attempt = 0; b < 0 && attempt < 10_000; attempt++) {
                 b = tc.bytesOf(p);
             }
-            cachedHere += Math.max(0, b);
+            cachedHere += Math.max(0, b) + tc.inboundBytes(p);
         }
         return cachedHere;
     }
@@ -248,6 +311,9 @@ final class ThreadCaches {
      */
     void close() {
         for (ThreadCache tc : caches) {
+            for (Pool pool : pools) {
+                tc.takeInbound(pool.type.ordinal(), true); // later offers fail: those frees find the pool closed
+            }
             Object[] holder = tc.holder;
             if (holder != null) {
                 holder[0] = null;

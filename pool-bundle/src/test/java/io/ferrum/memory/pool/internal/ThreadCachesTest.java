@@ -74,6 +74,27 @@ class ThreadCachesTest {
         return b;
     }
 
+    /** Carves a block of the general pool, as an allocation does; it is used in its pool. */
+    private Block carved(long size) {
+        Pool p = pools[GENERAL];
+        p.acquire();
+        try {
+            return p.carve(size, 256);
+        } finally {
+            p.lock.unlock();
+        }
+    }
+
+    /** Offers {@code n} new blocks of {@code size} to {@code tc} from another thread, as its frees do. */
+    private List<Block> offeredFromAnotherThread(ThreadCache tc, int n, long size) throws Exception {
+        List<Block> blocks = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            blocks.add(carved(size));
+        }
+        assertEquals(n, onThread(() -> blocks.stream().filter(b -> tc.offer(GENERAL, b)).count()).get(30, TimeUnit.SECONDS));
+        return blocks;
+    }
+
     /** Runs {@code body} on a new platform thread. */
     private <T> CompletableFuture<T> onThread(Callable<T> body) {
         CompletableFuture<T> out = new CompletableFuture<>();
@@ -223,5 +244,75 @@ class ThreadCachesTest {
         closed.countDown();
         Object[] holder = holderAfterClose.get(30, TimeUnit.SECONDS);
         assertNull(holder[0], "only an empty JDK array is left in its thread-local map");
+    }
+
+    @Test
+    void blocksFreedForAThreadCountAsCachedAndItsRefillSpillsWhatItsBinsCannotHold() throws Exception {
+        Pool general = pools[GENERAL];
+        ThreadCache mine = caches.cache();
+        List<Block> offered = offeredFromAnotherThread(mine, 12, 4 * KiB);
+        assertEquals(48 * KiB, general.used, "blocks in an inbound stack are used in their pool");
+        assertArrayEquals(new long[] {48 * KiB, 12}, caches.cached());
+        assertArrayEquals(new long[] {48 * KiB, 12}, caches.cachedAtOneMoment());
+        general.acquire();
+        try {
+            assertEquals(48 * KiB, caches.cachedBytesOf(general));
+        } finally {
+            general.lock.unlock();
+        }
+
+        assertTrue(caches.refill(mine, general));
+        assertEquals(ThreadCache.DEPTH, mine.count(), "one bin's depth came in");
+        assertEquals(32 * KiB, general.used, "the four that did not fit went back to the pool at once");
+        assertArrayEquals(new long[] {32 * KiB, 8}, caches.cached());
+        assertArrayEquals(new long[2], mine.inbound());
+        for (int i = 0; i < ThreadCache.DEPTH; i++) {
+            assertTrue(offered.contains(mine.pop(GENERAL, 4 * KiB)));
+        }
+        assertFalse(caches.refill(mine, general), "nothing left to take");
+    }
+
+    @Test
+    void anEndedThreadsInboundIsTakenAndClosedSoALaterFreeTakesThePoolPath() throws Exception {
+        Pool general = pools[GENERAL];
+        ThreadCache dead = onThread(caches::cache).get(30, TimeUnit.SECONDS);
+        threads.get(0).join();
+        offeredFromAnotherThread(dead, 2, 4 * KiB);
+        assertEquals(8 * KiB, general.used);
+
+        assertTrue(caches.sweepDead(), "its inbound stack held blocks");
+        assertEquals(0, general.used, "they went back to the pool");
+        // A free that read the block's cache before the sweep and offers after it: refused, so the
+        // block is not left in a stack that nobody will take (it goes to the pool instead).
+        Block late = carved(4 * KiB);
+        assertFalse(dead.offer(GENERAL, late));
+        assertArrayEquals(new long[2], caches.cached());
+    }
+
+    @Test
+    void drainAllTakesBackWhatWasFreedForAThreadThatLivesOn() throws Exception {
+        Pool general = pools[GENERAL];
+        CountDownLatch made = new CountDownLatch(1);
+        AtomicReference<ThreadCache> theirs = new AtomicReference<>();
+        onThread(() -> {
+            theirs.set(caches.cache());
+            made.countDown();
+            await(end); // alive, and making no call
+            return null;
+        });
+        await(made);
+        offeredFromAnotherThread(theirs.get(), 3, 4 * KiB);
+        assertEquals(12 * KiB, general.used);
+        caches.drainAll();
+        assertEquals(0, general.used, "a live thread's inbound stack is anyone's to take under the pool lock");
+        assertArrayEquals(new long[2], caches.cached());
+        assertTrue(theirs.get().offer(GENERAL, carved(KiB)), "taken, not closed: the thread lives on");
+    }
+
+    @Test
+    void closeClosesEveryInboundStack() {
+        ThreadCache mine = caches.cache();
+        caches.close();
+        assertFalse(mine.offer(GENERAL, carved(KiB)), "a free after close takes the pool path, which finds the pool closed");
     }
 }
