@@ -74,33 +74,54 @@ final class Allocator {
         }
         long blockSize = SizeClasses.classSize(pool.blockSize(size), unit);
         ThreadCache tc = blockSize <= SizeClasses.MAX_BLOCK ? caches.cache() : null;
-        if (tc != null) {
-            int p = pool.type.ordinal();
-            Block b = tc.pop(p, blockSize);
-            if (b == null && tc.hasInbound(p) && caches.refill(tc, pool)) {
-                // Blocks that other threads freed for this one came in.
-                b = tc.pop(p, blockSize);
+        if (tc != null && tc.shared) {
+            // A virtual thread's lease on a shared cache lasts this call's cached path only: a carve
+            // from the pool (which may grow it) runs without it.
+            try {
+                MemoryHandle h = fromCache(tc, pool, size, unit, blockSize, cfg);
+                if (h != null) {
+                    return h;
+                }
+            } finally {
+                tc.endLease();
             }
-            if (b != null) {
-                if (b.cachedBy != tc) {
-                    b.cachedBy = tc; // written only when it changes: the same-thread path stores nothing
-                }
-                b.requested = size;
-                b.alignment = unit;
-                b.allocatedAtNanos = now();
-                track(b, cfg);
-                long id;
-                try {
-                    id = handles.registerCached(b, tc);
-                } catch (RuntimeException e) {
-                    reclaimer.returnToPool(b); // a full handle table: the block must not be lost
-                    throw e;
-                }
-                pressure.checkOnCachePath();
-                return new MemoryHandle(id);
+            tc = null;
+        } else if (tc != null) {
+            MemoryHandle h = fromCache(tc, pool, size, unit, blockSize, cfg);
+            if (h != null) {
+                return h;
             }
         }
         return allocateIn(pool, size, unit, blockSize, tc, 1, null);
+    }
+
+    /** The cached path: a block of {@code blockSize} from {@code tc}, named; or null (a miss). */
+    private MemoryHandle fromCache(ThreadCache tc, Pool pool, long size, long unit, long blockSize, MemoryPoolConfig cfg) {
+        int p = pool.type.ordinal();
+        Block b = tc.pop(p, blockSize);
+        if (b == null && tc.hasInbound(p) && caches.refill(tc, pool)) {
+            // Blocks that other threads freed for this one came in.
+            b = tc.pop(p, blockSize);
+        }
+        if (b != null) {
+            if (b.cachedBy != tc.home) {
+                b.cachedBy = tc.home; // written only when it changes: the same-thread path stores nothing
+            }
+            b.requested = size;
+            b.alignment = unit;
+            b.allocatedAtNanos = now();
+            track(b, cfg);
+            long id;
+            try {
+                id = handles.registerCached(b, tc);
+            } catch (RuntimeException e) {
+                reclaimer.returnToPool(b); // a full handle table: the block must not be lost
+                throw e;
+            }
+            pressure.checkOnCachePath();
+            return new MemoryHandle(id);
+        }
+        return null;
     }
 
     /** Gives a newly allocated block fresh access statistics when they are on, reusing its tracker if it has one. */
@@ -209,6 +230,7 @@ final class Allocator {
                 if (drained) {
                     caches.drain(own);
                 }
+                drained |= caches.drainShared();
                 if (caches.sweepDead() || drained) {
                     continue;
                 }

@@ -91,6 +91,20 @@ final class Reclaimer {
             return;
         }
         ThreadCache tc = caches.enabled() && pool.type != MemoryType.MAPPED ? caches.cache() : null;
+        if (tc != null && tc.shared) {
+            // A virtual thread's lease on a shared cache lasts this free only.
+            try {
+                freeClaimed(b, id, left, pool, tc);
+            } finally {
+                tc.endLease();
+            }
+        } else {
+            freeClaimed(b, id, left, pool, tc);
+        }
+    }
+
+    /** The rest of a free whose name {@code id} the caller claimed, {@code left} names remaining; {@code tc}: the caller's cache, or null. */
+    private void freeClaimed(Block b, long id, int left, Pool pool, ThreadCache tc) {
         // Read after the claim: a pin or a map that raced with it either is seen here or sees the claim.
         long unit;
         ThreadCache home = b.cachedBy;
@@ -142,7 +156,7 @@ final class Reclaimer {
         }
         handles.recycle(id, tc);
         if (left == 0) {
-            lastNameGone(b, tc);
+            lastNameGone(b, tc == null || tc.shared ? null : tc);
         }
     }
 

@@ -36,6 +36,12 @@ import java.lang.invoke.VarHandle;
  * and are counted with them. When the cache ends (its thread died, the manager closed) each stack
  * is taken and closed with {@link #CLOSED}: a later offer fails and that free takes the pool path,
  * so no block is left in a stack that nobody takes.
+ *
+ * <p><b>Shared caches.</b> Virtual threads have no cache of their own; they use a few shared ones
+ * ({@link #shared}), each held by one thread at a time through a lease ({@link #tryLease}): while it
+ * holds the lease, that thread is the owner in every rule above. A shared cache holds blocks up to
+ * MAX_CLASS only, has no inbound stack in use (no block records it as its allocator) and never ends
+ * before the manager closes.
  */
 final class ThreadCache extends ThreadCacheCounters {
     private static final long MAX_CLASS = SizeClasses.MAX_CLASS;
@@ -56,6 +62,7 @@ final class ThreadCache extends ThreadCacheCounters {
     private static final VarHandle COUNT;
     private static final VarHandle CALLS;
     private static final VarHandle SEQ;
+    private static final VarHandle LEASED;
     private static final VarHandle INBOUND = MethodHandles.arrayElementVarHandle(Block[].class);
     /** The top of an inbound stack that is closed: offers fail. */
     static final Block CLOSED = new Block(null, 0, 0);
@@ -67,6 +74,7 @@ final class ThreadCache extends ThreadCacheCounters {
             COUNT = l.findVarHandle(ThreadCacheCounters.class, "count", int.class);
             CALLS = l.findVarHandle(ThreadCacheCounters.class, "calls", long.class);
             SEQ = l.findVarHandle(ThreadCacheCounters.class, "seq", int.class);
+            LEASED = l.findVarHandle(ThreadCacheCounters.class, "leased", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -83,6 +91,13 @@ final class ThreadCache extends ThreadCacheCounters {
     long q08;
 
     final Thread owner = Thread.currentThread();
+    /** True for a cache that virtual threads share by lease; false for a platform thread's own. */
+    final boolean shared;
+    /**
+     * What a block allocated through this cache records as its allocator ({@link Block#cachedBy}):
+     * this cache, or null for a shared one (a free on another thread then takes the usual path).
+     */
+    final ThreadCache home;
     /** The owner's thread-local entry for this cache; the manager empties it when it closes. */
     Object[] holder;
     final long ownerId = owner.threadId();
@@ -105,11 +120,27 @@ final class ThreadCache extends ThreadCacheCounters {
     private final Block[] inbound;
 
     ThreadCache(int pools, long capacityBytes, int epoch) {
+        this(pools, capacityBytes, epoch, false);
+    }
+
+    ThreadCache(int pools, long capacityBytes, int epoch, boolean shared) {
+        this.shared = shared;
+        this.home = shared ? null : this;
         this.capacityBytes = capacityBytes;
         this.stacks = new Block[pools][];
         this.depths = new byte[pools][];
         this.inbound = new Block[PAD + pools + PAD];
         this.epoch = epoch;
+    }
+
+    /** A shared cache: takes its lease if no thread holds it. @return true if the caller holds it now */
+    boolean tryLease() {
+        return (int) LEASED.getOpaque(this) == 0 && LEASED.compareAndSet(this, 0, 1);
+    }
+
+    /** A shared cache: gives back the lease the caller holds; its changes happen before the next holder's. */
+    void endLease() {
+        LEASED.setRelease(this, 0);
     }
 
     /**

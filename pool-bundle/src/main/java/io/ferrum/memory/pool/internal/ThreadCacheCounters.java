@@ -33,4 +33,6 @@ abstract class ThreadCacheCounters extends BlockPadding {
     int untilCheck;
     /** While true, this thread caches blocks above {@link SizeClasses#MAX_CLASS}; owner only. */
     boolean cachesLarge;
+    /** A shared cache's lease: 1 while a thread holds it ({@link ThreadCache#tryLease}); changed only atomically. */
+    int leased;
 }

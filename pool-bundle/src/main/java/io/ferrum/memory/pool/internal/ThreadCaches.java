@@ -23,8 +23,15 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * A drain empties the cache's inbound stacks too (blocks other threads freed for it), and
  * {@link #drainAll} those of every live cache at once, which any thread may take under the pool's lock.
  *
- * <p><b>Invariants.</b> Every live cache is in {@link #caches}; after close none is and every
- * holder is empty. Caches are off (this registry answers "none") for virtual threads, when the
+ * <p><b>Virtual threads</b> get no cache of their own (there may be millions, and a cache per
+ * virtual thread would hold its blocks after it ends): they share {@link #shared}, about two per
+ * processor, each taken for one call by lease ({@link ThreadCache#tryLease}): the one the thread's
+ * id picks, else the next; both held, the call takes the pool path. Nothing is kept per virtual
+ * thread or per carrier. Shared caches are drained like the others (by whoever holds or can take
+ * the lease), counted in every figure, and emptied at close.
+ *
+ * <p><b>Invariants.</b> Every live cache is in {@link #caches} or {@link #shared}; after close none
+ * is used and every holder is empty. Caches are off (this registry answers "none") when the
  * settings give them no bytes, under a zeroing policy, and with debug on.
  */
 final class ThreadCaches {
@@ -36,6 +43,8 @@ final class ThreadCaches {
     /** Null when caches are off. */
     private final ThreadLocal<Object[]> localCache;
     private final CopyOnWriteArrayList<ThreadCache> caches = new CopyOnWriteArrayList<>();
+    /** The caches virtual threads share; a power of two of them, made on first use. */
+    private final ThreadCache[] shared;
     /** Bumped to make every thread drain its cache on its next call. */
     private volatile int cacheEpoch;
 
@@ -47,6 +56,8 @@ final class ThreadCaches {
         this.largeBlocks = largeBlocks;
         this.bytesPerThread = bytesPerThread;
         this.localCache = enabled ? new ThreadLocal<>() : null;
+        int n = Integer.highestOneBit(Math.max(2, Runtime.getRuntime().availableProcessors() * 2 - 1)) << 1;
+        this.shared = new ThreadCache[Math.min(n, 64)];
     }
 
     /** @return true when threads may cache blocks at all */
@@ -56,9 +67,14 @@ final class ThreadCaches {
 
     /**
      * Caches on. @return the calling thread's cache, drained first if a drain was asked for since
-     * its last call; null for virtual threads (a cache each would hold too much) and once closed
+     * its last call; for a virtual thread a shared cache whose lease it now holds (it ends the lease
+     * with {@link ThreadCache#endLease}), or null when both it may take are held; null once closed
      */
     ThreadCache cache() {
+        Thread t = Thread.currentThread();
+        if (t.isVirtual()) {
+            return lease(t);
+        }
         Object[] holder = localCache.get();
         ThreadCache tc = holder == null ? null : (ThreadCache) holder[0];
         if (tc == null) {
@@ -70,9 +86,66 @@ final class ThreadCaches {
         return tc;
     }
 
-    /** @return a new cache for the calling thread, or null (a virtual thread; a closed manager) */
+    /** @return the shared cache {@code t}'s id picks, or the next, leased to the caller and drained if asked; or null */
+    private ThreadCache lease(Thread t) {
+        if (lifecycle.closed) {
+            return null;
+        }
+        int mask = shared.length - 1;
+        int at = (int) (t.threadId() * 0x9E3779B97F4A7C15L >>> 40) & mask;
+        for (int i = 0; i < 2; i++) {
+            ThreadCache tc = sharedAt((at + i) & mask);
+            if (tc.tryLease()) {
+                if (tc.epoch != cacheEpoch) {
+                    tc.epoch = cacheEpoch;
+                    drain(tc);
+                }
+                return tc;
+            }
+        }
+        return null;
+    }
+
+    /** @return shared cache {@code i}, made if it does not exist yet */
+    private ThreadCache sharedAt(int i) {
+        ThreadCache tc = shared[i];
+        if (tc == null) {
+            synchronized (shared) {
+                tc = shared[i];
+                if (tc == null) {
+                    tc = new ThreadCache(pools.length, bytesPerThread, cacheEpoch, true);
+                    shared[i] = tc;
+                }
+            }
+        }
+        return tc;
+    }
+
+    /**
+     * Gives back the blocks of every shared cache whose lease is free (one held is drained by its
+     * holder's next lease after {@link #drainAll}). @return true if any held blocks
+     */
+    boolean drainShared() {
+        if (localCache == null) {
+            return false;
+        }
+        boolean any = false;
+        for (ThreadCache tc : shared) {
+            if (tc != null && tc.count() > 0 && tc.tryLease()) {
+                try {
+                    any = true;
+                    drain(tc);
+                } finally {
+                    tc.endLease();
+                }
+            }
+        }
+        return any;
+    }
+
+    /** @return a new cache for the calling platform thread, or null (a closed manager) */
     private ThreadCache newCache() {
-        if (Thread.currentThread().isVirtual() || lifecycle.closed) {
+        if (lifecycle.closed) {
             return null;
         }
         // A thread that comes may follow threads that went: their blocks go back to the pools now,
@@ -219,12 +292,24 @@ final class ThreadCaches {
         }
         sweepDead();
         drainInbound();
+        drainShared();
+    }
+
+    /** @return every live cache: the platform threads' and the shared ones made so far */
+    private List<ThreadCache> all() {
+        List<ThreadCache> out = new ArrayList<>(caches);
+        for (ThreadCache tc : shared) {
+            if (tc != null) {
+                out.add(tc);
+            }
+        }
+        return out;
     }
 
     /** @return bytes of blocks held in thread caches (a recent value) */
     long cachedBytes() {
         long bytes = 0;
-        for (ThreadCache tc : caches) {
+        for (ThreadCache tc : all()) {
             bytes += tc.bytes() + tc.inbound()[0];
         }
         return bytes;
@@ -234,7 +319,7 @@ final class ThreadCaches {
     long[] cached() {
         long bytes = 0;
         long count = 0;
-        for (ThreadCache tc : caches) {
+        for (ThreadCache tc : all()) {
             long[] in = tc.inbound();
             bytes += tc.bytes() + in[0];
             count += tc.count() + in[1];
@@ -258,7 +343,7 @@ final class ThreadCaches {
             int n = 0;
             int[] seqs = new int[caches.size() + 8];
             boolean changing = false;
-            List<ThreadCache> now = new ArrayList<>(caches);
+            List<ThreadCache> now = all();
             for (ThreadCache tc : now) {
                 int q = tc.seq();
                 changing |= (q & 1) != 0;
@@ -294,7 +379,7 @@ final class ThreadCaches {
         }
         long cachedHere = 0;
         int p = pool.type.ordinal();
-        for (ThreadCache tc : caches) {
+        for (ThreadCache tc : all()) {
             long b = -1;
             for (int attempt = 0; b < 0 && attempt < 10_000; attempt++) {
                 b = tc.bytesOf(p);
@@ -310,6 +395,8 @@ final class ThreadCaches {
      * in them are the pools', which the close releases whole.
      */
     void close() {
+        // Shared caches are simply no longer leased (lease() answers null once closed); their blocks
+        // are the pools', which the close releases whole.
         for (ThreadCache tc : caches) {
             for (Pool pool : pools) {
                 tc.takeInbound(pool.type.ordinal(), true); // later offers fail: those frees find the pool closed

@@ -95,6 +95,23 @@ class ThreadCachesTest {
         return blocks;
     }
 
+    /** Runs {@code body} on a new virtual thread and waits for its result. */
+    private static <T> T onVirtualThread(Callable<T> body) throws Exception {
+        AtomicReference<T> out = new AtomicReference<>();
+        AtomicReference<Exception> failed = new AtomicReference<>();
+        Thread.ofVirtual().start(() -> {
+            try {
+                out.set(body.call());
+            } catch (Exception e) {
+                failed.set(e);
+            }
+        }).join();
+        if (failed.get() != null) {
+            throw failed.get();
+        }
+        return out.get();
+    }
+
     /** Runs {@code body} on a new platform thread. */
     private <T> CompletableFuture<T> onThread(Callable<T> body) {
         CompletableFuture<T> out = new CompletableFuture<>();
@@ -144,12 +161,7 @@ class ThreadCachesTest {
     }
 
     @Test
-    void noCacheForAVirtualThreadWhenOffOrOnceClosed() throws Exception {
-        AtomicReference<ThreadCache> virtual = new AtomicReference<>();
-        Thread v = Thread.ofVirtual().start(() -> virtual.set(caches.cache()));
-        v.join();
-        assertNull(virtual.get());
-
+    void noCacheWhenOffOrOnceClosed() throws Exception {
         ThreadCaches off = new ThreadCaches(pools, handles, lifecycle, SharedPoolRule.INSTANCE, 1024 * KiB, false);
         assertFalse(off.enabled());
         assertNull(off.own());
@@ -160,6 +172,65 @@ class ThreadCachesTest {
 
         lifecycle.closed = true;
         assertNull(onThread(caches::cache).get(30, TimeUnit.SECONDS), "a closed manager makes no cache");
+        assertNull(onVirtualThread(caches::cache), "nor leases a shared one");
+    }
+
+    @Test
+    void aVirtualThreadLeasesASharedCacheTakesTheNextWhenItsOwnIsHeldAndThePoolPathWhenBothAre() throws Exception {
+        List<ThreadCache> leased = onVirtualThread(() -> {
+            List<ThreadCache> out = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                out.add(caches.cache()); // no lease ended between the calls: each finds the last one's held
+            }
+            return out;
+        });
+        ThreadCache first = leased.get(0);
+        ThreadCache second = leased.get(1);
+        assertNotNull(first);
+        assertTrue(first.shared);
+        assertNull(first.home, "blocks it serves record no allocating thread");
+        assertNotNull(second);
+        assertFalse(first == second, "a held cache is never leased twice");
+        assertNull(leased.get(2), "both it may take are held: the pool path");
+        assertFalse(first.tryLease());
+        first.endLease();
+        assertTrue(first.tryLease());
+        first.endLease();
+        second.endLease();
+    }
+
+    @Test
+    void whatASharedCacheHoldsIsCountedAndDrainAllTakesItBack() throws Exception {
+        Pool general = pools[GENERAL];
+        ThreadCache tc = onVirtualThread(caches::cache);
+        cached(tc, 4 * KiB);
+        tc.endLease();
+        assertArrayEquals(new long[] {4 * KiB, 1}, caches.cached());
+        assertArrayEquals(new long[] {4 * KiB, 1}, caches.cachedAtOneMoment());
+        general.acquire();
+        try {
+            assertEquals(4 * KiB, caches.cachedBytesOf(general));
+        } finally {
+            general.lock.unlock();
+        }
+        caches.drainAll();
+        assertEquals(0, general.used, "drained by the caller, who could take the lease");
+        assertArrayEquals(new long[2], caches.cached());
+
+        // Held while drainAll runs: its next lease drains it.
+        cached(tc, 4 * KiB);
+        assertTrue(tc.tryLease());
+        caches.drainAll();
+        assertEquals(4 * KiB, general.used, "a held cache is its holder's");
+        tc.endLease();
+        ThreadCache again = null;
+        for (int tries = 0; tries < 10_000 && again != tc; tries++) {
+            again = onVirtualThread(caches::cache); // the thread's id picks the cache
+            again.endLease();
+        }
+        assertSame(tc, again);
+        assertEquals(0, tc.count(), "its next lease drained it");
+        assertEquals(0, general.used);
     }
 
     @Test
