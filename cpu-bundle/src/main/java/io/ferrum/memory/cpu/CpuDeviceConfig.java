@@ -20,14 +20,17 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
     @AttributeDefinition(description = "Capacity in bytes this device may use (its totalBytes); 0 means all physical RAM.")
     long capacity() default 0;
 
-    @AttributeDefinition(description = "Initial pool size in bytes (seed default 1 GiB).")
-    long initialSize() default 1L << 30;
+    @AttributeDefinition(description = "Initial pool size in bytes: each memory type's pool reserves a first chunk of this"
+            + " size on first use (default 2 MiB, so that a device with a small block of each of its seven types reserves"
+            + " 14 MiB, not seven times a large size).")
+    long initialSize() default 2L << 20;
 
     @AttributeDefinition(description = "Maximum pool size in bytes; 0 means unlimited.")
     long maxSize() default 0;
 
-    @AttributeDefinition(description = "Bytes added when the pool grows (seed default 512 MiB).")
-    long growthIncrement() default 512L << 20;
+    @AttributeDefinition(description = "Bytes added when the pool grows (default 64 MiB; a request of a quarter of it or"
+            + " more gets a chunk of its own size, so reserved stays within one increment of used per pool).")
+    long growthIncrement() default 64L << 20;
 
     @AttributeDefinition(description = "Whether the pool may grow beyond its initial size.")
     boolean autoExpansion() default true;
