@@ -194,4 +194,28 @@ class DistributionIT {
             assertEquals(0, s.finish(), s.output());
         }
     }
+
+    /**
+     * Issue 17: a strategy name that no strategy has is refused with the list of those there are and
+     * changes nothing; a valid choice is written to config/ and is still active after a restart.
+     */
+    @Test
+    void aStrategyChoiceSurvivesARestartAndATypoIsRefused() throws Exception {
+        Path dir = freshDir("strategy");
+        Path cfg = dir.resolve("config").resolve("io.ferrum.memory.monitor.cfg");
+        try (Session s = new Session(dir)) {
+            String typo = s.until("mem:strategy bestfit", "nothing changed");
+            assertTrue(typo.contains("error: Unknown strategy 'bestfit': the strategies present are best-fit, most-free,"
+                    + " preferred-order, round-robin; nothing changed"), typo);
+            s.until("mem:strategy \"\"", "error: Unknown strategy ''");
+            assertFalse(Files.exists(cfg), "a refused name is not saved");
+            s.until("mem:strategy most-free", "active strategy: most-free");
+            assertEquals(0, s.finish(), s.output());
+        }
+        assertTrue(Files.readAllLines(cfg).contains("strategy=most-free"), "written where the distribution keeps its configuration");
+        try (Session s = new Session(dir)) {
+            s.until("mem:strategy", "active strategy: most-free");
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
 }
