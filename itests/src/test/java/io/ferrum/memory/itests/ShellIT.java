@@ -14,6 +14,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Random;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -31,6 +33,7 @@ import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
 import org.ops4j.pax.exam.spi.reactors.PerMethod;
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
+import org.osgi.framework.wiring.FrameworkWiring;
 
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
@@ -188,5 +191,29 @@ public class ShellIT {
         } catch (DeviceUnavailableException expected) {
             assertEquals(Device.cpu(), expected.device());
         }
+    }
+
+    /**
+     * Issue 17: mem:backends tells a bundle that is merely installed (nothing missing: start it) from
+     * one that cannot resolve, and names the requirement nothing provides (Felix has no 'diag').
+     */
+    @Test
+    public void backendsNameTheRealStateAndTheMissingRequirement() throws Exception {
+        Await.installed(context, "io.ferrum.memory.cpu").uninstall();
+        Bundle installed = context.installBundle(new File(System.getProperty("ferrum.bundle.cpu")).toURI().toString());
+        String merely = run("mem:backends");
+        assertTrue(merely, merely.contains("installed, not started (nothing is missing): start it with 'start "
+                + installed.getBundleId() + "'"));
+        assertFalse(merely, merely.contains("diag"));
+
+        installed.uninstall();
+        Await.installed(context, "io.ferrum.memory.pool").uninstall();
+        CountDownLatch refreshed = new CountDownLatch(1);
+        context.getBundle(0).adapt(FrameworkWiring.class).refreshBundles(null, e -> refreshed.countDown());
+        assertTrue(refreshed.await(10, TimeUnit.SECONDS));
+        context.installBundle(new File(System.getProperty("ferrum.bundle.cpu")).toURI().toString());
+        String missing = run("mem:backends");
+        assertTrue(missing, missing.contains("installed, not resolved: nothing provides osgi.wiring.package")
+                && missing.contains("io.ferrum.memory.pool"));
     }
 }

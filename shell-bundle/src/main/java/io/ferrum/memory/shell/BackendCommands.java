@@ -8,6 +8,10 @@ import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.Constants;
 import org.osgi.framework.ServiceReference;
+import org.osgi.framework.wiring.BundleRevision;
+import org.osgi.framework.wiring.FrameworkWiring;
+import org.osgi.resource.Namespace;
+import org.osgi.resource.Requirement;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 
@@ -16,7 +20,9 @@ import io.ferrum.memory.api.DeviceMemoryManager;
 /**
  * The {@code mem:backends} command: every bundle whose manifest has a {@value #BACKEND_HEADER}
  * header, with its state, the devices whose managers it registered, and a note derived from its
- * state that says what to do when it serves no device.
+ * state that says what to do when it serves no device: for a bundle that is only installed, the
+ * first mandatory requirement no installed bundle provides (found through the framework's
+ * {@link FrameworkWiring#findProviders}), or that nothing is missing and it merely needs a start.
  */
 @Component(service = BackendCommands.class)
 @MemCommand(function = "backends")
@@ -76,13 +82,40 @@ public final class BackendCommands {
         };
     }
 
-    private static String note(Bundle b, List<String> devices) {
+    private String note(Bundle b, List<String> devices) {
         return switch (b.getState()) {
-            case Bundle.INSTALLED -> "not resolved: a requirement is missing (see the framework log, or 'diag "
-                    + b.getBundleId() + "')";
+            case Bundle.INSTALLED -> {
+                String missing = missingRequirement(b);
+                yield missing == null
+                        ? "installed, not started (nothing is missing): start it with 'start " + b.getBundleId() + "'"
+                        : "installed, not resolved: nothing provides " + missing;
+            }
             case Bundle.RESOLVED -> "stopped: start it with 'start " + b.getBundleId() + "'";
             case Bundle.ACTIVE -> devices.isEmpty() ? "active, but no device found (see the log)" : "";
             default -> "";
         };
+    }
+
+    /**
+     * @return the first mandatory requirement of {@code b} that no installed bundle can satisfy, as
+     *         {@code namespace filter} (e.g. {@code osgi.wiring.package (osgi.wiring.package=io.ferrum.memory.pool)}),
+     *         or null when each has a provider (the bundle is merely not resolved yet)
+     */
+    private String missingRequirement(Bundle b) {
+        BundleRevision revision = b.adapt(BundleRevision.class);
+        FrameworkWiring framework = context.getBundle(Constants.SYSTEM_BUNDLE_LOCATION).adapt(FrameworkWiring.class);
+        if (revision == null || framework == null) {
+            return null;
+        }
+        for (Requirement r : revision.getRequirements(null)) {
+            boolean optional = Namespace.RESOLUTION_OPTIONAL.equals(r.getDirectives().get(Namespace.REQUIREMENT_RESOLUTION_DIRECTIVE));
+            String effective = r.getDirectives().get(Namespace.REQUIREMENT_EFFECTIVE_DIRECTIVE);
+            boolean resolveTime = effective == null || Namespace.EFFECTIVE_RESOLVE.equals(effective);
+            if (!optional && resolveTime && framework.findProviders(r).isEmpty()) {
+                String filter = r.getDirectives().get(Namespace.REQUIREMENT_FILTER_DIRECTIVE);
+                return r.getNamespace() + (filter == null ? "" : " " + filter);
+            }
+        }
+        return null;
     }
 }
