@@ -22,13 +22,16 @@ import io.ferrum.memory.api.DeviceMemoryManager;
  * header, with its state, the devices whose managers it registered, and a note derived from its
  * state that says what to do when it serves no device: for a bundle that is only installed, the
  * first mandatory requirement no installed bundle provides (found through the framework's
- * {@link FrameworkWiring#findProviders}), or that nothing is missing and it merely needs a start.
+ * {@link FrameworkWiring#findProviders}), or that nothing is missing and it merely needs a start;
+ * and each configuration the backend refused (a service it registered with {@value #REJECTED_PROPERTY}).
  */
 @Component(service = BackendCommands.class)
 @MemCommand(function = "backends")
 public final class BackendCommands {
     /** Manifest header that marks a device backend bundle, with the device kind it serves. */
     static final String BACKEND_HEADER = "Ferrum-Backend";
+    /** Service property of a backend's record of a configuration it refused: the reason, one line. */
+    static final String REJECTED_PROPERTY = "ferrum.configuration.rejected";
 
     private final BundleContext context;
 
@@ -47,8 +50,13 @@ public final class BackendCommands {
                     continue;
                 }
                 List<String> devices = devices(b);
+                List<String> notes = new ArrayList<>(rejections(b));
+                String note = note(b, devices);
+                if (!note.isEmpty() || notes.isEmpty()) {
+                    notes.add(0, note);
+                }
                 t.row(b.getBundleId(), b.getSymbolicName(), kind, state(b),
-                        devices.isEmpty() ? "-" : String.join(",", devices), note(b, devices));
+                        devices.isEmpty() ? "-" : String.join(",", devices), String.join(" | ", notes));
             }
             return t.isEmpty() ? Reply.line("No backend bundles are installed (bundles with a " + BACKEND_HEADER
                     + " header); install one, e.g. io.ferrum.memory.cpu.") : t;
@@ -69,6 +77,24 @@ public final class BackendCommands {
         }
         devices.sort(null);
         return devices;
+    }
+
+    /**
+     * @return the configurations {@code b} refused, as it registered them: services with the property
+     *         {@value #REJECTED_PROPERTY} (the reason and what it left running), sorted
+     */
+    private static List<String> rejections(Bundle b) {
+        List<String> out = new ArrayList<>();
+        ServiceReference<?>[] refs = b.getRegisteredServices();
+        if (refs != null) {
+            for (ServiceReference<?> r : refs) {
+                if (r.getProperty(REJECTED_PROPERTY) instanceof String reason) {
+                    out.add("rejected configuration: " + reason);
+                }
+            }
+        }
+        out.sort(null);
+        return out;
     }
 
     private static String state(Bundle b) {
