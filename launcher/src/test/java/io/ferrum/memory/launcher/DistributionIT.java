@@ -218,4 +218,36 @@ class DistributionIT {
             assertEquals(0, s.finish(), s.output());
         }
     }
+
+    /**
+     * Issue 17: a copy of a built-in bundle dropped into plugins/ does not replace it (its device and
+     * blocks stay), and deleting the copy does not uninstall the built-in bundle.
+     */
+    @Test
+    void aCopyOfABuiltInBundleInPluginsNeitherReplacesNorRemovesIt() throws Exception {
+        Path dir = freshDir("duplicate");
+        try (Session s = new Session(dir)) {
+            String before = s.until("mem:backends", "io.ferrum.memory.cpu");
+            Matcher allocated = Pattern.compile("0x[0-9a-f]{16}").matcher(s.until("mem:alloc 1m cpu:0", " on cpu:0"));
+            assertTrue(allocated.find(), s.output());
+            String handle = allocated.group();
+            Path copy = dir.resolve("plugins").resolve("io.ferrum.memory.cpu.jar");
+            Files.copy(Path.of(System.getProperty("ferrum.bundle.cpu")), copy);
+            // FileInstall takes a file after it is unchanged over one poll (50 ms): give it many polls.
+            Thread.sleep(1500);
+            s.until("mem:handles", handle);
+            Files.delete(copy);
+            Thread.sleep(1500);
+            String after = s.until("mem:backends", "io.ferrum.memory.cpu");
+            assertEquals(backendRow(before), backendRow(after), "the same built-in bundle, active, serving cpu:0");
+            s.until("mem:handles", handle);
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    private static String backendRow(String backends) {
+        Matcher row = Pattern.compile("\\d+\\s+io\\.ferrum\\.memory\\.cpu\\s+cpu\\s+ACTIVE\\s+cpu:0").matcher(backends);
+        assertTrue(row.find(), backends);
+        return row.group();
+    }
 }
