@@ -12,14 +12,12 @@ import org.osgi.service.log.Logger;
 import org.osgi.service.log.LoggerFactory;
 import org.osgi.service.metatype.annotations.Designate;
 
-import io.ferrum.memory.api.InvalidMemoryRequestException;
-
 /**
  * {@code cpu:1}, {@code cpu:2}, ...: one per factory configuration of {@code io.ferrum.memory.cpu.device}
  * (for example a FileInstall file {@code io.ferrum.memory.cpu.device-tenant1.cfg} with
- * {@code index=1} and {@code capacity=268435456}). A configuration with an index below 1 or another
- * bad value creates no device (activation fails with a message naming the value); an update to such
- * a configuration is refused with an error and the device keeps running as it was.
+ * {@code index=1} and {@code capacity=256m}). A configuration with an index below 1 or another
+ * bad value creates no device: one error line naming the value, shown in {@code mem:backends} too;
+ * an update to such a configuration is refused the same way and the device keeps running as it was.
  */
 @Component(configurationPid = CpuBackend.DEVICE_FACTORY_PID, configurationPolicy = ConfigurationPolicy.REQUIRE,
         immediate = true, service = {})
@@ -31,7 +29,10 @@ public final class ConfiguredCpuDevice extends CpuDevice {
                                @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger log) {
         String refusal = refusal(config, config.index(), indexRefusal(config));
         if (refusal != null) {
-            throw new InvalidMemoryRequestException(refusal);
+            // No exception: DS would log it with a stack trace. One error line, and mem:backends shows it.
+            context(context, log);
+            reject(refusal, "no device was created");
+            return;
         }
         start(context, config, config.index(), log);
     }
@@ -52,6 +53,6 @@ public final class ConfiguredCpuDevice extends CpuDevice {
 
     @Deactivate
     void deactivate() {
-        stop();
+        dispose();
     }
 }

@@ -1,14 +1,21 @@
 package io.ferrum.memory.cpu;
 
+import java.util.ArrayList;
+import java.util.Hashtable;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.OptionalLong;
 
 import org.osgi.framework.BundleContext;
+import org.osgi.framework.ServiceRegistration;
 import org.osgi.service.log.Logger;
 
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
@@ -23,12 +30,16 @@ import io.ferrum.memory.pool.ZeroingPolicy;
  * One running host device: an FFM upstream, its pooled manager and its stream manager, registered
  * as services through {@link DeviceRegistration} for as long as the component is active. Stopping
  * the component (bundle stop or update, deletion of a factory configuration) unregisters the
- * services first, then closes the manager, which gives every chunk back to the C library.
+ * services first, then closes the manager, which gives every chunk back to the C library; the log
+ * says how many live blocks (and bytes) went with it.
  *
- * <p><b>Configuration changes</b> arrive at {@link #reconfigure}: a configuration that is valid
- * restarts the device with it (its handles become invalid, as after any restart); one that is not
- * (see {@link #refusal}) is logged as an error naming the bad value and changes nothing: the device
- * keeps running as it was.
+ * <p><b>Configuration changes</b> arrive at {@link #reconfigure}. One that is not valid (see
+ * {@link #refusal}) changes nothing. One that changes only pool attributes (initialSize, maxSize,
+ * growthIncrement, autoExpansion, alignment, preAllocate, stats) applies to the running pools,
+ * keeping every block (a maxSize below what is used is refused by the engine). Any other change
+ * restarts the device, but only when it holds no live block: otherwise it is refused, since a
+ * restart would drop them. Every refusal is one error line in the log, and stays visible in
+ * {@code mem:backends} (a {@link Rejection} service) until a configuration applies.
  */
 @ProvidesDeviceServices
 abstract class CpuDevice {
@@ -39,12 +50,15 @@ abstract class CpuDevice {
     private DeviceRegistration registration;
     private BundleContext context;
     private Logger log;
+    /** The configuration running now, or null when no device runs. */
+    private CpuDeviceConfig running;
+    private ServiceRegistration<?> rejection;
 
     final void start(BundleContext bundleContext, CpuDeviceConfig cfg, int index, Logger logger) {
         this.context = bundleContext;
         this.log = logger;
         this.device = Device.cpu(index);
-        this.upstream = new FfmUpstream(device, cfg.capacity(), CpuBackend.HELD_BYTES);
+        this.upstream = new FfmUpstream(device, capacity(cfg), CpuBackend.HELD_BYTES);
         this.streams = new HostStreamManager(device);
         this.manager = newManager(upstream, cfg, logger, streams);
         CpuBackend.DEVICES.put(device, manager);
@@ -57,6 +71,7 @@ abstract class CpuDevice {
             stop();
             throw e;
         }
+        running = cfg;
         if (log != null) {
             log.info("{} started: capacity {} bytes, pool {}", device, upstream.physicalCapacity(),
                     manager.poolConfig(MemoryType.GENERAL));
@@ -71,21 +86,33 @@ abstract class CpuDevice {
             registration.unregister();
             registration = null;
         }
-        if (manager != null) {
+        long live = 0;
+        long bytes = 0;
+        if (manager != null && !manager.isClosed()) {
+            MemoryInfo info = manager.memoryInfo();
+            live = info.activeAllocations();
+            bytes = info.usedBytes();
             manager.close();
         }
         if (streams != null) {
             streams.close();
         }
-        if (log != null && device != null) {
-            log.info("{} stopped: its memory went back to the C library ({} bytes still held by the cpu backend)",
-                    device, CpuBackend.HELD_BYTES.get());
+        if (log != null && device != null && running != null) {
+            log.info("{} stopped: {} live blocks ({} bytes) were released with it; its memory went back to the C library"
+                    + " ({} bytes still held by the cpu backend)", device, live, bytes, CpuBackend.HELD_BYTES.get());
         }
+        running = null;
+    }
+
+    /** Deactivation: the device goes, and so does any record of a refused configuration. */
+    final void dispose() {
+        stop();
+        clearRejection();
     }
 
     /**
-     * Applies a changed configuration (a DS modification): restarts the device with it, or, when
-     * it is refused, logs why as an error and keeps the device as it is.
+     * Applies a changed configuration (a DS modification): to the running pools, by a restart, or
+     * not at all (see the class comment).
      *
      * @param cfg          the new configuration
      * @param index        the device index it asks for
@@ -93,14 +120,73 @@ abstract class CpuDevice {
      */
     final void reconfigure(CpuDeviceConfig cfg, int index, String indexRefusal) {
         String refusal = refusal(cfg, index, indexRefusal);
-        if (refusal != null) {
-            if (log != null) {
-                log.error("{}; {} keeps running as it was", refusal, device);
+        if (refusal == null && running != null && device.index() == index && onlyPoolsDiffer(running, cfg)) {
+            try {
+                for (MemoryType type : MemoryType.values()) {
+                    manager.configurePool(device, type, managerConfig(cfg).poolConfig(type));
+                }
+                running = cfg;
+                clearRejection();
+                if (log != null) {
+                    log.info("{}: pool configuration applied without a restart: {}", device, manager.poolConfig(MemoryType.GENERAL));
+                }
+                return;
+            } catch (InvalidMemoryRequestException e) {
+                refusal = "Configuration of " + device + " refused: " + e.getMessage();
             }
+        }
+        if (refusal == null && manager != null && !manager.isClosed()) {
+            MemoryInfo info = manager.memoryInfo();
+            if (info.activeAllocations() > 0) {
+                refusal = "Configuration of " + device + " refused: it changes what needs a restart of the device, which"
+                        + " holds " + info.activeAllocations() + " live blocks (" + info.usedBytes() + " bytes) that a"
+                        + " restart would drop; free them and save the file again (pool sizes apply without a restart)";
+            }
+        }
+        if (refusal != null) {
+            reject(refusal, device == null ? "no device runs" : device + " keeps running as it was");
             return;
         }
         stop();
+        clearRejection();
         start(context, cfg, index, log);
+    }
+
+    /** Logs the refusal as one error line and shows it in mem:backends until a configuration applies. */
+    final void reject(String refusal, String consequence) {
+        if (log != null) {
+            log.error("{}; {}", refusal, consequence);
+        }
+        clearRejection();
+        Hashtable<String, Object> props = new Hashtable<>();
+        props.put(Rejection.REASON_PROPERTY, refusal + "; " + consequence);
+        rejection = context.registerService(new String[] {Rejection.class.getName()}, new Rejection(), props);
+    }
+
+    /** Remembers the context a refused first configuration arrived with, for a later one that applies. */
+    final void context(BundleContext bundleContext, Logger logger) {
+        this.context = bundleContext;
+        this.log = logger;
+    }
+
+    private void clearRejection() {
+        if (rejection != null) {
+            try {
+                rejection.unregister();
+            } catch (IllegalStateException alreadyGone) {
+                // the bundle stopped meanwhile
+            }
+            rejection = null;
+        }
+    }
+
+    /** @return whether {@code a} and {@code b} differ only in attributes of the pools (or not at all) */
+    static boolean onlyPoolsDiffer(CpuDeviceConfig a, CpuDeviceConfig b) {
+        return a.index() == b.index() && capacity(a) == capacity(b) && a.autoGc() == b.autoGc()
+                && a.gcThreshold() == b.gcThreshold() && a.debug() == b.debug()
+                && a.maxConcurrentTransfers() == b.maxConcurrentTransfers()
+                && zeroing(a.zeroing()) == zeroing(b.zeroing())
+                && ConfigSizes.parse("threadCacheBytes", a.threadCacheBytes()) == ConfigSizes.parse("threadCacheBytes", b.threadCacheBytes());
     }
 
     /**
@@ -113,14 +199,42 @@ abstract class CpuDevice {
         if (indexRefusal != null) {
             return indexRefusal;
         }
-        try {
-            managerConfig(cfg);
-            zeroing(cfg.zeroing());
-            PoolSettings.defaults().withCapacity(cfg.capacity()).withThreadCache(cfg.threadCacheBytes());
-            return null;
-        } catch (InvalidMemoryRequestException e) {
-            return "Configuration of cpu:" + index + " refused: " + e.getMessage();
+        // Each attribute on its own first, so that every bad value is named at once.
+        List<String> bad = new ArrayList<>();
+        Map<String, String> sizes = new LinkedHashMap<>();
+        sizes.put("capacity", cfg.capacity());
+        sizes.put("initialSize", cfg.initialSize());
+        sizes.put("maxSize", cfg.maxSize());
+        sizes.put("growthIncrement", cfg.growthIncrement());
+        sizes.put("alignment", cfg.alignment());
+        sizes.put("threadCacheBytes", cfg.threadCacheBytes());
+        sizes.forEach((name, text) -> check(bad, () -> ConfigSizes.parse(name, text)));
+        check(bad, () -> zeroing(cfg.zeroing()));
+        if (bad.isEmpty()) {
+            check(bad, () -> {
+                MemoryManagerConfig manager = managerConfig(cfg);
+                long capacity = capacity(cfg);
+                PoolSettings.defaults().withCapacity(capacity).withThreadCache(ConfigSizes.parse("threadCacheBytes", cfg.threadCacheBytes()));
+                long initial = manager.poolConfig(MemoryType.GENERAL).initialSize();
+                if (capacity > 0 && initial > capacity) {
+                    throw new InvalidMemoryRequestException("initialSize " + initial + " bytes is larger than capacity "
+                            + capacity + " bytes");
+                }
+            });
         }
+        return bad.isEmpty() ? null : "Configuration of cpu:" + index + " refused: " + String.join("; ", bad);
+    }
+
+    private static void check(List<String> bad, Runnable validation) {
+        try {
+            validation.run();
+        } catch (InvalidMemoryRequestException e) {
+            bad.add(e.getMessage());
+        }
+    }
+
+    static long capacity(CpuDeviceConfig cfg) {
+        return ConfigSizes.parse("capacity", cfg.capacity());
     }
 
     /**
@@ -132,14 +246,16 @@ abstract class CpuDevice {
      */
     static PooledMemoryManager newManager(FfmUpstream upstream, CpuDeviceConfig cfg, Logger logger, HostStreamManager streams) {
         PoolSettings settings = PoolSettings.defaults().withZeroing(zeroing(cfg.zeroing())).withLog(new OsgiPoolLog(logger))
-                .withPeers(CpuBackend.DEVICES::get).withThreadCache(cfg.threadCacheBytes());
+                .withPeers(CpuBackend.DEVICES::get).withThreadCache(ConfigSizes.parse("threadCacheBytes", cfg.threadCacheBytes()));
         return PooledMemoryManager.create(upstream, managerConfig(cfg), settings, streams);
     }
 
     static MemoryManagerConfig managerConfig(CpuDeviceConfig cfg) {
-        MemoryPoolConfig pool = new MemoryPoolConfig(cfg.initialSize(),
-                cfg.maxSize() > 0 ? OptionalLong.of(cfg.maxSize()) : OptionalLong.empty(),
-                cfg.growthIncrement(), cfg.autoExpansion(), cfg.alignment(), cfg.preAllocate(), cfg.stats());
+        long maxSize = ConfigSizes.parse("maxSize", cfg.maxSize());
+        MemoryPoolConfig pool = new MemoryPoolConfig(ConfigSizes.parse("initialSize", cfg.initialSize()),
+                maxSize > 0 ? OptionalLong.of(maxSize) : OptionalLong.empty(),
+                ConfigSizes.parse("growthIncrement", cfg.growthIncrement()), cfg.autoExpansion(),
+                ConfigSizes.parse("alignment", cfg.alignment()), cfg.preAllocate(), cfg.stats());
         return new MemoryManagerConfig(Map.of(MemoryType.GENERAL, pool), true, cfg.autoGc(), cfg.gcThreshold(),
                 cfg.debug(), cfg.maxConcurrentTransfers());
     }
@@ -153,5 +269,10 @@ abstract class CpuDevice {
             default -> throw new InvalidMemoryRequestException("Invalid zeroing '" + value
                     + "': use none, on-allocate or on-free");
         };
+    }
+
+    @Override
+    public String toString() {
+        return "CpuDevice " + Objects.toString(device, "(none)");
     }
 }

@@ -6,7 +6,8 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
 /**
  * Configuration of one logical host device. {@code io.ferrum.memory.cpu} configures {@code cpu:0};
  * each factory configuration of {@code io.ferrum.memory.cpu.device} adds a {@code cpu:<index>}
- * (for tenants, NUMA nodes or tests of multi-device strategies). Sizes are in bytes.
+ * (for tenants, NUMA nodes or tests of multi-device strategies). Sizes are bytes with an optional
+ * binary unit ({@code 4096}, {@code 64k}, {@code 256m}, {@code 2GiB}), read by {@link ConfigSizes}.
  */
 @ObjectClassDefinition(name = "Ferrum Memory CPU device",
         description = "A logical host-memory device (cpu:<index>) served through Java's FFM API.")
@@ -17,23 +18,27 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
             + " A refused configuration is logged as an error and changes nothing.")
     int index() default 0;
 
-    @AttributeDefinition(description = "Capacity in bytes this device may use (its totalBytes); 0 means all physical RAM.")
-    long capacity() default 0;
+    @AttributeDefinition(description = "Capacity this device may use (its totalBytes), in bytes or with a binary unit"
+            + " (256m, 8g); 0 means all physical RAM.")
+    String capacity() default "0";
 
-    @AttributeDefinition(description = "Initial pool size in bytes (seed default 1 GiB).")
-    long initialSize() default 1L << 30;
+    @AttributeDefinition(description = "Initial pool size in bytes: each memory type's pool reserves a first chunk of this"
+            + " size on first use (default 2 MiB, so that a device with a small block of each of its seven types reserves"
+            + " 14 MiB, not seven times a large size).")
+    String initialSize() default "2m";
 
-    @AttributeDefinition(description = "Maximum pool size in bytes; 0 means unlimited.")
-    long maxSize() default 0;
+    @AttributeDefinition(description = "Maximum pool size; 0 means unlimited.")
+    String maxSize() default "0";
 
-    @AttributeDefinition(description = "Bytes added when the pool grows (seed default 512 MiB).")
-    long growthIncrement() default 512L << 20;
+    @AttributeDefinition(description = "Bytes added when the pool grows (default 64 MiB; a request of a quarter of it or"
+            + " more gets a chunk of its own size, so reserved stays within one increment of used per pool).")
+    String growthIncrement() default "64m";
 
     @AttributeDefinition(description = "Whether the pool may grow beyond its initial size.")
     boolean autoExpansion() default true;
 
     @AttributeDefinition(description = "Minimum alignment of every block in bytes, a power of two.")
-    long alignment() default 256;
+    String alignment() default "256";
 
     @AttributeDefinition(description = "Reserve the initial size at start instead of on first use.")
     boolean preAllocate() default false;
@@ -61,5 +66,5 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
             + " without taking a pool lock (a quarter for blocks up to 256 KiB; blocks up to 4 MiB only while other"
             + " threads allocate on the same device too); reported as free and given back on trim, defragment and before an allocation fails."
             + " 0 turns thread caches off.")
-    long threadCacheBytes() default 32L << 20;
+    String threadCacheBytes() default "32m";
 }

@@ -23,7 +23,10 @@ final class CpuDeviceConfigs {
                     case "toString" -> "CpuDeviceConfig" + copy;
                     case "hashCode" -> copy.hashCode();
                     case "equals" -> proxy == args[0];
-                    default -> copy.containsKey(method.getName()) ? copy.get(method.getName()) : method.getDefaultValue();
+                    // As DS does: a number given for a String attribute (a size) arrives as its text.
+                    default -> !copy.containsKey(method.getName()) ? method.getDefaultValue()
+                            : method.getReturnType() == String.class ? String.valueOf(copy.get(method.getName()))
+                            : copy.get(method.getName());
                 });
     }
 }

@@ -28,10 +28,10 @@ public final class DefaultCpuDevice extends CpuDevice {
     public DefaultCpuDevice(BundleContext context, CpuDeviceConfig config,
                             @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger log) {
         String refusal = refusal(config, 0, indexRefusal(config));
-        if (refusal != null && log != null) {
-            log.error("{}; cpu:0 starts with its defaults", refusal);
-        }
         start(context, refusal == null ? config : CpuDeviceConfigs.DEFAULTS, 0, log);
+        if (refusal != null) {
+            reject(refusal, "cpu:0 starts with its defaults");
+        }
     }
 
     /** @return why this component refuses the configuration's index, or null for index 0 */
@@ -51,6 +51,6 @@ public final class DefaultCpuDevice extends CpuDevice {
 
     @Deactivate
     void deactivate() {
-        stop();
+        dispose();
     }
 }

@@ -14,6 +14,6 @@ class CpuManagerContractTest extends DeviceMemoryManagerContract {
     @Override
     protected DeviceMemoryManager createManager() {
         CpuDeviceConfig cfg = TestConfigs.small();
-        return CpuDevice.newManager(new FfmUpstream(Device.cpu(6), cfg.capacity(), CpuBackend.HELD_BYTES), cfg, null, null);
+        return CpuDevice.newManager(new FfmUpstream(Device.cpu(6), CpuDevice.capacity(cfg), CpuBackend.HELD_BYTES), cfg, null, null);
     }
 }

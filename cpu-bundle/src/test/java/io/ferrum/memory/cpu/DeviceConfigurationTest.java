@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
@@ -14,7 +13,6 @@ import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
-import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.pool.PooledMemoryManager;
 
 /**
@@ -52,7 +50,7 @@ class DeviceConfigurationTest {
 
             cpu0.modified(TestConfigs.small(Map.of("index", 3, "capacity", 32 * MiB)));
 
-            assertEquals(List.of(), fw.events, "nothing was unregistered or registered");
+            assertEquals(List.of("register " + Rejection.class.getName()), fw.events, "no device service was unregistered or registered");
             assertSame(before, fw.manager());
             assertFalse(((PooledMemoryManager) before).isClosed());
             assertEquals(64 * MiB, before.memoryInfo().totalBytes(), "the running configuration stays");
@@ -103,14 +101,75 @@ class DeviceConfigurationTest {
         }
     }
 
+    /** Issue 17: each bad value creates no device, one error line without a stack trace, and a rejection mem:backends shows. */
     @Test
-    void aFactoryConfigurationWithAnIndexBelowOneCreatesNoDevice() {
-        for (int index : new int[] {0, -1}) {
-            InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class,
-                    () -> new ConfiguredCpuDevice(fw.context(), TestConfigs.small(Map.of("index", index)), fw.logger()));
-            assertTrue(e.getMessage().contains("got " + index) && e.getMessage().contains(CpuBackend.DEFAULT_PID), e.getMessage());
+    void aFactoryConfigurationWithABadValueCreatesNoDeviceAndSaysWhy() {
+        Map<Map<String, Object>, String> bad = new java.util.LinkedHashMap<>();
+        bad.put(Map.of("index", 0), "got 0");
+        bad.put(Map.of("index", -1), "got -1");
+        bad.put(Map.of("index", 1, "capacity", "12XB"), "Invalid capacity '12XB'");
+        bad.put(Map.of("index", 1, "capacity", "-5"), "Invalid capacity '-5'");
+        bad.put(Map.of("index", 1, "zeroing", "bogus"), "Invalid zeroing 'bogus'");
+        bad.put(Map.of("index", 1, "initialSize", "1g", "capacity", "256m"), "initialSize 1073741824 bytes is larger than capacity 268435456 bytes");
+        bad.put(Map.of("index", 1, "maxSize", "1k"), "maxSize 1024 bytes is smaller than initialSize");
+        for (Map.Entry<Map<String, Object>, String> e : bad.entrySet()) {
+            Recording rec = new Recording();
+            ConfiguredCpuDevice device = new ConfiguredCpuDevice(rec.context(), TestConfigs.small(e.getKey()), rec.logger());
+            assertTrue(rec.services.values().stream().noneMatch(n -> n.contains("DeviceMemoryManager")), "no device: " + rec.services);
+            assertEquals(1, rec.errors.size(), "one error line: " + rec.errors);
+            assertTrue(rec.errors.get(0).contains(e.getValue()) && rec.errors.get(0).contains("no device was created"), rec.errors.get(0));
+            assertEquals(List.of(rec.errors.get(0)), rec.rejections(), "mem:backends shows the same line");
+            device.deactivate();
+            assertTrue(rec.services.isEmpty(), "deactivation removes the rejection: " + rec.services);
         }
-        assertTrue(fw.services.isEmpty(), "nothing registered: " + fw.services);
+    }
+
+    @Test
+    void poolSizesApplyWithoutARestartAndKeepTheLiveBlocks() {
+        DefaultCpuDevice cpu0 = new DefaultCpuDevice(fw.context(), TestConfigs.small(), fw.logger());
+        try {
+            DeviceMemoryManager before = fw.manager();
+            io.ferrum.memory.api.MemoryHandle h = before.allocate(MiB, Device.cpu(0));
+            fw.events.clear();
+
+            cpu0.modified(TestConfigs.small(Map.of("growthIncrement", "8m", "maxSize", "32m")));
+
+            assertEquals(List.of(), fw.events, "nothing was unregistered or registered");
+            assertSame(before, fw.manager());
+            assertTrue(before.owns(h), "the live block stays");
+            assertEquals(8 * MiB, before.poolConfig(io.ferrum.memory.api.MemoryType.GENERAL).growthIncrement());
+            assertEquals(32 * MiB, before.poolConfig(io.ferrum.memory.api.MemoryType.TENSOR).maxSize().getAsLong());
+            assertEquals(List.of(), fw.errors);
+
+            cpu0.modified(TestConfigs.small(Map.of("maxSize", "1k", "initialSize", "0")));
+            assertSame(before, fw.manager());
+            assertEquals(1, fw.errors.size(), fw.errors.toString());
+            assertTrue(fw.errors.get(0).contains("its live blocks already use"), fw.errors.get(0));
+            assertEquals(32 * MiB, before.poolConfig(io.ferrum.memory.api.MemoryType.GENERAL).maxSize().getAsLong(), "unchanged");
+        } finally {
+            cpu0.deactivate();
+        }
+    }
+
+    @Test
+    void aChangeThatNeedsARestartIsRefusedWhileBlocksAreLiveAndTheirReleaseIsLogged() {
+        DefaultCpuDevice cpu0 = new DefaultCpuDevice(fw.context(), TestConfigs.small(), fw.logger());
+        DeviceMemoryManager before = fw.manager();
+        io.ferrum.memory.api.MemoryHandle h = before.allocate(MiB, Device.cpu(0));
+
+        cpu0.modified(TestConfigs.small(Map.of("capacity", "32m")));
+
+        assertSame(before, fw.manager(), "not restarted: it would drop the live block");
+        assertTrue(before.owns(h));
+        assertEquals(1, fw.errors.size(), fw.errors.toString());
+        assertTrue(fw.errors.get(0).contains("holds 1 live blocks (1048576 bytes)") && fw.errors.get(0).contains("cpu:0 keeps running as it was"),
+                fw.errors.get(0));
+        assertEquals(fw.errors, fw.rejections());
+
+        fw.infos.clear();
+        cpu0.deactivate();
+        assertTrue(fw.infos.stream().anyMatch(l -> l.startsWith("cpu:0 stopped: 1 live blocks (1048576 bytes) were released")), fw.infos.toString());
+        assertTrue(fw.services.isEmpty(), fw.services.toString());
     }
 
     @Test

@@ -24,6 +24,9 @@ final class Recording {
     final Map<Object, String> services = Collections.synchronizedMap(new LinkedHashMap<>());
     final List<String> events = Collections.synchronizedList(new ArrayList<>());
     final List<String> errors = Collections.synchronizedList(new ArrayList<>());
+    final List<String> infos = Collections.synchronizedList(new ArrayList<>());
+    /** The {@link Rejection#REASON_PROPERTY} of each registered service that has one. */
+    final Map<Object, String> reasons = Collections.synchronizedMap(new LinkedHashMap<>());
 
     BundleContext context() {
         return (BundleContext) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {BundleContext.class},
@@ -34,6 +37,9 @@ final class Recording {
                     Object service = args[1];
                     String name = String.join("+", names);
                     services.put(service, name);
+                    if (args[2] instanceof java.util.Dictionary<?, ?> props && props.get(Rejection.REASON_PROPERTY) != null) {
+                        reasons.put(service, String.valueOf(props.get(Rejection.REASON_PROPERTY)));
+                    }
                     events.add("register " + name);
                     return Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {ServiceRegistration.class},
                             (p, m, a) -> {
@@ -41,6 +47,7 @@ final class Recording {
                                     throw new UnsupportedOperationException(m.toString());
                                 }
                                 services.remove(service);
+                                reasons.remove(service);
                                 events.add("unregister " + name);
                                 return null;
                             });
@@ -52,6 +59,8 @@ final class Recording {
                 (proxy, method, args) -> {
                     if (method.getName().equals("error")) {
                         errors.add(format(args));
+                    } else if (method.getName().equals("info")) {
+                        infos.add(format(args));
                     }
                     return method.getReturnType() == boolean.class ? Boolean.TRUE : null;
                 });
@@ -66,6 +75,11 @@ final class Recording {
             text = text.replaceFirst("\\{}", java.util.regex.Matcher.quoteReplacement(String.valueOf(v)));
         }
         return text;
+    }
+
+    /** @return the reasons of the registered {@link Rejection}s, as mem:backends shows them */
+    List<String> rejections() {
+        return List.copyOf(reasons.values());
     }
 
     /** @return the one registered manager */

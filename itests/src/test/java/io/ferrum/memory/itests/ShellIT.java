@@ -13,7 +13,10 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Hashtable;
 import java.util.Random;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -31,6 +34,8 @@ import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
 import org.ops4j.pax.exam.spi.reactors.PerMethod;
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
+import org.osgi.framework.wiring.FrameworkWiring;
+import org.osgi.service.cm.ConfigurationAdmin;
 
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
@@ -187,6 +192,78 @@ public class ShellIT {
             throw new AssertionError("the uninstalled backend's manager must refuse work");
         } catch (DeviceUnavailableException expected) {
             assertEquals(Device.cpu(), expected.device());
+        }
+    }
+
+    /**
+     * Issue 17: mem:backends tells a bundle that is merely installed (nothing missing: start it) from
+     * one that cannot resolve, and names the requirement nothing provides (Felix has no 'diag').
+     */
+    @Test
+    public void backendsNameTheRealStateAndTheMissingRequirement() throws Exception {
+        Await.installed(context, "io.ferrum.memory.cpu").uninstall();
+        Bundle installed = context.installBundle(new File(System.getProperty("ferrum.bundle.cpu")).toURI().toString());
+        String merely = run("mem:backends");
+        assertTrue(merely, merely.contains("installed, not started (nothing is missing): start it with 'start "
+                + installed.getBundleId() + "'"));
+        assertFalse(merely, merely.contains("diag"));
+
+        installed.uninstall();
+        Await.installed(context, "io.ferrum.memory.pool").uninstall();
+        CountDownLatch refreshed = new CountDownLatch(1);
+        context.getBundle(0).adapt(FrameworkWiring.class).refreshBundles(null, e -> refreshed.countDown());
+        assertTrue(refreshed.await(10, TimeUnit.SECONDS));
+        context.installBundle(new File(System.getProperty("ferrum.bundle.cpu")).toURI().toString());
+        String missing = run("mem:backends");
+        assertTrue(missing, missing.contains("installed, not resolved: nothing provides osgi.wiring.package")
+                && missing.contains("io.ferrum.memory.pool"));
+    }
+
+    /**
+     * Issue 17: a device configuration with a bad value (a size with an unknown unit, a zeroing that
+     * does not exist) creates no device and is shown in mem:backends with its reason; once valid, the
+     * device appears; a change that needs a restart while a block is live is refused and shown too.
+     */
+    @Test
+    public void rejectedDeviceConfigurationsAreShownAndChangeNothing() throws Exception {
+        ConfigurationAdmin ca = context.getService(context.getServiceReference(ConfigurationAdmin.class));
+        org.osgi.service.cm.Configuration c = ca.createFactoryConfiguration("io.ferrum.memory.cpu.device", "?");
+        Hashtable<String, Object> p = new Hashtable<>();
+        p.put("index", "1");
+        p.put("capacity", "12XB");
+        p.put("zeroing", "bogus");
+        c.update(p);
+        String backends = "";
+        for (int i = 0; i < 200 && !backends.contains("Invalid capacity '12XB'"); i++) {
+            Thread.sleep(25);
+            backends = run("mem:backends");
+        }
+        assertTrue(backends, backends.contains("rejected configuration: Configuration of cpu:1 refused: Invalid capacity '12XB':"
+                + " use bytes with an optional unit, e.g. 4096, 64k, 64KiB, 512MiB, 2g; Invalid zeroing 'bogus': use none,"
+                + " on-allocate or on-free; no device was created"));
+        assertFalse(run("mem:devices").contains("cpu:1"));
+
+        p.put("capacity", "64m");
+        p.put("zeroing", "none");
+        c.update(p);
+        Await.until("cpu:1", () -> monitor.devices().contains(Device.cpu(1)));
+        Await.until("the rejection gone", () -> !unchecked("mem:backends").contains("rejected configuration"));
+        MemoryHandle h = monitor.manager(Device.cpu(1)).orElseThrow().allocate(1 << 20, Device.cpu(1));
+
+        p.put("capacity", "32m");
+        c.update(p);
+        Await.until("the refusal", () -> unchecked("mem:backends").contains("live blocks"));
+        DeviceMemoryManager m = monitor.manager(Device.cpu(1)).orElseThrow();
+        assertTrue("the block survived", m.owns(h));
+        assertEquals(64L << 20, m.memoryInfo().totalBytes());
+        assertTrue(run("mem:backends").contains("cpu:1 keeps running as it was"));
+    }
+
+    private String unchecked(String command) {
+        try {
+            return run(command);
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
         }
     }
 }

@@ -194,4 +194,60 @@ class DistributionIT {
             assertEquals(0, s.finish(), s.output());
         }
     }
+
+    /**
+     * Issue 17: a strategy name that no strategy has is refused with the list of those there are and
+     * changes nothing; a valid choice is written to config/ and is still active after a restart.
+     */
+    @Test
+    void aStrategyChoiceSurvivesARestartAndATypoIsRefused() throws Exception {
+        Path dir = freshDir("strategy");
+        Path cfg = dir.resolve("config").resolve("io.ferrum.memory.monitor.cfg");
+        try (Session s = new Session(dir)) {
+            String typo = s.until("mem:strategy bestfit", "nothing changed");
+            assertTrue(typo.contains("error: Unknown strategy 'bestfit': the strategies present are best-fit, most-free,"
+                    + " preferred-order, round-robin; nothing changed"), typo);
+            s.until("mem:strategy \"\"", "error: Unknown strategy ''");
+            assertFalse(Files.exists(cfg), "a refused name is not saved");
+            s.until("mem:strategy most-free", "active strategy: most-free");
+            assertEquals(0, s.finish(), s.output());
+        }
+        assertTrue(Files.readAllLines(cfg).contains("strategy=most-free"), "written where the distribution keeps its configuration");
+        try (Session s = new Session(dir)) {
+            s.until("mem:strategy", "active strategy: most-free");
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
+     * Issue 17: a copy of a built-in bundle dropped into plugins/ does not replace it (its device and
+     * blocks stay), and deleting the copy does not uninstall the built-in bundle.
+     */
+    @Test
+    void aCopyOfABuiltInBundleInPluginsNeitherReplacesNorRemovesIt() throws Exception {
+        Path dir = freshDir("duplicate");
+        try (Session s = new Session(dir)) {
+            String before = s.until("mem:backends", "io.ferrum.memory.cpu");
+            Matcher allocated = Pattern.compile("0x[0-9a-f]{16}").matcher(s.until("mem:alloc 1m cpu:0", " on cpu:0"));
+            assertTrue(allocated.find(), s.output());
+            String handle = allocated.group();
+            Path copy = dir.resolve("plugins").resolve("io.ferrum.memory.cpu.jar");
+            Files.copy(Path.of(System.getProperty("ferrum.bundle.cpu")), copy);
+            // FileInstall takes a file after it is unchanged over one poll (50 ms): give it many polls.
+            Thread.sleep(1500);
+            s.until("mem:handles", handle);
+            Files.delete(copy);
+            Thread.sleep(1500);
+            String after = s.until("mem:backends", "io.ferrum.memory.cpu");
+            assertEquals(backendRow(before), backendRow(after), "the same built-in bundle, active, serving cpu:0");
+            s.until("mem:handles", handle);
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    private static String backendRow(String backends) {
+        Matcher row = Pattern.compile("\\d+\\s+io\\.ferrum\\.memory\\.cpu\\s+cpu\\s+ACTIVE\\s+cpu:0").matcher(backends);
+        assertTrue(row.find(), backends);
+        return row.group();
+    }
 }

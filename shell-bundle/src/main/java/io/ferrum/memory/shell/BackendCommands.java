@@ -8,6 +8,10 @@ import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.Constants;
 import org.osgi.framework.ServiceReference;
+import org.osgi.framework.wiring.BundleRevision;
+import org.osgi.framework.wiring.FrameworkWiring;
+import org.osgi.resource.Namespace;
+import org.osgi.resource.Requirement;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 
@@ -16,13 +20,18 @@ import io.ferrum.memory.api.DeviceMemoryManager;
 /**
  * The {@code mem:backends} command: every bundle whose manifest has a {@value #BACKEND_HEADER}
  * header, with its state, the devices whose managers it registered, and a note derived from its
- * state that says what to do when it serves no device.
+ * state that says what to do when it serves no device: for a bundle that is only installed, the
+ * first mandatory requirement no installed bundle provides (found through the framework's
+ * {@link FrameworkWiring#findProviders}), or that nothing is missing and it merely needs a start;
+ * and each configuration the backend refused (a service it registered with {@value #REJECTED_PROPERTY}).
  */
 @Component(service = BackendCommands.class)
 @MemCommand(function = "backends")
 public final class BackendCommands {
     /** Manifest header that marks a device backend bundle, with the device kind it serves. */
     static final String BACKEND_HEADER = "Ferrum-Backend";
+    /** Service property of a backend's record of a configuration it refused: the reason, one line. */
+    static final String REJECTED_PROPERTY = "ferrum.configuration.rejected";
 
     private final BundleContext context;
 
@@ -41,8 +50,13 @@ public final class BackendCommands {
                     continue;
                 }
                 List<String> devices = devices(b);
+                List<String> notes = new ArrayList<>(rejections(b));
+                String note = note(b, devices);
+                if (!note.isEmpty() || notes.isEmpty()) {
+                    notes.add(0, note);
+                }
                 t.row(b.getBundleId(), b.getSymbolicName(), kind, state(b),
-                        devices.isEmpty() ? "-" : String.join(",", devices), note(b, devices));
+                        devices.isEmpty() ? "-" : String.join(",", devices), String.join(" | ", notes));
             }
             return t.isEmpty() ? Reply.line("No backend bundles are installed (bundles with a " + BACKEND_HEADER
                     + " header); install one, e.g. io.ferrum.memory.cpu.") : t;
@@ -65,6 +79,24 @@ public final class BackendCommands {
         return devices;
     }
 
+    /**
+     * @return the configurations {@code b} refused, as it registered them: services with the property
+     *         {@value #REJECTED_PROPERTY} (the reason and what it left running), sorted
+     */
+    private static List<String> rejections(Bundle b) {
+        List<String> out = new ArrayList<>();
+        ServiceReference<?>[] refs = b.getRegisteredServices();
+        if (refs != null) {
+            for (ServiceReference<?> r : refs) {
+                if (r.getProperty(REJECTED_PROPERTY) instanceof String reason) {
+                    out.add("rejected configuration: " + reason);
+                }
+            }
+        }
+        out.sort(null);
+        return out;
+    }
+
     private static String state(Bundle b) {
         return switch (b.getState()) {
             case Bundle.ACTIVE -> "ACTIVE";
@@ -76,13 +108,40 @@ public final class BackendCommands {
         };
     }
 
-    private static String note(Bundle b, List<String> devices) {
+    private String note(Bundle b, List<String> devices) {
         return switch (b.getState()) {
-            case Bundle.INSTALLED -> "not resolved: a requirement is missing (see the framework log, or 'diag "
-                    + b.getBundleId() + "')";
+            case Bundle.INSTALLED -> {
+                String missing = missingRequirement(b);
+                yield missing == null
+                        ? "installed, not started (nothing is missing): start it with 'start " + b.getBundleId() + "'"
+                        : "installed, not resolved: nothing provides " + missing;
+            }
             case Bundle.RESOLVED -> "stopped: start it with 'start " + b.getBundleId() + "'";
             case Bundle.ACTIVE -> devices.isEmpty() ? "active, but no device found (see the log)" : "";
             default -> "";
         };
+    }
+
+    /**
+     * @return the first mandatory requirement of {@code b} that no installed bundle can satisfy, as
+     *         {@code namespace filter} (e.g. {@code osgi.wiring.package (osgi.wiring.package=io.ferrum.memory.pool)}),
+     *         or null when each has a provider (the bundle is merely not resolved yet)
+     */
+    private String missingRequirement(Bundle b) {
+        BundleRevision revision = b.adapt(BundleRevision.class);
+        FrameworkWiring framework = context.getBundle(Constants.SYSTEM_BUNDLE_LOCATION).adapt(FrameworkWiring.class);
+        if (revision == null || framework == null) {
+            return null;
+        }
+        for (Requirement r : revision.getRequirements(null)) {
+            boolean optional = Namespace.RESOLUTION_OPTIONAL.equals(r.getDirectives().get(Namespace.REQUIREMENT_RESOLUTION_DIRECTIVE));
+            String effective = r.getDirectives().get(Namespace.REQUIREMENT_EFFECTIVE_DIRECTIVE);
+            boolean resolveTime = effective == null || Namespace.EFFECTIVE_RESOLVE.equals(effective);
+            if (!optional && resolveTime && framework.findProviders(r).isEmpty()) {
+                String filter = r.getDirectives().get(Namespace.REQUIREMENT_FILTER_DIRECTIVE);
+                return r.getNamespace() + (filter == null ? "" : " " + filter);
+            }
+        }
+        return null;
     }
 }

@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.felix.service.command.Descriptor;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.Constants;
+import org.osgi.framework.InvalidSyntaxException;
 import org.osgi.framework.ServiceReference;
 import org.osgi.service.cm.Configuration;
 import org.osgi.service.cm.ConfigurationAdmin;
@@ -23,13 +24,16 @@ import org.osgi.service.component.annotations.ReferencePolicyOption;
 
 import io.ferrum.memory.api.AllocationStrategy;
 import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryRouter;
 
 /**
  * The strategy commands: {@code mem:strategies} lists the {@link AllocationStrategy} services and
- * marks the router's active one; {@code mem:strategy NAME} saves the choice in the monitor's
- * configuration (PID {@value #MONITOR_PID}), so it survives a restart, and waits briefly for the
- * router to take it.
+ * marks the router's active one; {@code mem:strategy NAME} refuses a name no present strategy has
+ * (listing those there are, changing nothing), else saves the choice in the monitor's configuration
+ * (PID {@value #MONITOR_PID}) and waits briefly for the router to take it. Config Admin keeps it;
+ * the distribution also writes it to {@code config/io.ferrum.memory.monitor.cfg}, so it survives a
+ * restart.
  */
 @Component(service = StrategyCommands.class)
 @MemCommand(function = {"strategies", "strategy"})
@@ -73,6 +77,18 @@ public final class StrategyCommands {
         });
     }
 
+    /** @return the names of the strategies present, sorted */
+    private List<String> presentNames() throws InvalidSyntaxException {
+        List<String> names = new ArrayList<>();
+        for (ServiceReference<AllocationStrategy> ref : context.getServiceReferences(AllocationStrategy.class, null)) {
+            if (ref.getProperty(AllocationStrategy.NAME_PROPERTY) instanceof String n && !names.contains(n)) {
+                names.add(n);
+            }
+        }
+        names.sort(null);
+        return names;
+    }
+
     @Descriptor("Show the active allocation strategy")
     public Reply strategy() {
         return Reply.attempt(() -> Reply.line(Services.router(router).activeStrategy().map(n -> "active strategy: " + n)
@@ -86,17 +102,18 @@ public final class StrategyCommands {
             if (ca == null) {
                 throw new DeviceUnavailableException(null, "Config Admin is not running: the strategy cannot be saved");
             }
-            boolean present = !context.getServiceReferences(AllocationStrategy.class,
-                    "(" + AllocationStrategy.NAME_PROPERTY + "=" + name + ")").isEmpty();
+            List<String> names = presentNames();
+            if (!names.contains(name)) {
+                // Refused before anything is saved: the router and the configuration stay as they are.
+                throw new InvalidMemoryRequestException("Unknown strategy '" + name + "': the strategies present are "
+                        + (names.isEmpty() ? "none (install a strategy bundle)" : String.join(", ", names))
+                        + "; nothing changed");
+            }
             Configuration c = ca.getConfiguration(MONITOR_PID, "?");
             Dictionary<String, Object> p = c.getProperties() != null ? c.getProperties() : new Hashtable<>();
             p.put("strategy", name);
             c.update(p);
             MemoryRouter r = Services.router(router);
-            if (!present) {
-                return Reply.line("strategy " + name + " saved, but no such strategy is present; the router uses "
-                        + r.activeStrategy().orElse("none") + " until it appears");
-            }
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(SWITCH_WAIT_SECONDS);
             while (!r.activeStrategy().equals(Optional.of(name)) && System.nanoTime() < deadline) {
                 Thread.sleep(10);

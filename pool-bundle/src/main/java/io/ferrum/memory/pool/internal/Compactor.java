@@ -1,8 +1,11 @@
 package io.ferrum.memory.pool.internal;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Comparator;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Set;
 
 import io.ferrum.memory.pool.DeviceUpstream;
 
@@ -41,19 +44,19 @@ final class Compactor {
     /**
      * Under {@code pool}'s lock: moves its movable live blocks so that free space coalesces.
      *
-     * @return blocks moved
+     * @return live blocks moved, each counted once however often it moved (a block may slide down
+     *         and then be evacuated to another chunk)
      */
     long compact(Pool pool) {
-        long moved = 0;
+        Set<Block> moved = Collections.newSetFromMap(new IdentityHashMap<>());
         for (PoolChunk c : pool.chunks) {
-            moved += slideDown(pool.free, c);
+            slideDown(pool.free, c, moved);
         }
-        moved += evacuateEmptiest(pool);
-        return moved;
+        evacuateEmptiest(pool, moved);
+        return moved.size();
     }
 
-    private long slideDown(FreeBlockIndex free, PoolChunk c) {
-        long moved = 0;
+    private void slideDown(FreeBlockIndex free, PoolChunk c, Set<Block> moved) {
         Block x = c.first;
         while (x != null) {
             Block n = x.nextPhys;
@@ -65,13 +68,12 @@ final class Compactor {
                 } finally {
                     n.endMove();
                 }
-                moved++;
+                moved.add(n);
                 // x is still the free block, now after n: keep sliding what follows it.
             } else {
                 x = n;
             }
         }
-        return moved;
     }
 
     /** {@code P - x(free) - n(live) - N} becomes {@code P - n - x(free) - N}, then x merges with N. */
@@ -120,8 +122,7 @@ final class Compactor {
      * Empties the emptiest chunks into chunks that are fuller than they are (never into emptier or
      * empty ones: that would only move data around without letting a chunk go).
      */
-    private long evacuateEmptiest(Pool pool) {
-        long moved = 0;
+    private void evacuateEmptiest(Pool pool, Set<Block> moved) {
         List<PoolChunk> byUse = new ArrayList<>(pool.chunks);
         byUse.sort(Comparator.comparingLong(c -> c.usedBytes));
         for (int i = 0; i < byUse.size(); i++) {
@@ -170,7 +171,7 @@ final class Compactor {
                     }
                     // dest now sits where b was, in c: it is free space (c's free blocks stay unlisted).
                     pool.vacated(dest);
-                    moved++;
+                    moved.add(b);
                     if (scrub) {
                         upstream.fill(c.device, dest.offset, b.requested, (byte) 0);
                     }
@@ -186,7 +187,6 @@ final class Compactor {
                 break;
             }
         }
-        return moved;
     }
 
     private static boolean allMovable(PoolChunk c) {

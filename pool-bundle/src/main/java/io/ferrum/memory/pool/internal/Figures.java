@@ -21,8 +21,10 @@ import io.ferrum.memory.api.MemoryUsageHint;
  *
  * <p><b>Definitions.</b> used = bytes of the pools' non-free blocks less those in thread caches
  * (free for their threads' next allocations); live = those blocks' count, likewise; reserved = the
- * pools' chunks; fragmentation = 1 - largest free block / free bytes inside the chunks (0 when there
- * are none); bandwidth = bytes copied / nanoseconds spent copying, over the manager's life.
+ * pools' chunks; fragmentation = the share of the free bytes inside the chunks that lie outside the
+ * largest free block of their own chunk (0 when there are none): an empty pool, or one just compacted
+ * (each chunk's live blocks together, one free run after them), reads 0, and the figure rises as
+ * free space splits into holes between live blocks; bandwidth = bytes copied / nanoseconds spent copying, over the manager's life.
  *
  * <p><b>Invariants.</b> {@link #memoryInfo} is one instant's: it holds every pool lock, always in
  * pool order (no other path holds two), and reads the caches at one moment under them. The cheap
@@ -68,7 +70,7 @@ final class Figures {
         long used = 0;
         long live = 0;
         long freeInReserved = 0;
-        long largest = 0;
+        long scattered = 0;
         long[] cached;
         // Blocks move between a pool and a cache only under its lock or by a cache's owner, so used
         // and live are those of one instant.
@@ -81,7 +83,7 @@ final class Figures {
                 used += pool.used;
                 live += pool.live;
                 freeInReserved += pool.freeInReserved();
-                largest = Math.max(largest, pool.largestFree());
+                scattered += pool.scatteredFree();
             }
             cached = caches.cachedAtOneMoment();
         } finally {
@@ -89,7 +91,8 @@ final class Figures {
                 pools[i].lock.unlock();
             }
         }
-        double fragmentation = freeInReserved == 0 ? 0.0 : 1.0 - (double) largest / (double) freeInReserved;
+        // Free bytes split by chunk boundaries are not fragmentation: no compaction joins them.
+        double fragmentation = freeInReserved == 0 ? 0.0 : (double) scattered / (double) freeInReserved;
         fragmentation = Math.max(0.0, Math.min(1.0, fragmentation));
         lastFragmentation = fragmentation;
         used = Math.max(0, used - cached[0]);

@@ -400,6 +400,29 @@ public final class Pool {
     }
 
     /**
+     * Under the lock: the free bytes of this pool's chunks that lie outside the largest free block
+     * of their chunk (the numerator of {@link Figures}' fragmentation). An empty chunk, or one whose
+     * live blocks sit together with one free run after them, adds nothing. Walks every block.
+     *
+     * @return bytes, zero or more
+     */
+    long scatteredFree() {
+        long scattered = 0;
+        for (PoolChunk c : chunks) {
+            long largest = 0;
+            long free = 0;
+            for (Block b = c.first; b != null; b = b.nextPhys) {
+                if (b.free) {
+                    free += b.size;
+                    largest = Math.max(largest, b.size);
+                }
+            }
+            scattered += free - largest;
+        }
+        return scattered;
+    }
+
+    /**
      * Compaction moved live block {@code b} away and left {@code moved}, a block it carved as the
      * destination, in {@code b}'s old place: that place is free space now (not listed: the
      * compactor lists it when it is done with the chunk).

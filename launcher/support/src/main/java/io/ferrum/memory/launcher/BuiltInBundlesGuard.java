@@ -1,0 +1,57 @@
+package io.ferrum.memory.launcher;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+
+import org.osgi.framework.Bundle;
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.hooks.bundle.FindHook;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+
+/**
+ * Keeps the distribution's own bundles out of FileInstall's reach. FileInstall treats a jar dropped
+ * into {@code plugins/} whose symbolic name and version match an installed bundle as an update of
+ * that bundle, and uninstalls it when the jar is deleted: a copy of a built-in bundle would replace
+ * it, and deleting the copy would remove it. This find hook hides from FileInstall every bundle that
+ * did not come from a watched folder, so such a jar is installed as a new bundle, which the framework
+ * refuses (its symbolic name and version are not unique; FileInstall logs the refusal) and the
+ * built-in bundle stays as it is. Bundles FileInstall installed itself stay visible to it.
+ */
+@Component(service = FindHook.class)
+public final class BuiltInBundlesGuard implements FindHook {
+    static final String FILEINSTALL = "org.apache.felix.fileinstall";
+
+    private final List<String> watched = new ArrayList<>();
+
+    @Activate
+    public BuiltInBundlesGuard(BundleContext context) {
+        String dirs = context.getProperty("felix.fileinstall.dir");
+        if (dirs != null) {
+            for (String d : dirs.split(",")) {
+                if (!d.isBlank()) {
+                    watched.add(Path.of(d.strip()).toAbsolutePath().normalize().toUri().toString());
+                }
+            }
+        }
+    }
+
+    @Override
+    public void find(BundleContext context, Collection<Bundle> bundles) {
+        if (!FILEINSTALL.equals(context.getBundle().getSymbolicName())) {
+            return;
+        }
+        bundles.removeIf(b -> b.getBundleId() != 0 && !fromWatchedFolder(b.getLocation()));
+    }
+
+    private boolean fromWatchedFolder(String location) {
+        for (String w : watched) {
+            if (location.startsWith(w) || location.startsWith(w.replace("file:///", "file:/"))) {
+                return true;
+            }
+        }
+        return false;
+    }
+}

@@ -1,0 +1,117 @@
+package io.ferrum.memory.launcher;
+
+import java.io.IOException;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.osgi.framework.BundleContext;
+import org.osgi.service.cm.Configuration;
+import org.osgi.service.cm.ConfigurationAdmin;
+import org.osgi.service.cm.ConfigurationEvent;
+import org.osgi.service.cm.ConfigurationListener;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Reference;
+
+/**
+ * Keeps the router's strategy choice across restarts of the distribution. The distribution starts
+ * with a fresh framework storage each time, so Config Admin forgets what {@code mem:strategy} saved;
+ * its configuration lives in the {@code config/} folder FileInstall watches. When the monitor's
+ * configuration ({@value #MONITOR_PID}) gets a {@code strategy} that its file there does not hold,
+ * this writes it into {@code config/io.ferrum.memory.monitor.cfg}: the {@code strategy=} line is
+ * replaced (or added), every other line of the file stays as it was, and the file is replaced in one
+ * move. FileInstall then reads the same value back, which changes nothing.
+ */
+@Component(immediate = true)
+public final class SavedStrategy implements ConfigurationListener {
+    static final String MONITOR_PID = "io.ferrum.memory.monitor";
+    static final String KEY = "strategy";
+
+    private final ConfigurationAdmin configAdmin;
+    private final Path file;
+
+    @Activate
+    public SavedStrategy(BundleContext context, @Reference ConfigurationAdmin configAdmin) {
+        this.configAdmin = configAdmin;
+        this.file = configFolder(context.getProperty("felix.fileinstall.dir")).resolve(MONITOR_PID + ".cfg");
+    }
+
+    /** @return the watched folder named {@code config}, else the last watched folder, else {@code config} */
+    static Path configFolder(String dirs) {
+        Path chosen = Path.of("config");
+        if (dirs != null) {
+            for (String d : dirs.split(",")) {
+                if (!d.isBlank()) {
+                    chosen = Path.of(d.strip());
+                    if (chosen.getFileName() != null && chosen.getFileName().toString().equals("config")) {
+                        break;
+                    }
+                }
+            }
+        }
+        return chosen.toAbsolutePath();
+    }
+
+    @Override
+    public void configurationEvent(ConfigurationEvent event) {
+        if (event.getType() == ConfigurationEvent.CM_UPDATED && MONITOR_PID.equals(event.getPid())) {
+            saveCurrent();
+        }
+    }
+
+    /** Config Admin delivers events on its own thread: a choice made just before the framework stops is saved here. */
+    @Deactivate
+    void deactivate() {
+        saveCurrent();
+    }
+
+    private void saveCurrent() {
+        try {
+            Configuration[] found = configAdmin.listConfigurations("(service.pid=" + MONITOR_PID + ")");
+            Object strategy = found == null || found[0].getProperties() == null ? null : found[0].getProperties().get(KEY);
+            if (strategy != null) {
+                save(file, strategy.toString());
+            }
+        } catch (Exception e) {
+            System.err.println("ferrum: the strategy choice could not be written to " + file + ": " + e.getMessage());
+        }
+    }
+
+    /** Writes {@code strategy=value} into {@code file}, keeping its other lines; does nothing if it already says so. */
+    static void save(Path file, String value) throws IOException {
+        List<String> lines = Files.exists(file) ? Files.readAllLines(file) : List.of();
+        List<String> out = new ArrayList<>();
+        boolean written = false;
+        for (String line : lines) {
+            String t = line.strip();
+            if (!t.startsWith("#") && (t.startsWith(KEY + "=") || t.startsWith(KEY + " ") || t.startsWith(KEY + ":"))) {
+                if (t.equals(KEY + "=" + value)) {
+                    return;
+                }
+                if (!written) {
+                    out.add(KEY + "=" + value);
+                    written = true;
+                }
+            } else {
+                out.add(line);
+            }
+        }
+        if (!written) {
+            out.add(KEY + "=" + value);
+        }
+        Files.createDirectories(file.getParent());
+        // A hidden name FileInstall's filter (*.cfg) does not take, then one move over the file.
+        Path part = file.resolveSibling("." + file.getFileName() + ".part");
+        Files.write(part, out);
+        try {
+            Files.move(part, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        } catch (AtomicMoveNotSupportedException e) {
+            Files.move(part, file, StandardCopyOption.REPLACE_EXISTING);
+        }
+    }
+}

@@ -1,0 +1,126 @@
+package io.ferrum.memory.pool;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.DefragmentationStats;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryType;
+
+/**
+ * Figures a person can trust (issue 17): fragmentation reads 0 on empty pools and on a pool just
+ * compacted, whatever the number of pools and chunks; it counts only holes between live blocks of
+ * one chunk; a defragmentation counts each block it moved once; and pools of several memory types
+ * with small initial sizes reserve a few chunks, not an initial size each.
+ */
+class EngineFiguresTest extends EngineTestSupport {
+
+    /** Without thread caches, so that a freed block is free space in its pool at once. */
+    private PooledMemoryManager manager(long initial, long growth) {
+        return manager(new ArenaUpstream(256 * MiB), config(pool(initial, growth)), PoolSettings.defaults().withThreadCache(0));
+    }
+
+    @Test
+    void emptyPoolsOfSeveralTypesReadNoFragmentation() {
+        PooledMemoryManager m = manager(MiB, MiB);
+        for (MemoryType type : MemoryType.values()) {
+            m.deallocate(m.allocate(4 * KiB, type, CPU));
+        }
+        MemoryInfo info = m.memoryInfo();
+        assertEquals(MemoryType.values().length * MiB, info.reservedBytes(), "one empty chunk per type");
+        // The old figure (1 - largest free block / all free bytes) read 1 - 1/7 = 86 % here.
+        assertEquals(0.0, info.fragmentationRatio(), "empty chunks are free space, not fragmentation");
+    }
+
+    @Test
+    void freeSpaceSplitByChunkBoundariesIsNoFragmentation() {
+        PooledMemoryManager m = manager(MiB, MiB);
+        for (int i = 0; i < 3; i++) {
+            m.allocate(MiB / 2, CPU); // each chunk: a live block at its start, one free run after it
+            m.allocate(MiB / 4 + KiB, CPU); // ...then a quarter, and the next one needs a new chunk
+        }
+        MemoryInfo info = m.memoryInfo();
+        assertTrue(info.reservedBytes() > 2 * MiB, "several chunks: " + info.reservedBytes());
+        assertEquals(0.0, info.fragmentationRatio());
+    }
+
+    @Test
+    void holesBetweenLiveBlocksAreTheFragmentedShareOfFreeBytes() {
+        PooledMemoryManager m = manager(MiB, MiB);
+        MemoryHandle[] quarter = new MemoryHandle[4];
+        for (int i = 0; i < quarter.length; i++) {
+            quarter[i] = m.allocate(MiB / 4, CPU);
+        }
+        m.deallocate(quarter[0]);
+        m.deallocate(quarter[2]); // free: two holes of 256 KiB; the largest counts as usable
+        assertEquals(0.5, m.memoryInfo().fragmentationRatio(), 1e-12);
+        m.allocate(MiB / 4, MemoryType.CACHE, CPU); // another pool: its chunk has one free run
+        double cacheFree = MiB - MiB / 4;
+        assertEquals(256 * KiB / (512 * KiB + cacheFree), m.memoryInfo().fragmentationRatio(), 1e-12,
+                "fragmented bytes over the free bytes of every pool");
+    }
+
+    @Test
+    void aFreshlyCompactedPoolReadsNoFragmentation() throws Exception {
+        PooledMemoryManager m = manager(MiB, MiB);
+        List<MemoryHandle> drop = new ArrayList<>();
+        for (int i = 0; i < 48; i++) {
+            MemoryHandle h = m.allocate(60 * KiB, i % 2 == 0 ? MemoryType.GENERAL : MemoryType.TENSOR, CPU);
+            if (i % 3 != 0) {
+                drop.add(h);
+            }
+        }
+        drop.forEach(m::deallocate);
+        assertTrue(m.memoryInfo().fragmentationRatio() > 0.3, "swiss cheese first: " + m.memoryInfo().fragmentationRatio());
+        DefragmentationStats stats = m.defragment(CPU).toCompletableFuture().get();
+        assertEquals(0.0, stats.fragmentationAfter(), "after compaction");
+        assertEquals(0.0, m.memoryInfo().fragmentationRatio());
+    }
+
+    /**
+     * Chunk A (1 MiB) holds four quarters, chunk B (4 MiB) two; the first block of each is freed.
+     * Compaction slides a2, a3, a4 down in A and b2 down in B, then empties B into A's free quarter:
+     * b2 moved twice but is one block, and four live blocks moved (it used to say five).
+     */
+    @Test
+    void defragmentationCountsEachMovedBlockOnce() throws Exception {
+        PooledMemoryManager m = manager(MiB, 4 * MiB);
+        MemoryHandle a1 = m.allocate(MiB / 4, CPU);
+        for (int i = 0; i < 3; i++) {
+            m.allocate(MiB / 4, CPU);
+        }
+        MemoryHandle b1 = m.allocate(MiB / 4, CPU); // A is full: chunk B
+        MemoryHandle b2 = m.allocate(MiB / 4, CPU);
+        write(m, b2, (byte) 7);
+        m.deallocate(a1);
+        m.deallocate(b1);
+        long live = m.memoryInfo().activeAllocations();
+        DefragmentationStats stats = m.defragment(CPU).toCompletableFuture().get();
+        assertEquals(4, live);
+        assertEquals(4, stats.blocksMoved(), "every live block moved, each counted once");
+        assertEquals(4 * MiB, stats.memoryFreed(), "B emptied into A and went back");
+        assertEquals(MiB, m.memoryInfo().reservedBytes());
+        assertContent(m, b2, (byte) 7);
+    }
+
+    /** Nine small blocks of every memory type: with small first chunks, reserved stays a few chunks above used. */
+    @Test
+    void smallFirstChunksKeepReservedNearUsedAcrossMemoryTypes() {
+        PooledMemoryManager m = manager(2 * MiB, 64 * MiB);
+        MemoryType[] types = MemoryType.values();
+        for (int i = 0; i < 9; i++) {
+            m.allocate(64 * KiB, types[i % types.length], CPU);
+        }
+        MemoryInfo info = m.memoryInfo();
+        assertEquals(types.length * 2 * MiB, info.reservedBytes(), "one first chunk per type in use");
+        MemoryHandle big = m.allocate(512 * MiB / 8, CPU); // a quarter of the increment or more: a chunk of its own
+        assertEquals(types.length * 2 * MiB + 64 * MiB, m.memoryInfo().reservedBytes());
+        m.deallocate(big);
+    }
+}
