@@ -2,6 +2,7 @@ package io.ferrum.memory.itests;
 
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNotNull;
+import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 import static org.ops4j.pax.exam.CoreOptions.options;
 
@@ -81,12 +82,12 @@ public class CudaProbeIT {
         assertNotNull("the probe registers the unavailable condition", unavailable);
         String reason = String.valueOf(unavailable[0].getProperty("memory.backend.status"));
         assertTrue(reason, reason.startsWith("inactive: no CUDA driver") || reason.startsWith("inactive: a CUDA driver is installed"));
-        assertEquals(null, context.getServiceReferences("org.osgi.service.condition.Condition",
+        assertNull(context.getServiceReferences("org.osgi.service.condition.Condition",
                 "(osgi.condition.id=io.ferrum.memory.cuda.available)"));
 
         Await.service(context, DeviceMemoryManager.class, Device.cpu());
-        assertEquals(null, context.getServiceReferences(DeviceMemoryManager.class.getName(), "(memory.device.kind=cuda)"));
-        assertEquals(null, context.getServiceReferences("io.ferrum.memory.api.MemoryManagerFactory", "(memory.device.kind=cuda)"));
+        assertNull(context.getServiceReferences(DeviceMemoryManager.class.getName(), "(memory.device.kind=cuda)"));
+        assertNull(context.getServiceReferences("io.ferrum.memory.api.MemoryManagerFactory", "(memory.device.kind=cuda)"));
 
         String backends = run("mem:backends");
         assertTrue(backends, backends.contains("io.ferrum.memory.cuda") && backends.contains(reason));
