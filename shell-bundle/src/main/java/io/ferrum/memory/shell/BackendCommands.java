@@ -19,10 +19,10 @@ import io.ferrum.memory.api.DeviceMemoryManager;
 
 /**
  * The {@code mem:backends} command: every bundle whose manifest has a {@value #BACKEND_HEADER}
- * header, with its state, the devices whose managers it registered, and a note derived from its
- * state that says what to do when it serves no device: for a bundle that is only installed, the
- * first mandatory requirement no installed bundle provides (found through the framework's
- * {@link FrameworkWiring#findProviders}), or that nothing is missing and it merely needs a start;
+ * header, with its state, the devices whose managers it registered, and a note that says why it
+ * serves no device: the backend's own {@value #STATUS_PROPERTY} when it gives one, else one derived
+ * from its state that says what to do (for a bundle that is only installed, the first mandatory
+ * requirement no installed bundle provides, found through {@link FrameworkWiring#findProviders});
  * and each configuration the backend refused (a service it registered with {@value #REJECTED_PROPERTY}).
  */
 @Component(service = BackendCommands.class)
@@ -32,6 +32,11 @@ public final class BackendCommands {
     static final String BACKEND_HEADER = "Ferrum-Backend";
     /** Service property of a backend's record of a configuration it refused: the reason, one line. */
     static final String REJECTED_PROPERTY = "ferrum.configuration.rejected";
+    /**
+     * Property of any service a backend registers, saying in one line what it serves or why it
+     * serves nothing (the cuda backend's probe sets it, e.g. "inactive: no CUDA driver (...)").
+     */
+    static final String STATUS_PROPERTY = "memory.backend.status";
 
     private final BundleContext context;
 
@@ -51,7 +56,7 @@ public final class BackendCommands {
                 }
                 List<String> devices = devices(b);
                 List<String> notes = new ArrayList<>(rejections(b));
-                String note = note(b, devices);
+                String note = note(b, devices, status(b));
                 if (!note.isEmpty() || notes.isEmpty()) {
                     notes.add(0, note);
                 }
@@ -97,6 +102,19 @@ public final class BackendCommands {
         return out;
     }
 
+    /** @return the {@value #STATUS_PROPERTY} of a service {@code b} registered, or null */
+    private static String status(Bundle b) {
+        ServiceReference<?>[] refs = b.getRegisteredServices();
+        if (refs != null) {
+            for (ServiceReference<?> r : refs) {
+                if (r.getProperty(STATUS_PROPERTY) instanceof String s) {
+                    return s;
+                }
+            }
+        }
+        return null;
+    }
+
     private static String state(Bundle b) {
         return switch (b.getState()) {
             case Bundle.ACTIVE -> "ACTIVE";
@@ -108,7 +126,7 @@ public final class BackendCommands {
         };
     }
 
-    private String note(Bundle b, List<String> devices) {
+    private String note(Bundle b, List<String> devices, String status) {
         return switch (b.getState()) {
             case Bundle.INSTALLED -> {
                 String missing = missingRequirement(b);
@@ -117,7 +135,8 @@ public final class BackendCommands {
                         : "installed, not resolved: nothing provides " + missing;
             }
             case Bundle.RESOLVED -> "stopped: start it with 'start " + b.getBundleId() + "'";
-            case Bundle.ACTIVE -> devices.isEmpty() ? "active, but no device found (see the log)" : "";
+            case Bundle.ACTIVE -> devices.isEmpty()
+                    ? (status != null ? status : "active, but no device found (see the log)") : "";
             default -> "";
         };
     }

@@ -1,0 +1,26 @@
+package io.ferrum.memory.cuda;
+
+import jcuda.driver.CUdeviceptr;
+
+import io.ferrum.memory.pool.DeviceChunk;
+
+/**
+ * One reservation from the driver. Every kind has a device pointer (for pinned memory the mapped
+ * one, which unified addressing makes equal to the host address); {@code hostAddress} is the
+ * address the CPU uses, 0 for device memory.
+ *
+ * @param kind        where the memory came from, which decides how it is given back
+ * @param pointer     the device pointer of byte 0
+ * @param address     the pointer's value
+ * @param hostAddress the CPU's address of byte 0, 0 when the CPU cannot address it
+ * @param size        bytes
+ * @param hostPointer the pointer {@code cuMemHostAlloc} filled (to free), null for other kinds
+ */
+record CudaChunk(ChunkKind kind, CUdeviceptr pointer, long address, long hostAddress, long size,
+                 NativePointers.HostPointer hostPointer) implements DeviceChunk {
+
+    /** @return the device pointer {@code offset} bytes in */
+    CUdeviceptr at(long offset) {
+        return pointer.withByteOffset(offset);
+    }
+}

@@ -1,0 +1,107 @@
+package io.ferrum.memory.cuda;
+
+import org.osgi.framework.BundleContext;
+import org.osgi.service.log.Logger;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.pool.DeviceRegistration;
+import io.ferrum.memory.pool.PoolSettings;
+import io.ferrum.memory.pool.PooledMemoryManager;
+import io.ferrum.memory.pool.ProvidesDeviceServices;
+
+/**
+ * One running GPU: its upstream and streams (each with its own retain of the primary context), its
+ * pooled manager, and the services {@link DeviceRegistration} registers for it, exactly as the CPU
+ * backend registers {@code cpu:N}. {@link #stop()} unregisters first, then closes the manager (every
+ * chunk goes back to the driver, the staging ring and bounce buffer too), then the streams (every
+ * {@code CUstream} destroyed); each close releases its context retain.
+ */
+@ProvidesDeviceServices
+final class CudaDevice {
+    private final Device device;
+    private final CudaStreams streams;
+    private final PooledMemoryManager manager;
+    private final DeviceRegistration registration;
+    private final Logger log;
+
+    private CudaDevice(BundleContext context, Device device, CudaDeviceConfig cfg, Logger log, PinnedRanges pinned) {
+        this.device = device;
+        this.log = log;
+        CudaStreams s = new CudaStreams(PrimaryContext.retain(device));
+        PooledMemoryManager m = null;
+        try {
+            m = newManager(new CudaUpstream(PrimaryContext.retain(device), CudaDeviceConfigs.settings(cfg), pinned),
+                    cfg, log, s);
+            CudaBackend.DEVICES.put(device, m);
+            registration = DeviceRegistration.of(m).streams(s)
+                    .property("service.description", "Ferrum Memory GPU memory " + device + " (JCuda driver API)")
+                    .register(context);
+        } catch (RuntimeException | Error e) {
+            if (m != null) {
+                CudaBackend.DEVICES.remove(device, m);
+                m.close();
+            }
+            s.close();
+            throw e;
+        }
+        this.streams = s;
+        this.manager = m;
+    }
+
+    /**
+     * Starts {@code cuda:index} and registers its services.
+     *
+     * @throws io.ferrum.memory.api.MemoryException when the driver refuses (nothing stays held)
+     */
+    static CudaDevice start(BundleContext context, int index, CudaDeviceConfig cfg, Logger log, PinnedRanges pinned) {
+        CudaDevice d = new CudaDevice(context, Device.cuda(index), cfg, log, pinned);
+        if (log != null) {
+            log.info("{} started: {} bytes of device memory, staging {} x {} bytes", d.device,
+                    d.manager.memoryInfo().totalBytes(), cfg.stagingSlots(), cfg.stagingSlotBytes());
+        }
+        return d;
+    }
+
+    /**
+     * The pooled manager of one GPU, as a running device builds it.
+     *
+     * @param streams the device's streams; null for private host streams that close with the manager
+     */
+    static PooledMemoryManager newManager(CudaUpstream upstream, CudaDeviceConfig cfg, Logger log,
+                                          io.ferrum.memory.pool.StreamExecutor streams) {
+        PoolSettings settings = PoolSettings.defaults().withCapacity(cfg.capacity())
+                .withZeroing(CudaDeviceConfigs.zeroing(cfg.zeroing())).withLog(new CudaPoolLog(log))
+                .withPeers(CudaBackend.DEVICES::get).withThreadCache(cfg.threadCacheBytes());
+        try {
+            return PooledMemoryManager.create(upstream, CudaDeviceConfigs.managerConfig(cfg), settings, streams);
+        } catch (RuntimeException | Error e) {
+            upstream.close();
+            throw e;
+        }
+    }
+
+    Device device() {
+        return device;
+    }
+
+    PooledMemoryManager manager() {
+        return manager;
+    }
+
+    /** Unregisters, then gives everything back: memory, staging, streams, contexts. */
+    void stop() {
+        CudaBackend.DEVICES.remove(device, manager);
+        try {
+            registration.unregister();
+        } finally {
+            try {
+                manager.close();
+            } finally {
+                streams.close();
+            }
+        }
+        if (log != null) {
+            log.info("{} stopped: its memory, streams and context went back to the driver", device);
+        }
+    }
+}

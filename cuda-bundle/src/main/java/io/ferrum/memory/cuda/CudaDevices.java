@@ -1,0 +1,141 @@
+package io.ferrum.memory.cuda;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.TreeMap;
+
+import jcuda.driver.JCudaDriver;
+
+import org.osgi.framework.BundleContext;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.ConfigurationPolicy;
+import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Modified;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.component.annotations.ReferenceCardinality;
+import org.osgi.service.log.Logger;
+import org.osgi.service.log.LoggerFactory;
+import org.osgi.service.metatype.annotations.Designate;
+
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+
+/**
+ * Every GPU the driver reports, one {@link CudaDevice} each: {@code cuda:0} ... {@code cuda:N-1}.
+ * Active only under the {@value CudaBackend#AVAILABLE} condition, so without a GPU it never runs
+ * and never calls the driver. The PID {@code io.ferrum.memory.cuda} configures every GPU; a GPU
+ * with a factory configuration of its own ({@link ConfiguredCudaDevice}) runs with that one instead.
+ *
+ * <p>This component is the one owner of the running GPUs: a configuration arriving, changing or
+ * leaving restarts just that GPU (its handles become invalid, as after any restart). A refused
+ * configuration changes nothing and says why (see {@link CudaDeviceConfigs#refusal}).
+ */
+@Component(service = CudaDevices.class, configurationPid = CudaBackend.PID,
+        configurationPolicy = ConfigurationPolicy.OPTIONAL, immediate = true, property = CudaBackend.REQUIRES_GPU)
+@Designate(ocd = CudaDeviceConfig.class)
+public final class CudaDevices {
+    private final BundleContext context;
+    private final Logger log;
+    private final int count;
+    private final PinnedRanges pinned = new PinnedRanges();
+    private final Map<Integer, CudaDevice> running = new TreeMap<>();
+    private final Map<Integer, CudaDeviceConfig> own = new HashMap<>();
+    private CudaDeviceConfig defaults;
+
+    @Activate
+    public CudaDevices(BundleContext context, CudaDeviceConfig config,
+                       @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger log) {
+        this.context = context;
+        this.log = log;
+        int[] n = new int[1];
+        Cu.check(JCudaDriver.cuDeviceGetCount(n), null, "cuDeviceGetCount");
+        this.count = n[0];
+        String refusal = CudaDeviceConfigs.refusal(config, 0, Math.max(count, 1));
+        if (refusal != null && log != null) {
+            log.error("{}; the GPUs start with their defaults", refusal);
+        }
+        synchronized (this) {
+            defaults = refusal == null ? config : CudaDeviceConfigs.DEFAULTS;
+            for (int i = 0; i < count; i++) {
+                startQuietly(i);
+            }
+        }
+    }
+
+    @Modified
+    synchronized void modified(CudaDeviceConfig config) {
+        String refusal = CudaDeviceConfigs.refusal(config, 0, Math.max(count, 1));
+        if (refusal != null) {
+            if (log != null) {
+                log.error("{}; the GPUs keep running as they were", refusal);
+            }
+            return;
+        }
+        defaults = config;
+        for (int i = 0; i < count; i++) {
+            if (!own.containsKey(i)) {
+                restart(i);
+            }
+        }
+    }
+
+    /**
+     * Gives {@code cuda:index} a configuration of its own and restarts it with it.
+     *
+     * @throws InvalidMemoryRequestException naming the bad value; nothing changes then
+     */
+    synchronized void configure(int index, CudaDeviceConfig config) {
+        String refusal = CudaDeviceConfigs.refusal(config, index, count);
+        if (refusal != null) {
+            throw new InvalidMemoryRequestException(refusal);
+        }
+        own.put(index, config);
+        restart(index);
+    }
+
+    /** Takes {@code cuda:index}'s own configuration away if it is {@code config}: back to the defaults. */
+    synchronized void unconfigure(int index, CudaDeviceConfig config) {
+        if (own.get(index) == config && own.remove(index) != null) {
+            restart(index);
+        }
+    }
+
+    /** @return the running GPUs by index; a snapshot */
+    synchronized Map<Integer, CudaDevice> running() {
+        return Map.copyOf(running);
+    }
+
+    private void restart(int index) {
+        CudaDevice d = running.remove(index);
+        if (d != null) {
+            d.stop();
+        }
+        startQuietly(index);
+    }
+
+    /** Starts a GPU; a failure is logged in one line and leaves that GPU off, the others on. */
+    private void startQuietly(int index) {
+        CudaDeviceConfig cfg = own.getOrDefault(index, defaults);
+        try {
+            running.put(index, CudaDevice.start(context, index, cfg, log, pinned));
+        } catch (RuntimeException e) {
+            if (log != null) {
+                log.error("cuda:{} did not start: {}", index, e.getMessage());
+            }
+        }
+    }
+
+    @Deactivate
+    synchronized void deactivate() {
+        for (CudaDevice d : running.values()) {
+            try {
+                d.stop();
+            } catch (RuntimeException e) {
+                if (log != null) {
+                    log.error("Stopping {} failed: {}", d.device(), e.getMessage());
+                }
+            }
+        }
+        running.clear();
+    }
+}

@@ -1,0 +1,305 @@
+package io.ferrum.memory.cuda;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Optional;
+
+import jcuda.driver.CUdevice;
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUmemAttach_flags;
+import jcuda.driver.CUmem_advise;
+import jcuda.driver.CUstream;
+import jcuda.driver.JCudaDriver;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.api.MemoryUsageHint;
+import io.ferrum.memory.pool.DeviceChunk;
+import io.ferrum.memory.pool.DeviceUpstream;
+
+/**
+ * One GPU's memory for the pool engine, over JCuda's driver API. Chunks come from {@code cuMemAlloc}
+ * (device memory), {@code cuMemHostAlloc} (page-locked host memory) or {@code cuMemAllocManaged}
+ * (managed memory), by {@link ChunkKind}; copies between chunks use {@code cuMemcpyAsync} (unified
+ * addressing covers every kind), fills {@code cuMemsetD8Async}.
+ *
+ * <p><b>Ordering.</b> Every call makes the device's primary context current on the calling thread,
+ * enqueues on that thread's {@link CurrentStream} and synchronises it before it returns: the engine
+ * unpins a block when a call returns, so the device must be done with it by then.
+ *
+ * <p><b>Host copies.</b> From and to a native segment inside a pinned chunk of this bundle the copy
+ * is one DMA; from anything else (heap arrays, pageable native memory) it goes through the
+ * {@link CudaStaging} ring, pipelined in slots.
+ *
+ * <p><b>Overlap.</b> {@code cuMemcpy} has no memmove semantics: overlapping ranges of one chunk (a
+ * defragmentation's slide) go through a bounce buffer in the order {@link CopyPlan} gives.
+ *
+ * <p><b>Memory types.</b> {@link DeviceUpstream#reserve(long)} carries no memory type, so every pool
+ * of the engine gets device memory through it; {@link #reserve(long, MemoryType)} gives PINNED and
+ * MAPPED pools their own kinds once the engine passes the type (see the report of issue 16).
+ */
+final class CudaUpstream implements DeviceUpstream {
+    /** The alignment {@code cuMemAlloc} guarantees; pinned and managed memory are page-aligned. */
+    static final long CHUNK_ALIGNMENT = 256;
+
+    private final Device device;
+    private final PrimaryContext context;
+    private final long capacity;
+    private final CudaStaging staging;
+    private final PinnedRanges pinned;
+    private final long bounceBytes;
+    private CudaChunk bounce;
+
+    /**
+     * @param context     a retain of the device's primary context; this upstream releases it on close
+     * @param settings    staging ring and bounce sizes
+     * @param pinned      the bundle's pinned ranges (shared, so one device's pinned memory is direct
+     *                    for another's copies)
+     */
+    CudaUpstream(PrimaryContext context, CudaSettings settings, PinnedRanges pinned) {
+        this.device = context.device();
+        this.context = context;
+        this.pinned = pinned;
+        this.staging = new CudaStaging(context, settings.stagingSlots(), settings.stagingSlotBytes());
+        this.bounceBytes = settings.stagingSlotBytes();
+        context.makeCurrent();
+        long[] total = new long[1];
+        Cu.check(JCudaDriver.cuDeviceTotalMem(total, context.cuDevice()), device, "cuDeviceTotalMem");
+        this.capacity = total[0];
+    }
+
+    @Override
+    public Device device() {
+        return device;
+    }
+
+    @Override
+    public String backendName() {
+        return "jcuda";
+    }
+
+    @Override
+    public long physicalCapacity() {
+        return capacity;
+    }
+
+    @Override
+    public long chunkAlignment() {
+        return CHUNK_ALIGNMENT;
+    }
+
+    /** @return free and total bytes of the device now ({@code cuMemGetInfo}) */
+    long[] deviceMemoryInfo() {
+        context.makeCurrent();
+        long[] free = new long[1];
+        long[] total = new long[1];
+        Cu.check(JCudaDriver.cuMemGetInfo(free, total), device, "cuMemGetInfo");
+        return new long[] {free[0], total[0]};
+    }
+
+    @Override
+    public DeviceChunk reserve(long bytes) {
+        return reserve(bytes, MemoryType.GENERAL);
+    }
+
+    /**
+     * @param bytes more than zero
+     * @param type  the pool's memory type: PINNED gives page-locked host memory, MAPPED managed memory
+     * @return the chunk
+     */
+    DeviceChunk reserve(long bytes, MemoryType type) {
+        context.makeCurrent();
+        ChunkKind kind = ChunkKind.of(type);
+        return switch (kind) {
+            case DEVICE -> {
+                NativePointers.DevicePointer p = new NativePointers.DevicePointer();
+                Cu.checkReserve(JCudaDriver.cuMemAlloc(p, bytes), device, "cuMemAlloc", bytes);
+                yield new CudaChunk(kind, p, p.address(), 0, bytes, null);
+            }
+            case MANAGED -> {
+                NativePointers.DevicePointer p = new NativePointers.DevicePointer();
+                Cu.checkReserve(JCudaDriver.cuMemAllocManaged(p, bytes, CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL),
+                        device, "cuMemAllocManaged", bytes);
+                yield new CudaChunk(kind, p, p.address(), p.address(), bytes, null);
+            }
+            case PINNED -> {
+                NativePointers.HostPointer h = new NativePointers.HostPointer();
+                Cu.checkReserve(JCudaDriver.cuMemHostAlloc(h, bytes,
+                        JCudaDriver.CU_MEMHOSTALLOC_PORTABLE | JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP),
+                        device, "cuMemHostAlloc", bytes);
+                NativePointers.DevicePointer p = new NativePointers.DevicePointer();
+                try {
+                    Cu.check(JCudaDriver.cuMemHostGetDevicePointer(p, h, 0), device, "cuMemHostGetDevicePointer");
+                } catch (RuntimeException e) {
+                    JCudaDriver.cuMemFreeHost(h);
+                    throw e;
+                }
+                pinned.add(h.address(), bytes);
+                yield new CudaChunk(kind, p, p.address(), h.address(), bytes, h);
+            }
+        };
+    }
+
+    @Override
+    public void release(DeviceChunk chunk) {
+        CudaChunk c = (CudaChunk) chunk;
+        context.makeCurrent();
+        switch (c.kind()) {
+            case DEVICE, MANAGED -> Cu.check(JCudaDriver.cuMemFree(c.pointer()), device, "cuMemFree");
+            case PINNED -> {
+                pinned.remove(c.hostAddress());
+                Cu.check(JCudaDriver.cuMemFreeHost(c.hostPointer()), device, "cuMemFreeHost");
+            }
+        }
+    }
+
+    @Override
+    public void copy(DeviceChunk src, long srcOffset, DeviceChunk dst, long dstOffset, long bytes) {
+        if (bytes == 0) {
+            return;
+        }
+        CudaChunk s = (CudaChunk) src;
+        CudaChunk d = (CudaChunk) dst;
+        context.makeCurrent();
+        CUstream stream = CurrentStream.get();
+        if (s == d && CopyPlan.overlaps(srcOffset, dstOffset, bytes)) {
+            copyOverlapping(s, srcOffset, dstOffset, bytes, stream);
+        } else {
+            Cu.check(JCudaDriver.cuMemcpyAsync(d.at(dstOffset), s.at(srcOffset), bytes, stream), device, "cuMemcpyAsync");
+        }
+        synchronize(stream);
+    }
+
+    private void copyOverlapping(CudaChunk c, long srcOffset, long dstOffset, long bytes, CUstream stream) {
+        CudaChunk b = bounce();
+        boolean forward = CopyPlan.forward(srcOffset, dstOffset);
+        long n = CopyPlan.pieces(bytes, bounceBytes);
+        for (long k = 0; k < n; k++) {
+            long off = CopyPlan.overlapPieceOffset(k, bytes, bounceBytes, forward);
+            long len = Math.min(bounceBytes, bytes - off);
+            Cu.check(JCudaDriver.cuMemcpyAsync(b.pointer(), c.at(srcOffset + off), len, stream), device, "cuMemcpyAsync");
+            Cu.check(JCudaDriver.cuMemcpyAsync(c.at(dstOffset + off), b.pointer(), len, stream), device, "cuMemcpyAsync");
+        }
+    }
+
+    /** @return the bounce buffer for overlapping copies, made on first use (one at a time: synchronized) */
+    private synchronized CudaChunk bounce() {
+        if (bounce == null) {
+            bounce = (CudaChunk) reserve(bounceBytes, MemoryType.GENERAL);
+        }
+        return bounce;
+    }
+
+    @Override
+    public void copyToHost(DeviceChunk src, long srcOffset, MemorySegment dst, long bytes) {
+        if (bytes == 0) {
+            return;
+        }
+        CudaChunk s = (CudaChunk) src;
+        context.makeCurrent();
+        if (pinned.contains(dst, bytes)) {
+            CUstream stream = CurrentStream.get();
+            Cu.check(JCudaDriver.cuMemcpyDtoHAsync(new NativePointers.HostAddress(dst.address()), s.at(srcOffset),
+                    bytes, stream), device, "cuMemcpyDtoHAsync");
+            synchronize(stream);
+        } else {
+            staging.download(s, srcOffset, dst, bytes);
+        }
+    }
+
+    @Override
+    public void copyFromHost(MemorySegment src, DeviceChunk dst, long dstOffset, long bytes) {
+        if (bytes == 0) {
+            return;
+        }
+        CudaChunk d = (CudaChunk) dst;
+        context.makeCurrent();
+        if (pinned.contains(src, bytes)) {
+            CUstream stream = CurrentStream.get();
+            Cu.check(JCudaDriver.cuMemcpyHtoDAsync(d.at(dstOffset), new NativePointers.HostAddress(src.address()),
+                    bytes, stream), device, "cuMemcpyHtoDAsync");
+            synchronize(stream);
+        } else {
+            staging.upload(src, d, dstOffset, bytes);
+        }
+    }
+
+    @Override
+    public void fill(DeviceChunk chunk, long offset, long bytes, byte value) {
+        if (bytes == 0) {
+            return;
+        }
+        CudaChunk c = (CudaChunk) chunk;
+        context.makeCurrent();
+        CUstream stream = CurrentStream.get();
+        Cu.check(JCudaDriver.cuMemsetD8Async(c.at(offset), value, bytes, stream), device, "cuMemsetD8Async");
+        synchronize(stream);
+    }
+
+    @Override
+    public Optional<MemorySegment> hostSegment(DeviceChunk chunk) {
+        CudaChunk c = (CudaChunk) chunk;
+        return c.kind().hostAddressable()
+                ? Optional.of(MemorySegment.ofAddress(c.hostAddress()).reinterpret(c.size()))
+                : Optional.empty();
+    }
+
+    /** Managed memory only: {@code cuMemPrefetchAsync} to the GPU, or to the host for a cpu target. */
+    @Override
+    public void prefetch(DeviceChunk chunk, long offset, long bytes, Device target) {
+        CudaChunk c = (CudaChunk) chunk;
+        if (c.kind() != ChunkKind.MANAGED || bytes == 0) {
+            return;
+        }
+        context.makeCurrent();
+        CUdevice where = target != null && target.isCpu() ? JCudaDriver.CU_DEVICE_CPU : context.cuDevice();
+        CUstream stream = CurrentStream.get();
+        Cu.check(JCudaDriver.cuMemPrefetchAsync(c.at(offset), bytes, where, stream), device, "cuMemPrefetchAsync");
+        synchronize(stream);
+    }
+
+    /**
+     * Managed memory only: READ_MOSTLY sets {@code CU_MEM_ADVISE_SET_READ_MOSTLY}; RESIDENT and
+     * WRITE_MOSTLY make this GPU the preferred location; the other hints have no CUDA advice.
+     */
+    @Override
+    public void advise(DeviceChunk chunk, long offset, long bytes, MemoryUsageHint hint) {
+        CudaChunk c = (CudaChunk) chunk;
+        int advice = advice(hint);
+        if (c.kind() != ChunkKind.MANAGED || bytes == 0 || advice < 0) {
+            return;
+        }
+        context.makeCurrent();
+        CUdeviceptr p = c.at(offset);
+        Cu.check(JCudaDriver.cuMemAdvise(p, bytes, advice, context.cuDevice()), device, "cuMemAdvise");
+    }
+
+    /** @return the {@code CUmem_advise} value for a hint, or -1 where CUDA has none */
+    static int advice(MemoryUsageHint hint) {
+        return switch (hint) {
+            case READ_MOSTLY -> CUmem_advise.CU_MEM_ADVISE_SET_READ_MOSTLY;
+            case RESIDENT, WRITE_MOSTLY -> CUmem_advise.CU_MEM_ADVISE_SET_PREFERRED_LOCATION;
+            case SEQUENTIAL, RANDOM, TEMPORARY -> -1;
+        };
+    }
+
+    private void synchronize(CUstream stream) {
+        Cu.check(JCudaDriver.cuStreamSynchronize(stream), device, "cuStreamSynchronize");
+    }
+
+    /** Frees the staging ring and the bounce buffer, then releases this upstream's context retain. */
+    @Override
+    public void close() {
+        try {
+            context.makeCurrent();
+            staging.close();
+            synchronized (this) {
+                if (bounce != null) {
+                    release(bounce);
+                    bounce = null;
+                }
+            }
+        } finally {
+            context.close();
+        }
+    }
+}
