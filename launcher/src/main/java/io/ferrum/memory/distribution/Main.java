@@ -22,8 +22,7 @@ import java.util.List;
  * the bundles need, and the caller's JVM options), hands over standard input, output and error, and
  * exits with its exit code. A run that already has the option starts the framework in this JVM.
  *
- * <p>Arguments: {@code -c <commands>} runs the commands (separated by {@code ;} or new lines) and
- * exits; no argument reads commands from standard input (a terminal gets line editing).
+ * <p>Arguments: none; commands are read from standard input.
  */
 public final class Main {
     /** The Java feature release the bundles are compiled for ({@code osgi.ee} JavaSE 25). */
@@ -31,8 +30,6 @@ public final class Main {
     /** The option that silences Felix's {@code sun.misc.Unsafe} warning, and its system property. */
     private static final String UNSAFE_OPTION = "--sun-misc-unsafe-memory-access=allow";
     private static final String UNSAFE_PROPERTY = "sun.misc.unsafe.memory.access";
-    /** Where the console bundle finds the commands of {@code -c}. */
-    static final String COMMAND_PROPERTY = "ferrum.command";
     /** Exit code for a wrong call of the jar itself (wrong Java, bad arguments). */
     static final int EXIT_USAGE = 2;
 
@@ -48,12 +45,9 @@ public final class Main {
                     + "/bin/java -jar ferrum-memory.jar (./ferrum start finds one)");
             System.exit(EXIT_USAGE);
         }
-        String command = command(args);
+        command(args);
         if (!"allow".equals(System.getProperty(UNSAFE_PROPERTY))) {
             System.exit(relaunch(args));
-        }
-        if (command != null) {
-            System.setProperty(COMMAND_PROPERTY, command);
         }
         Class<?> launcher = Class.forName("aQute.launcher.pre.EmbeddedLauncher");
         launcher.getMethod("main", String[].class).invoke(null, (Object) new String[0]);
@@ -73,20 +67,16 @@ public final class Main {
         }
     }
 
-    /** @return the commands of {@code -c}, or null without arguments; exits 2 on any other argument */
+    /**
+     * @return null: the jar takes no arguments yet (commands come from standard input; {@code -c} is
+     *         issue 17's, not built); exits 2 on any argument, naming it
+     */
     private static String command(String[] args) {
         if (args.length == 0) {
             return null;
         }
-        if (("-c".equals(args[0]) || "--command".equals(args[0])) && args.length > 1) {
-            StringBuilder sb = new StringBuilder();
-            for (int i = 1; i < args.length; i++) {
-                sb.append(i > 1 ? " " : "").append(args[i]);
-            }
-            return sb.toString();
-        }
         System.err.println("ferrum: unknown arguments " + Arrays.toString(args)
-                + "; usage: java -jar ferrum-memory.jar [-c '<command>; <command>...']");
+                + "; usage: java -jar ferrum-memory.jar (commands are read from standard input, e.g. echo mem:devices | java -jar ferrum-memory.jar)");
         System.exit(EXIT_USAGE);
         return null;
     }
