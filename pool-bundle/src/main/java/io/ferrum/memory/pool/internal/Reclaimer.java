@@ -106,58 +106,60 @@ final class Reclaimer {
     /** The rest of a free whose name {@code id} the caller claimed, {@code left} names remaining; {@code tc}: the caller's cache, or null. */
     private void freeClaimed(Block b, long id, int left, Pool pool, ThreadCache tc) {
         // Read after the claim: a pin or a map that raced with it either is seen here or sees the claim.
-        long unit;
         ThreadCache home = b.cachedBy;
-        if (home != null && home != tc && left == 0 && b.pins == 0 && b.mapping == null && b.scopes == 0
-                && SizeClasses.cacheable(b.size, true)
-                && b.alignment >= (unit = SizeClasses.unit(pool.config))
-                && b.size == SizeClasses.classSize(b.size, unit)
-                && home.owner.isAlive()) {
+        if (home != null && home != tc && cacheable(b, left, pool, true) && home.owner.isAlive()
+                && cache(b, id, pool, home, true)) {
             // Allocated by another thread from its cache: back to that cache, so that a pipeline
-            // (one thread allocates, another frees) keeps both off the pool's lock. The slot is
-            // kept as on the same-thread path below.
-            if (b.hint != null) {
-                b.hint = null;
-            }
-            boolean keep = HandleTable.reusable(id);
-            b.keptId = keep ? id : 0;
-            if (home.offer(pool.type.ordinal(), b)) {
-                if (!keep) {
-                    handles.retire();
-                }
-                pressure.checkOnCachePath();
-                return;
-            }
-            b.keptId = 0;
+            // (one thread allocates, another frees) keeps both off the pool's lock.
+            return;
         }
-        // A block allocated before configurePool raised the alignment (b.alignment below the unit)
-        // goes to the pool, which honours the new one; from a cache it would come back misaligned.
-        if (tc != null && left == 0 && b.pins == 0 && b.mapping == null && b.scopes == 0
-                && SizeClasses.cacheable(b.size, tc.cachesLarge)
-                && b.alignment >= (unit = SizeClasses.unit(pool.config))
-                && b.size == SizeClasses.classSize(b.size, unit)) {
-            // The tracker stays for the block's next allocation (reset then), and so does the handle
-            // slot, which still points at the block: no reference store on the hot path (under G1 a
-            // card mark per call), and no write to the handle table (its lines are shared).
-            if (b.hint != null) {
-                b.hint = null;
-            }
-            // A slot whose generations are spent is not kept: it retires, and the block takes a spare one next time.
-            boolean keep = HandleTable.reusable(id);
-            b.keptId = keep ? id : 0;
-            if (tc.push(pool.type.ordinal(), b)) {
-                if (!keep) {
-                    handles.retire();
-                }
-                pressure.checkOnCachePath();
-                return;
-            }
-            b.keptId = 0;
+        if (tc != null && cacheable(b, left, pool, tc.cachesLarge) && cache(b, id, pool, tc, false)) {
+            return;
         }
         handles.recycle(id, tc);
         if (left == 0) {
             lastNameGone(b, tc == null || tc.shared ? null : tc);
         }
+    }
+
+    /**
+     * @return true if {@code b}, whose name is being freed ({@code left} names remain), may go to a
+     *         thread cache: no other name, pin, mapping or scope, a cached size class, and an
+     *         alignment the pool still honours (a block allocated before configurePool raised it goes
+     *         to the pool; from a cache it would come back misaligned)
+     */
+    private static boolean cacheable(Block b, int left, Pool pool, boolean large) {
+        long unit;
+        return left == 0 && b.pins == 0 && b.mapping == null && b.scopes == 0
+                && SizeClasses.cacheable(b.size, large)
+                && b.alignment >= (unit = SizeClasses.unit(pool.config))
+                && b.size == SizeClasses.classSize(b.size, unit);
+    }
+
+    /**
+     * Puts {@code b} into {@code into}: pushed by the caller, its owner, or offered onto its inbound
+     * stack by another thread. The tracker stays for the block's next allocation (reset then), and so
+     * does the handle slot, which still points at the block: no reference store on the hot path
+     * (under G1 a card mark per call), and no write to the handle table (its lines are shared); a slot
+     * whose generations are spent retires, and the block takes a spare one next time.
+     * @return true if the cache took it; false and nothing kept when it is full or closed
+     */
+    private boolean cache(Block b, long id, Pool pool, ThreadCache into, boolean offer) {
+        if (b.hint != null) {
+            b.hint = null;
+        }
+        boolean keep = HandleTable.reusable(id);
+        b.keptId = keep ? id : 0;
+        int p = pool.type.ordinal();
+        if (offer ? into.offer(p, b) : into.push(p, b)) {
+            if (!keep) {
+                handles.retire();
+            }
+            pressure.checkOnCachePath();
+            return true;
+        }
+        b.keptId = 0;
+        return false;
     }
 
     /** Gives a block taken from a thread cache back to its pool (its allocation failed). */
