@@ -22,7 +22,7 @@ import java.util.List;
  * the bundles need, and the caller's JVM options), hands over standard input, output and error, and
  * exits with its exit code. A run that already has the option starts the framework in this JVM.
  *
- * <p>Arguments: none; commands are read from standard input.
+ * <p>Arguments: none (commands are read from the terminal or standard input), or {@code -c SCRIPT}.
  */
 public final class Main {
     /** The Java feature release the bundles are compiled for ({@code osgi.ee} JavaSE 25). */
@@ -30,6 +30,10 @@ public final class Main {
     /** The option that silences Felix's {@code sun.misc.Unsafe} warning, and its system property. */
     private static final String UNSAFE_OPTION = "--sun-misc-unsafe-memory-access=allow";
     private static final String UNSAFE_PROPERTY = "sun.misc.unsafe.memory.access";
+    /** Where the console finds the script of {@code -c} (a framework or system property). */
+    static final String COMMAND_PROPERTY = "ferrum.command";
+    static final String USAGE = "usage: java -jar ferrum-memory.jar [-c 'COMMAND; COMMAND ...']"
+            + " (without -c, commands are read from the terminal or standard input)";
     /** Exit code for a wrong call of the jar itself (wrong Java, bad arguments). */
     static final int EXIT_USAGE = 2;
 
@@ -45,7 +49,10 @@ public final class Main {
                     + "/bin/java -jar ferrum-memory.jar (./ferrum start finds one)");
             System.exit(EXIT_USAGE);
         }
-        command(args);
+        String script = command(args);
+        if (script != null) {
+            System.setProperty(COMMAND_PROPERTY, script);
+        }
         if (!"allow".equals(System.getProperty(UNSAFE_PROPERTY))) {
             System.exit(relaunch(args));
         }
@@ -68,15 +75,23 @@ public final class Main {
     }
 
     /**
-     * @return null: the jar takes no arguments yet (commands come from standard input; {@code -c} is
-     *         issue 17's, not built); exits 2 on any argument, naming it
+     * Reads the jar's own arguments: none (commands come from standard input, or a terminal), or
+     * {@code -c SCRIPT} (the script's statements, separated by new lines or {@code ;}, run in order;
+     * the console reads it from the {@value #COMMAND_PROPERTY} system property). Anything else is
+     * refused in one line naming it, with the usage, and exit code {@value #EXIT_USAGE}.
+     *
+     * @return the script of {@code -c}, or null
      */
-    private static String command(String[] args) {
+    static String command(String[] args) {
         if (args.length == 0) {
             return null;
         }
-        System.err.println("ferrum: unknown arguments " + Arrays.toString(args)
-                + "; usage: java -jar ferrum-memory.jar (commands are read from standard input, e.g. echo mem:devices | java -jar ferrum-memory.jar)");
+        if (args.length == 2 && "-c".equals(args[0])) {
+            return args[1];
+        }
+        String wrong = args[0].equals("-c") ? "-c needs exactly one SCRIPT argument, got " + (args.length - 1)
+                : "unknown argument '" + args[0] + "'";
+        System.err.println("error: " + wrong + "; " + USAGE);
         System.exit(EXIT_USAGE);
         return null;
     }

@@ -12,10 +12,10 @@ import org.osgi.service.component.annotations.Deactivate;
 /**
  * Gives the executable distribution an honest exit code. The bnd launcher runs a {@code Callable}
  * registered with {@code main.thread=true} on the JVM's main thread and exits with what it returns:
- * this one returns 0 when the framework stops normally (for example when the shell reaches the end of
- * piped input), instead of the launcher's own code for "framework stopped" (117). If only this bundle
- * stops, it returns the launcher's "wait for the next main callable" code, so stopping or updating
- * the shell never ends the process. In other containers the service is simply unused.
+ * this one returns the console's outcome ({@link #outcome}: 0, or 1 when a scripted command failed)
+ * when the framework stops, instead of the launcher's own code for "framework stopped" (117). If only
+ * this bundle stops, it returns the launcher's "wait for the next main callable" code, so stopping or
+ * updating this bundle never ends the process. In other containers the service is simply unused.
  */
 @Component(service = Callable.class, property = "main.thread=true")
 public final class SessionExit implements Callable<Integer> {
@@ -24,6 +24,9 @@ public final class SessionExit implements Callable<Integer> {
     /** bnd launcher: forget this callable and wait for another. */
     static final int RELISTEN = 198;
 
+    /** The console's verdict on the session; one per JVM, as there is one console. */
+    private static volatile int outcome = EXIT_OK;
+
     private final BundleContext context;
     private final CountDownLatch done = new CountDownLatch(1);
     private volatile int code = EXIT_OK;
@@ -31,6 +34,11 @@ public final class SessionExit implements Callable<Integer> {
     @Activate
     public SessionExit(BundleContext context) {
         this.context = context;
+    }
+
+    /** @param exitCode what the process exits with when the framework stops (0-255) */
+    static void outcome(int exitCode) {
+        outcome = exitCode;
     }
 
     @Override
@@ -43,7 +51,7 @@ public final class SessionExit implements Callable<Integer> {
     void deactivate() {
         Bundle system = context.getBundle(0);
         boolean frameworkStopping = system == null || system.getState() == Bundle.STOPPING;
-        code = frameworkStopping ? EXIT_OK : RELISTEN;
+        code = frameworkStopping ? outcome : RELISTEN;
         done.countDown();
     }
 }

@@ -1,0 +1,273 @@
+package io.ferrum.memory.launcher;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * Issue 17: the distribution's console as scripts and people use it. Scripts (piped or {@code -c})
+ * print results only, errors on standard error, and exit non-zero after a failure; {@code exit} and
+ * {@code quit} leave with their code; wrong calls of the jar and an old Java get one line; and at a
+ * real pseudo-terminal ({@code script}), Tab completes, history survives a restart and Ctrl-C drops
+ * the line.
+ */
+class ConsoleIT {
+    private static final Pattern HANDLE = Pattern.compile("0x[0-9a-f]{16} on cpu:0");
+
+    /** What one run of the jar gave. */
+    private record Run(int code, String out, String err) {
+        List<String> errLines() {
+            return err.lines().filter(l -> !l.isBlank()).toList();
+        }
+    }
+
+    /** Runs {@code java -jar ferrum-memory.jar ARGS} in {@code dir} with {@code input} on its standard input. */
+    private static Run run(String javaHome, Path dir, String input, String... args) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(Path.of(javaHome, "bin", "java").toString(), "-jar",
+                DistributionIT.jar().toString()));
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).directory(dir.toFile()).start();
+        CompletableFuture<String> out = read(p.getInputStream());
+        CompletableFuture<String> err = read(p.getErrorStream());
+        try (OutputStream in = p.getOutputStream()) {
+            in.write(input.getBytes(StandardCharsets.UTF_8));
+        }
+        assertTrue(p.waitFor(DistributionIT.WAIT_MS, TimeUnit.MILLISECONDS), "the distribution did not stop");
+        return new Run(p.exitValue(), out.get(), err.get());
+    }
+
+    private static Run run(Path dir, String input, String... args) throws Exception {
+        return run(System.getProperty("java.home"), dir, input, args);
+    }
+
+    private static CompletableFuture<String> read(InputStream s) {
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                return new String(s.readAllBytes(), StandardCharsets.UTF_8);
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+    }
+
+    private static void assertResultsOnly(String out) {
+        for (String noise : List.of("g!", "Welcome", "gosh", "WARNING", "sun.misc.Unsafe", "\tat ")) {
+            assertFalse(out.contains(noise), "'" + noise + "' in a script's output: " + out);
+        }
+    }
+
+    @Test
+    void aScriptPrintsItsResultsOnlyAndExitsZero() throws Exception {
+        Run r = run(DistributionIT.freshDir("script-ok"), "", "-c", "mem:devices; mem:alloc 64k cpu:0\nmem:handles");
+        assertEquals(0, r.code(), r.toString());
+        assertTrue(r.out().contains("DEVICE  BACKEND"), r.out());
+        assertTrue(HANDLE.matcher(r.out()).find(), r.out());
+        assertTrue(r.out().contains("HANDLE"), "the third statement ran: " + r.out());
+        assertResultsOnly(r.out());
+        assertEquals(List.of(), r.errLines(), "nothing on standard error");
+    }
+
+    @Test
+    void aFailedStatementIsOneLineOnStandardErrorAndTheScriptExitsOne() throws Exception {
+        Run r = run(DistributionIT.freshDir("script-fail"), "", "-c", "mem:alloc 1m; mem:free 0x99; mem:devices");
+        assertEquals(1, r.code(), r.toString());
+        assertEquals(1, r.errLines().size(), r.err());
+        assertTrue(r.errLines().get(0).startsWith("error: "), r.err());
+        assertTrue(HANDLE.matcher(r.out()).find(), "the statement before the failure ran: " + r.out());
+        assertTrue(r.out().contains("DEVICE  BACKEND"), "the statements after a failure run: " + r.out());
+        assertFalse(r.out().contains("error:"), "errors are not on standard output: " + r.out());
+        assertResultsOnly(r.out());
+    }
+
+    @Test
+    void aWrongCallOfAnyCommandIsOneLineNamingIt() throws Exception {
+        Run r = run(DistributionIT.freshDir("wrong-call"), "uninstall 9999\n");
+        assertEquals(1, r.code(), r.toString());
+        assertEquals(List.of("error: uninstall cannot take '9999'; it takes (Bundle...); see: help uninstall"), r.errLines());
+    }
+
+    @Test
+    void exitAndQuitLeaveWithTheirCodeAndRunNothingAfter() throws Exception {
+        Run three = run(DistributionIT.freshDir("exit"), "mem:devices\nexit 3\nmem:alloc 1m\n");
+        assertEquals(3, three.code(), three.toString());
+        assertTrue(three.out().contains("DEVICE  BACKEND"), three.out());
+        assertFalse(HANDLE.matcher(three.out()).find(), "nothing runs after exit: " + three.out());
+
+        Run quit = run(DistributionIT.freshDir("quit"), "quit\nmem:alloc 1m\n");
+        assertEquals(0, quit.code(), quit.toString());
+        assertEquals("", quit.out().strip());
+
+        Run bad = run(DistributionIT.freshDir("exit-bad"), "exit nine\nquit\n");
+        assertEquals(1, bad.code(), "a refused exit is a failed command: " + bad);
+        assertEquals(List.of("error: Invalid exit code 'nine': use exit or quit, optionally with a code 0-255"), bad.errLines());
+    }
+
+    @Test
+    void wrongArgumentsOfTheJarAreOneLineAndExitTwo() throws Exception {
+        Path dir = DistributionIT.freshDir("jar-args");
+        for (String[] args : List.of(new String[] {"-x"}, new String[] {"-c"}, new String[] {"-c", "mem:devices", "extra"})) {
+            Run r = run(dir, "mem:devices\n", args);
+            assertEquals(2, r.code(), List.of(args) + ": " + r);
+            assertEquals(1, r.errLines().size(), r.err());
+            assertTrue(r.errLines().get(0).startsWith("error: ") && r.err().contains("usage: java -jar ferrum-memory.jar"), r.err());
+            assertEquals("", r.out(), "the framework never started");
+        }
+    }
+
+    @Test
+    void anOlderJavaIsToldWhichJavaIsNeededInOneLine() throws Exception {
+        Optional<Path> old = olderJava();
+        assumeTrue(old.isPresent(), "no Java older than 25 under " + Path.of(System.getProperty("java.home")).getParent()
+                + ": the check is not exercised here");
+        Run r = run(old.get().toString(), DistributionIT.freshDir("old-java"), "mem:devices\n");
+        assertEquals(2, r.code(), r.toString());
+        assertEquals(1, r.errLines().size(), r.err());
+        assertTrue(r.err().contains("Ferrum Memory needs Java 25 or newer") && r.err().contains(old.get().toString()), r.err());
+        assertEquals("", r.out());
+    }
+
+    /** @return a JDK installed beside this one whose {@code release} says it is older than 25 */
+    private static Optional<Path> olderJava() throws IOException {
+        Path here = Path.of(System.getProperty("java.home")).toRealPath();
+        try (Stream<Path> jdks = Files.list(here.getParent())) {
+            return jdks.filter(h -> Files.isExecutable(h.resolve("bin/java"))).filter(h -> {
+                try {
+                    String release = Files.readString(h.resolve("release"));
+                    var v = Pattern.compile("JAVA_VERSION=\"(\\d+)").matcher(release);
+                    return v.find() && Integer.parseInt(v.group(1)) < 25;
+                } catch (IOException e) {
+                    return false;
+                }
+            }).findFirst();
+        }
+    }
+
+    /** The distribution at a pseudo-terminal made by util-linux {@code script}, typed at key by key. */
+    private static final class Terminal implements AutoCloseable {
+        private static final Pattern ESCAPES = Pattern.compile("\u001B(\\[[0-9;?=>]*[ -/]*[@-~]|[()][0-9A-Za-z]|[=>]|\\][^\u0007]*\u0007)|\r");
+        private final Process process;
+        private final OutputStream keys;
+        private final StringBuffer screen = new StringBuffer();
+        private int mark;
+
+        Terminal(Path dir, Path history) throws IOException {
+            String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+            String command = "stty cols 120 rows 40; exec '" + java + "' '-Dferrum.history=" + history + "' -jar '"
+                    + DistributionIT.jar() + "'";
+            ProcessBuilder pb = new ProcessBuilder("script", "-qfec", command, "/dev/null").directory(dir.toFile())
+                    .redirectErrorStream(true);
+            pb.environment().put("TERM", "xterm-256color");
+            process = pb.start();
+            keys = process.getOutputStream();
+            Thread reader = new Thread(() -> {
+                byte[] buf = new byte[8192];
+                try (InputStream in = process.getInputStream()) {
+                    for (int n; (n = in.read(buf)) >= 0; ) {
+                        screen.append(new String(buf, 0, n, StandardCharsets.UTF_8));
+                    }
+                } catch (IOException ignored) {
+                    // the process ended
+                }
+            });
+            reader.setDaemon(true);
+            reader.start();
+        }
+
+        /** @return what the terminal showed since the last {@link #await}, without escape sequences */
+        String since() {
+            return ESCAPES.matcher(screen).replaceAll("").substring(mark);
+        }
+
+        /**
+         * Waits until the text shown since the last await contains {@code expected}; the next await
+         * looks only after it.
+         *
+         * @return the text shown since the last await, up to and including {@code expected}
+         */
+        String await(String expected) throws InterruptedException {
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(DistributionIT.WAIT_MS);
+            while (System.nanoTime() < deadline) {
+                String s = since();
+                int at = s.indexOf(expected);
+                if (at >= 0) {
+                    mark += at + expected.length();
+                    return s.substring(0, at + expected.length());
+                }
+                Thread.sleep(20);
+            }
+            throw new AssertionError("the terminal never showed '" + expected + "'; it showed:\n" + ESCAPES.matcher(screen).replaceAll(""));
+        }
+
+        void type(String text) throws IOException {
+            keys.write(text.getBytes(StandardCharsets.UTF_8));
+            keys.flush();
+        }
+
+        int exitCode() throws InterruptedException {
+            assertTrue(process.waitFor(DistributionIT.WAIT_MS, TimeUnit.MILLISECONDS), "the console did not leave:\n" + since());
+            return process.exitValue();
+        }
+
+        @Override
+        public void close() {
+            process.destroyForcibly();
+        }
+    }
+
+    @Test
+    void atATerminalTabCompletesHistoryIsKeptAndCtrlCDropsTheLine() throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/script")), "util-linux 'script' is not installed: no pseudo-terminal to test with");
+        Path dir = DistributionIT.freshDir("terminal");
+        Path history = dir.resolve("history");
+        try (Terminal t = new Terminal(dir, history)) {
+            t.await("g! ");
+            t.type("mem:dev\t");
+            t.await("mem:devices");
+            t.type("\r");
+            t.await("DEVICE  BACKEND");
+            t.await("g! ");
+            t.type("mem:alloc 1m");
+            t.await("mem:alloc 1m");
+            t.type("\u0003"); // Ctrl-C: the line is dropped, not run
+            t.await("g! ");
+            t.type("mem:strategy mo\t");
+            t.await("most-free");
+            t.type("\r");
+            t.await("active strategy: most-free");
+            t.type("mem:handles\r");
+            String handles = t.await("g! ");
+            assertFalse(HANDLE.matcher(handles).find() || handles.contains("1.0 MiB"), "Ctrl-C ran the line: " + handles);
+            t.type("exit\r");
+            assertEquals(0, t.exitCode());
+        }
+        List<String> kept = Files.readAllLines(history);
+        assertTrue(kept.stream().anyMatch(l -> l.endsWith("mem:strategy most-free")), "history: " + kept);
+        assertFalse(kept.stream().anyMatch(l -> l.endsWith("mem:alloc 1m")), "a dropped line is not history: " + kept);
+
+        try (Terminal t = new Terminal(dir, history)) {
+            t.await("g! ");
+            t.type("\u001BOA\u001BOA\u001BOA"); // Up (as xterm sends it in keypad mode) three times: exit, mem:handles, mem:strategy most-free
+            t.type("\r"); // JLine reads keys in order: the line is the recalled one (its redraw moves the cursor)
+            t.await("active strategy: most-free");
+            t.type("\u0004"); // Ctrl-D at an empty line leaves
+            assertEquals(0, t.exitCode());
+        }
+    }
+}

@@ -1,0 +1,53 @@
+package io.ferrum.memory.launcher;
+
+import org.apache.felix.service.command.Converter;
+import org.osgi.framework.Bundle;
+import org.osgi.framework.BundleContext;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+
+/**
+ * Lets the console's commands take a bundle as people name it: {@code uninstall 12}, {@code stop
+ * io.ferrum.memory.cpu}. Gogo's own shell brings such a converter; the distribution's console
+ * replaces that shell ({@link Console}), so it brings this one. A bundle is found by its id, else by
+ * its symbolic name when exactly one bundle has it, else by its location; anything else is left to
+ * Gogo, which then reports that it cannot use the argument.
+ */
+@Component(service = Converter.class)
+public final class BundleConverter implements Converter {
+    private final BundleContext context;
+
+    @Activate
+    public BundleConverter(BundleContext context) {
+        this.context = context;
+    }
+
+    @Override
+    public Object convert(Class<?> desiredType, Object in) {
+        if (desiredType != Bundle.class || in instanceof Bundle) {
+            return null;
+        }
+        String text = String.valueOf(in).strip();
+        if (text.matches("\\d{1,18}")) {
+            return context.getBundle(Long.parseLong(text));
+        }
+        Bundle byName = null;
+        for (Bundle b : context.getBundles()) {
+            if (text.equals(b.getSymbolicName())) {
+                if (byName != null) {
+                    return null; // two versions: only the id says which
+                }
+                byName = b;
+            }
+        }
+        return byName != null ? byName : context.getBundle(text);
+    }
+
+    @Override
+    public CharSequence format(Object target, int level, Converter escape) {
+        if (target instanceof Bundle b) {
+            return b.getBundleId() + " " + b.getSymbolicName() + " " + b.getVersion();
+        }
+        return null;
+    }
+}

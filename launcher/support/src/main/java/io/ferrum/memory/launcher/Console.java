@@ -1,0 +1,211 @@
+package io.ferrum.memory.launcher;
+
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.BufferedReader;
+import java.io.PrintStream;
+import java.nio.charset.Charset;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+
+import org.apache.felix.service.command.CommandProcessor;
+import org.apache.felix.service.command.CommandSession;
+import org.jline.reader.EndOfFileException;
+import org.jline.reader.LineReader;
+import org.jline.reader.LineReaderBuilder;
+import org.jline.reader.UserInterruptException;
+import org.jline.terminal.Terminal;
+import org.jline.terminal.TerminalBuilder;
+import org.osgi.framework.Bundle;
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.BundleException;
+import org.osgi.framework.FrameworkEvent;
+import org.osgi.framework.FrameworkListener;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Reference;
+
+/**
+ * The distribution's console, in place of Gogo's own shell. Once the framework has started (so that
+ * every command exists) it reads commands in one of three ways, then stops the framework with an
+ * exit code ({@link SessionExit}):
+ * <ul>
+ * <li>{@code -c} ({@value #COMMAND_PROPERTY} set by the jar's Main): the statements of the script;
+ * <li>a terminal (standard input and output both are one): JLine line editing, history kept in
+ * {@code ~/.ferrum/history} across runs (or {@value #HISTORY_PROPERTY}), Tab completion
+ * ({@link ShellCompleter}); Ctrl-C drops the line, {@code exit}, {@code quit} or Ctrl-D leave;
+ * <li>anything else (a pipe, a file): the lines of standard input, with no prompt and no banner.
+ * </ul>
+ * A script prints each answer on standard output and each error on standard error, and exits 1 if
+ * any command failed ({@link LineRunner}).
+ */
+@Component(immediate = true, service = {})
+public final class Console {
+    /** The script of {@code java -jar ferrum-memory.jar -c '...'}, set by the jar's Main. */
+    static final String COMMAND_PROPERTY = "ferrum.command";
+    /** Where the terminal history is kept, if not {@code ~/.ferrum/history}. */
+    static final String HISTORY_PROPERTY = "ferrum.history";
+    /** The prompt at a terminal. */
+    static final String PROMPT = "g! ";
+
+    private final BundleContext context;
+    private final CommandProcessor processor;
+    private final Thread thread;
+    private final CountDownLatch started = new CountDownLatch(1);
+    private final FrameworkListener startedListener = e -> {
+        if (e.getType() == FrameworkEvent.STARTED) {
+            started.countDown();
+        }
+    };
+    private volatile Terminal terminal;
+
+    @Activate
+    public Console(BundleContext context, @Reference CommandProcessor processor) {
+        this.context = context;
+        this.processor = processor;
+        context.addFrameworkListener(startedListener);
+        this.thread = new Thread(this::session, "ferrum console");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    @Deactivate
+    void deactivate() throws IOException {
+        context.removeFrameworkListener(startedListener);
+        thread.interrupt();
+        Terminal t = terminal;
+        if (t != null) {
+            t.close();
+        }
+    }
+
+    private void session() {
+        try {
+            awaitFrameworkStarted();
+            String script = context.getProperty(COMMAND_PROPERTY);
+            java.io.Console c = System.console();
+            int code;
+            if (script != null) {
+                code = script(Statements.split(script));
+            } else if (c != null && c.isTerminal()) {
+                code = terminal();
+            } else {
+                code = piped();
+            }
+            SessionExit.outcome(code);
+        } catch (InterruptedException e) {
+            return; // the bundle stops: the framework goes on without a console
+        } catch (IOException | RuntimeException e) {
+            System.err.println("error: the console failed: " + e);
+            SessionExit.outcome(1);
+        }
+        stopFramework();
+    }
+
+    private int script(List<String> statements) {
+        try (CommandSession s = quietSession()) {
+            LineRunner runner = new LineRunner(s, System.out, System.err);
+            for (String statement : statements) {
+                if (runner.run(statement) == LineRunner.Next.EXIT) {
+                    break;
+                }
+            }
+            return runner.exitCode(true);
+        }
+    }
+
+    private int piped() throws IOException {
+        try (CommandSession s = quietSession()) {
+            LineRunner runner = new LineRunner(s, System.out, System.err);
+            BufferedReader in = new BufferedReader(new InputStreamReader(System.in, Charset.defaultCharset()));
+            for (String line; (line = in.readLine()) != null && !Thread.currentThread().isInterrupted(); ) {
+                if (runner.run(line) == LineRunner.Next.EXIT) {
+                    break;
+                }
+            }
+            return runner.exitCode(true);
+        }
+    }
+
+    /** A session whose commands read no input: standard input belongs to the script. */
+    private CommandSession quietSession() {
+        return processor.createSession(new ByteArrayInputStream(new byte[0]), System.out, System.err);
+    }
+
+    private int terminal() throws IOException {
+        ClassLoader previous = Thread.currentThread().getContextClassLoader();
+        // JLine finds its terminal providers through the context class loader: its own bundle's.
+        Thread.currentThread().setContextClassLoader(TerminalBuilder.class.getClassLoader());
+        try (Terminal t = TerminalBuilder.builder().name("ferrum").system(true).build()) {
+            terminal = t;
+            PrintStream out = new PrintStream(t.output(), true, t.encoding());
+            try (CommandSession s = processor.createSession(t.input(), out, out)) {
+                LineReader reader = LineReaderBuilder.builder().terminal(t).appName("ferrum")
+                        .completer(new ShellCompleter(context, s))
+                        .variable(LineReader.HISTORY_FILE, historyFile())
+                        .option(LineReader.Option.DISABLE_EVENT_EXPANSION, true)
+                        .build();
+                LineRunner runner = new LineRunner(s, out, out);
+                out.println("Ferrum Memory: 'help' lists the commands, Tab completes, 'exit' or Ctrl-D quits.");
+                while (!Thread.currentThread().isInterrupted()) {
+                    String line;
+                    try {
+                        line = reader.readLine(PROMPT);
+                    } catch (UserInterruptException e) {
+                        continue; // Ctrl-C: the line is dropped
+                    } catch (EndOfFileException e) {
+                        break; // Ctrl-D
+                    }
+                    if (runner.run(line) == LineRunner.Next.EXIT) {
+                        break;
+                    }
+                }
+                reader.getHistory().save();
+                return runner.exitCode(false);
+            }
+        } finally {
+            terminal = null;
+            Thread.currentThread().setContextClassLoader(previous);
+        }
+    }
+
+    private Path historyFile() throws IOException {
+        String p = context.getProperty(HISTORY_PROPERTY);
+        Path file = p != null ? Path.of(p) : Path.of(System.getProperty("user.home"), ".ferrum", "history");
+        Files.createDirectories(file.toAbsolutePath().getParent());
+        return file;
+    }
+
+    /**
+     * Waits until the framework has reached its start level, when every command bundle has started:
+     * the {@code STARTED} event of the launch. The listener is added when this component activates,
+     * while Declarative Services itself is still starting, so the event cannot be missed. A console
+     * started again later, when no bundle is starting any more, does not wait.
+     */
+    private void awaitFrameworkStarted() throws InterruptedException {
+        while (started.getCount() > 0 && launching()) {
+            Thread.sleep(20);
+        }
+    }
+
+    /** @return whether the framework or any bundle is still starting */
+    private boolean launching() {
+        boolean launching = context.getBundle(0).getState() != Bundle.ACTIVE;
+        for (Bundle b : context.getBundles()) {
+            launching |= b.getState() == Bundle.STARTING;
+        }
+        return launching;
+    }
+
+    private void stopFramework() {
+        try {
+            context.getBundle(0).stop();
+        } catch (BundleException | IllegalStateException e) {
+            System.err.println("error: cannot stop the framework: " + e.getMessage());
+        }
+    }
+}

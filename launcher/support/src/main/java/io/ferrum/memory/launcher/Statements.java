@@ -1,0 +1,59 @@
+package io.ferrum.memory.launcher;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Splits a script ({@code -c} of the distribution) into the lines the console runs one by one, so
+ * that each command's answer is printed and each failure counted, as for piped input. A statement
+ * ends at a new line or at a {@code ;} outside quotes ({@code '}, {@code "}) and outside brackets
+ * ({@code {}}, {@code ()}, {@code []}), where Gogo itself would not split it; a backslash keeps the
+ * next character. Blank statements are dropped.
+ */
+final class Statements {
+    private Statements() {
+    }
+
+    /**
+     * @param script the commands, e.g. {@code mem:devices; h = mem:alloc 1m; mem:free $h}
+     * @return the statements, stripped, in order
+     */
+    static List<String> split(String script) {
+        List<String> out = new ArrayList<>();
+        StringBuilder cur = new StringBuilder();
+        char quote = 0;
+        int depth = 0;
+        for (int i = 0; i < script.length(); i++) {
+            char c = script.charAt(i);
+            if (c == '\\' && i + 1 < script.length()) {
+                cur.append(c).append(script.charAt(++i));
+                continue;
+            }
+            if (quote != 0) {
+                if (c == quote) {
+                    quote = 0;
+                }
+            } else if (c == '\'' || c == '"') {
+                quote = c;
+            } else if (c == '{' || c == '(' || c == '[') {
+                depth++;
+            } else if ((c == '}' || c == ')' || c == ']') && depth > 0) {
+                depth--;
+            } else if ((c == ';' || c == '\n') && depth == 0) {
+                add(out, cur);
+                continue;
+            }
+            cur.append(c);
+        }
+        add(out, cur);
+        return out;
+    }
+
+    private static void add(List<String> out, StringBuilder cur) {
+        String s = cur.toString().strip();
+        if (!s.isEmpty()) {
+            out.add(s);
+        }
+        cur.setLength(0);
+    }
+}
