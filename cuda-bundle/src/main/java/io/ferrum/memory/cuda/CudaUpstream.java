@@ -33,9 +33,10 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * <p><b>Overlap.</b> {@code cuMemcpy} has no memmove semantics: overlapping ranges of one chunk (a
  * defragmentation's slide) go through a bounce buffer in the order {@link CopyPlan} gives.
  *
- * <p><b>Memory types.</b> {@link DeviceUpstream#reserve(long)} carries no memory type, so every pool
- * of the engine gets device memory through it; {@link #reserve(long, MemoryType)} gives PINNED and
- * MAPPED pools their own kinds once the engine passes the type (see the report of issue 16).
+ * <p><b>Memory types.</b> The engine reserves each pool's chunks with the pool's memory type
+ * ({@link #reserve(long, MemoryType)}): GENERAL, TENSOR, CACHE and TEMPORARY get device memory,
+ * PINNED page-locked host memory and MAPPED managed memory ({@link ChunkKind}); the last two are
+ * host-addressable, so mapping them gives a view of the memory itself, not a staging copy.
  */
 final class CudaUpstream implements DeviceUpstream {
     /** The alignment {@code cuMemAlloc} guarantees; pinned and managed memory are page-aligned. */
@@ -106,7 +107,8 @@ final class CudaUpstream implements DeviceUpstream {
      * @param type  the pool's memory type: PINNED gives page-locked host memory, MAPPED managed memory
      * @return the chunk
      */
-    DeviceChunk reserve(long bytes, MemoryType type) {
+    @Override
+    public DeviceChunk reserve(long bytes, MemoryType type) {
         context.makeCurrent();
         ChunkKind kind = ChunkKind.of(type);
         return switch (kind) {

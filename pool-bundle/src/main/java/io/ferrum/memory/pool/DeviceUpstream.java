@@ -6,6 +6,7 @@ import java.util.Optional;
 import org.osgi.annotation.versioning.ConsumerType;
 
 import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.MemoryUsageHint;
 import io.ferrum.memory.api.OutOfDeviceMemoryException;
 
@@ -41,6 +42,22 @@ public interface DeviceUpstream extends AutoCloseable {
      * @throws OutOfDeviceMemoryException if the device cannot provide it
      */
     DeviceChunk reserve(long bytes);
+
+    /**
+     * Reserves a chunk for the pool of one memory type: the engine always calls this form, so that a
+     * device whose memory types are different kinds of memory (a GPU: device memory, page-locked
+     * host memory for PINNED, managed memory for MAPPED) can give each pool its kind. Its contents
+     * need not be zeroed. Default: {@link #reserve(long)}, the same memory for every type.
+     *
+     * @param bytes more than zero, a multiple of {@link #chunkAlignment()}
+     * @param type  the memory type of the pool the chunk is for
+     * @return the chunk
+     * @throws OutOfDeviceMemoryException if the device cannot provide it
+     * @since 2.1
+     */
+    default DeviceChunk reserve(long bytes, MemoryType type) {
+        return reserve(bytes);
+    }
 
     /**
      * Gives a chunk back. Called once per chunk; the engine holds no view of it any more.

@@ -9,6 +9,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.OutOfDeviceMemoryException;
 
 /**
@@ -84,6 +85,8 @@ public final class HookedUpstream implements DeviceUpstream {
     private final ConcurrentHashMap<Chunk, Boolean> live = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Call, Pause> paused = new ConcurrentHashMap<>();
     final AtomicInteger reserves = new AtomicInteger();
+    /** The memory type each chunk was reserved for, by its address ({@link #reserve(long, MemoryType)}). */
+    private final ConcurrentHashMap<Long, MemoryType> types = new ConcurrentHashMap<>();
     /** The most bytes held at once. */
     final java.util.concurrent.atomic.AtomicLong peakBytes = new java.util.concurrent.atomic.AtomicLong();
     volatile boolean closed;
@@ -141,6 +144,23 @@ public final class HookedUpstream implements DeviceUpstream {
     @Override
     public long chunkAlignment() {
         return 4096;
+    }
+
+    @Override
+    public DeviceChunk reserve(long bytes, MemoryType type) {
+        DeviceChunk c = reserve(bytes);
+        types.put(c.address(), type);
+        return c;
+    }
+
+    /** @return the memory type the engine reserved the chunk holding {@code address} for, or null */
+    public MemoryType typeOfChunkAt(long address) {
+        for (Chunk c : live.keySet()) {
+            if (address >= c.address() && address < c.address() + c.size()) {
+                return types.get(c.address());
+            }
+        }
+        return null;
     }
 
     @Override

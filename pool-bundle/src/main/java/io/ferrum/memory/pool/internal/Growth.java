@@ -80,7 +80,7 @@ final class Growth {
                 failure = checks.deviceFull(account.reserved());
             } else {
                 try {
-                    DeviceChunk c = upstream.reserve(size);
+                    DeviceChunk c = upstream.reserve(size, pool.type);
                     if (zeroOnFree) {
                         try {
                             upstream.fill(c, 0, c.size(), (byte) 0);
