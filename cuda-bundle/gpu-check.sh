@@ -1,30 +1,115 @@
 #!/usr/bin/env bash
-# GPU check of the cuda backend (issue 16): builds what it needs, runs the GPU suite (JUnit tag
-# "gpu": the pool-testkit contract suites on cuda:0) and writes every result to one file.
-# On a machine without a CUDA driver or device it stops at once with one "no GPU" line (exit 3).
-# Not yet here: the allocation and H2D/D2H benchmark the issue asks for.
+# GPU check of the cuda backend (issue 16): the GPU suite (JUnit tag "gpu": the pool-testkit
+# contract suites and CudaDeviceGpuTest on cuda:0) and the GPU benchmark (GpuBenchmark: pool
+# allocation against cuMemAlloc/cuMemFree, H2D/D2H from pinned, pageable and heap memory against
+# raw cuMemcpy), every result in one folder.
+#
+#   cuda-bundle/gpu-check.sh kit        build here (Maven, JDK 25) a self-contained kit in
+#                                       cuda-bundle/target/gpu-kit: a jlinked Java 25 runtime (tgz),
+#                                       the jars and classes of the suite and the benchmark
+#   cuda-bundle/gpu-check.sh run [DIR]  on the GPU machine: run the suite and the benchmark from the
+#                                       kit, results in DIR (default cuda-bundle/target/gpu-check)
+#   cuda-bundle/gpu-check.sh [DIR]      both, on a machine that has Maven and a GPU
+#
+# A GPU machine lent to a session has neither Java nor Maven nor a network: build the kit here, then
+# run there with the kit carried (about 40 MB), in one call of about 7 minutes:
+#   run(command="bash cuda-bundle/gpu-check.sh run $OUT", carry=["cuda-bundle/target/gpu-kit"])
+# Without a CUDA driver or device, run stops at once with one "no GPU" line and exit code 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out="${1:-cuda-bundle/target/gpu-check.txt}"
-mkdir -p "$(dirname "$out")"
+kit=cuda-bundle/target/gpu-kit
 
-if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' && [ ! -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 ]; then
-    echo "no GPU: libcuda.so.1 (the CUDA driver) is not installed on $(hostname); nothing to check" | tee "$out"
-    exit 3
-fi
-if command -v nvidia-smi >/dev/null && ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "no GPU: the CUDA driver is installed but nvidia-smi lists no device; nothing to check" | tee "$out"
-    exit 3
-fi
+no_gpu() {
+    if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' && [ ! -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 ] \
+        && [ ! -e /usr/local/nvidia/lib64/libcuda.so.1 ]; then
+        echo "no GPU: libcuda.so.1 (the CUDA driver) is not installed on $(hostname); nothing to check"
+        return 0
+    fi
+    if command -v nvidia-smi >/dev/null && ! nvidia-smi -L >/dev/null 2>&1; then
+        echo "no GPU: the CUDA driver is installed but nvidia-smi lists no device; nothing to check"
+        return 0
+    fi
+    return 1
+}
 
-{
-    echo "# gpu-check $(date -u +%FT%TZ) on $(hostname)"
-    command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
-} > "$out"
+make_kit() {
+    rm -rf "$kit"
+    mkdir -p "$kit/lib" "$kit/suite" "$kit/bench"
+    ./ferrum mvn -q -Dstyle.color=never -DskipTests install \
+        -pl api-bundle,pool-bundle,pool-testkit,jcuda-bundle,cuda-bundle,cpu-bundle,monitor-bundle,strategy-bundles/best-fit
+    ./ferrum mvn -q -Dstyle.color=never -Pbenchmarks -DskipTests install -pl benchmarks
+    ./ferrum mvn -q -Dstyle.color=never dependency:copy-dependencies -pl cuda-bundle -Dmdep.includeScope=test \
+        -DoutputDirectory="$PWD/$kit/lib"
+    ./ferrum mvn -q -Dstyle.color=never -Pbenchmarks dependency:copy-dependencies -pl benchmarks -Dmdep.includeScope=runtime \
+        -DexcludeGroupIds=io.netty,org.apache.arrow,org.apache.felix,com.fasterxml.jackson.core,com.google.flatbuffers \
+        -DoutputDirectory="$PWD/$kit/lib"
+    cp -r cuda-bundle/target/classes "$kit/suite/classes"
+    cp -r cuda-bundle/target/test-classes "$kit/suite/test-classes"
+    cp -r benchmarks/target/classes "$kit/bench/classes"
+    # Only the driver API's JNI library is used: drop the other natives (about 25 MB).
+    for j in "$kit"/lib/io.ferrum.memory.jcuda*.jar "$kit"/lib/jcuda-natives*.jar; do
+        [ -e "$j" ] && zip -q -d "$j" 'lib/libJNvPTXCompiler*' 'lib/libJNvrtc*' 'lib/libJCudaRuntime*' >/dev/null 2>&1 || true
+    done
+    local jdk
+    jdk="$(./ferrum java-home)"
+    "$jdk/bin/jlink" --add-modules java.base,java.management,jdk.management,jdk.unsupported,java.logging,java.xml,java.naming,java.sql \
+        --strip-debug --no-header-files --no-man-pages --compress=zip-9 --output "$kit/jre"
+    tar -C "$kit" -czf "$kit/jre.tgz" jre
+    rm -rf "$kit/jre"
+    du -sh "$kit"
+}
 
-# Build only the modules the suite needs, offline when the local repository has them.
-./ferrum mvn -q install -DskipTests -pl api-bundle,pool-bundle,pool-testkit,jcuda-bundle,cuda-bundle >>"$out" 2>&1
-timeout 420 ./ferrum mvn test -pl cuda-bundle -Dgroups=gpu -Dsurefire.failIfNoSpecifiedTests=false 2>&1 \
-    | grep -E 'Tests run|FAIL|ERROR|skipped|Assumption' >>"$out" || true
-echo "results: $out"
-cat "$out"
+run_kit() {
+    local out="$1"
+    mkdir -p "$out"
+    local report="$out/gpu-check.txt"
+    if msg="$(no_gpu)"; then
+        echo "$msg" | tee "$report"
+        exit 3
+    fi
+    [ -d "$kit/lib" ] || { echo "error: no kit in $kit: run 'cuda-bundle/gpu-check.sh kit' first (here, with Maven)" >&2; exit 2; }
+    local java=java
+    if [ -e "$kit/jre.tgz" ]; then
+        tar -C "$kit" -xzf "$kit/jre.tgz"
+        java="$kit/jre/bin/java"
+    fi
+    {
+        echo "# gpu-check $(date -u +%FT%TZ) on $(hostname)"
+        command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+        "$java" -version 2>&1 | head -1
+    } > "$report"
+    # JCuda's JNI library links libcuda.so.1: where the driver is mounted outside the linker's path.
+    [ -d /usr/local/nvidia/lib64 ] && export LD_LIBRARY_PATH="/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    local opts=(--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow)
+    echo "## GPU suite" >> "$report"
+    set +e
+    timeout 240 "$java" "${opts[@]}" -cp "$kit/suite/test-classes:$kit/suite/classes:$kit/lib/*" \
+        io.ferrum.memory.cuda.GpuSuite >> "$report" 2>&1
+    echo "suite exit code: $?" >> "$report"
+    echo "## GPU benchmark (ns/op; JSON in gpu-bench.json)" >> "$report"
+    timeout 360 "$java" "${opts[@]}" -cp "$kit/bench/classes:$kit/lib/*" org.openjdk.jmh.Main GpuBenchmark \
+        -jvm "$java" -rf json -rff "$out/gpu-bench.json" > "$out/gpu-bench.txt" 2>&1
+    echo "benchmark exit code: $?" >> "$report"
+    set -e
+    grep -E '^(Benchmark|GpuBenchmark)' "$out/gpu-bench.txt" >> "$report" || tail -20 "$out/gpu-bench.txt" >> "$report"
+    if [ -s "$out/gpu-bench.json" ] && command -v python3 >/dev/null; then
+        python3 cuda-bundle/gpu-bench-summary.py "$out/gpu-bench.json" >> "$report" || true
+    fi
+    echo "results: $out"
+    cat "$report"
+}
+
+case "${1:-}" in
+    kit) make_kit ;;
+    run) run_kit "${2:-cuda-bundle/target/gpu-check}" ;;
+    *)
+        if msg="$(no_gpu)"; then
+            out="${1:-cuda-bundle/target/gpu-check}"
+            mkdir -p "$out"
+            echo "$msg" | tee "$out/gpu-check.txt"
+            exit 3
+        fi
+        make_kit
+        run_kit "${1:-cuda-bundle/target/gpu-check}"
+        ;;
+esac
