@@ -161,6 +161,44 @@ public class ShellIT {
         assertTrue("the shell still works", run("mem:pressure").contains("overall: LOW"));
     }
 
+    /**
+     * Issue 17: a missing or extra word, or an unknown option, is one error line with the command's
+     * usage, through Gogo's own method matching (no "Cannot coerce"), and allocates nothing; words
+     * reach the command as typed (Gogo would make 1e3 the number 1000.0).
+     */
+    @Test
+    public void aWrongCallIsOneErrorLineWithTheUsage() throws Exception {
+        Await.until("cpu:0 in the monitor", () -> monitor.devices().contains(Device.cpu()));
+        String usage = "; usage: mem:alloc [-t TYPE] [-a ALIGN] SIZE [DEVICE]";
+        assertEquals("error: mem:alloc is missing SIZE" + usage, run("mem:alloc").strip());
+        assertEquals("error: Unknown option --size for mem:alloc; a value starting with - goes after --" + usage,
+                run("mem:alloc --size 4k").strip());
+        assertEquals("error: mem:alloc takes at most 2 arguments, not also '1'" + usage, run("mem:alloc 4k cpu:0 1").strip());
+        assertEquals("error: Option -t of mem:alloc needs a value (TYPE)" + usage, run("mem:alloc 4k -t").strip());
+        assertEquals("error: mem:free is missing HANDLE; usage: mem:free HANDLE", run("mem:free").strip());
+        assertEquals("error: mem:devices takes no arguments, not also 'now'; usage: mem:devices", run("mem:devices now").strip());
+        assertEquals("error: mem:dump is missing HANDLE; usage: mem:dump HANDLE [OFFSET [LENGTH]]", run("mem:dump").strip());
+        assertTrue(run("mem:alloc 1e3").strip().startsWith("error: Invalid size '1e3'"));
+        assertEquals("No live blocks.", run("mem:handles").strip());
+    }
+
+    /** Issue 17: what mem:alloc returns, kept in a variable, is a handle to every other command. */
+    @Test
+    public void theValueOfMemAllocIsAHandleForTheOtherCommands() throws Exception {
+        Await.until("cpu:0 in the monitor", () -> monitor.devices().contains(Device.cpu()));
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8);
+        try (CommandSession session = processor.createSession(new ByteArrayInputStream(new byte[0]), ps, ps)) {
+            session.execute("h = mem:alloc 1m");
+            String h = session.get("h").toString().split(" ")[0];
+            assertEquals("filled 1048576 bytes of " + h + " with 0x07", session.execute("mem:fill $h 7").toString());
+            assertEquals("wrote 2 bytes to " + h + " at offset 0", session.execute("mem:write $h 0 ab cd").toString());
+            assertTrue(session.execute("mem:dump $h 0 4").toString().startsWith("00000000  ab cd 07 07"));
+            assertEquals("freed " + h, session.execute("mem:free $h").toString());
+        }
+        assertEquals("No live blocks.", run("mem:handles").strip());
+    }
+
     @Test
     public void strategiesCanBeListedAndSwitched() throws Exception {
         Await.until("best-fit", () -> monitor.devices().contains(Device.cpu()));

@@ -43,9 +43,15 @@ public final class DeviceCommands {
         this.context = context;
     }
 
-    @Descriptor("List every memory device: backend, capacity, use, fragmentation and pressure")
-    public Reply devices() {
+    private static final Syntax DEVICES = Syntax.of("devices");
+    private static final Syntax INFO = Syntax.of("info").optional("DEVICE");
+    private static final Syntax PRESSURE = Syntax.of("pressure");
+    private static final Syntax STREAMS = Syntax.of("streams");
+
+    @Descriptor("List every memory device: backend, capacity, use, fragmentation and pressure (mem:devices)")
+    public Reply devices(@Descriptor("none") String... args) {
         return Reply.attempt(() -> {
+            DEVICES.parse(args);
             Map<Device, MemoryInfo> all = Services.monitor(monitor).globalMemoryInfo();
             if (all.isEmpty()) {
                 return Reply.line("No memory devices. Start a backend bundle (mem:backends lists them).");
@@ -58,9 +64,13 @@ public final class DeviceCommands {
         });
     }
 
-    @Descriptor("Show everything known about every device")
-    public Reply info() {
+    @Descriptor("Show everything known about every device, or about one: mem:info [DEVICE]")
+    public Reply info(@Descriptor("[DEVICE], e.g. cpu:0") String... args) {
         return Reply.attempt(() -> {
+            String device = INFO.parse(args).get("DEVICE", null);
+            if (device != null) {
+                return Reply.lines(info(Device.parse(device)));
+            }
             List<String> lines = new ArrayList<>();
             for (Device d : new TreeMap<>(Services.monitor(monitor).globalMemoryInfo()).keySet()) {
                 lines.addAll(info(d));
@@ -68,11 +78,6 @@ public final class DeviceCommands {
             return lines.isEmpty() ? Reply.line("No memory devices. Start a backend bundle (mem:backends lists them).")
                     : Reply.lines(lines);
         });
-    }
-
-    @Descriptor("Show everything known about one device")
-    public Reply info(@Descriptor("the device, e.g. cpu:0") String device) {
-        return Reply.attempt(() -> Reply.lines(info(Device.parse(device))));
     }
 
     private List<String> info(Device d) {
@@ -90,9 +95,10 @@ public final class DeviceCommands {
                 "  pressure     " + i.pressureLevel());
     }
 
-    @Descriptor("Show the memory pressure of every device and overall")
-    public Reply pressure() {
+    @Descriptor("Show the memory pressure of every device and overall (mem:pressure)")
+    public Reply pressure(@Descriptor("none") String... args) {
         return Reply.attempt(() -> {
+            PRESSURE.parse(args);
             GlobalMemoryMonitor m = Services.monitor(monitor);
             Table t = new Table("DEVICE", "USED", "UTILISATION", "PRESSURE");
             m.globalMemoryInfo().forEach((d, i) -> t.row(d, Sizes.human(i.usedBytes()),
@@ -101,9 +107,10 @@ public final class DeviceCommands {
         });
     }
 
-    @Descriptor("List the streams of every device")
-    public Reply streams() {
+    @Descriptor("List the streams of every device (mem:streams)")
+    public Reply streams(@Descriptor("none") String... args) {
         return Reply.attempt(() -> {
+            STREAMS.parse(args);
             Table t = new Table("DEVICE", "STREAM", "STATE");
             for (ServiceReference<StreamManager> ref : context.getServiceReferences(StreamManager.class, null)) {
                 StreamManager s = context.getService(ref);

@@ -58,9 +58,13 @@ public final class StrategyCommands {
         this.context = context;
     }
 
-    @Descriptor("List the allocation strategies present; * marks the active one")
-    public Reply strategies() {
+    private static final Syntax STRATEGIES = Syntax.of("strategies");
+    private static final Syntax STRATEGY = Syntax.of("strategy").optional("NAME");
+
+    @Descriptor("List the allocation strategies present; * marks the active one (mem:strategies)")
+    public Reply strategies(@Descriptor("none") String... args) {
         return Reply.attempt(() -> {
+            STRATEGIES.parse(args);
             MemoryRouter r = router;
             Optional<String> active = r == null ? Optional.empty() : r.activeStrategy();
             Table t = new Table("", "STRATEGY", "RANKING", "BUNDLE");
@@ -89,15 +93,15 @@ public final class StrategyCommands {
         return names;
     }
 
-    @Descriptor("Show the active allocation strategy")
-    public Reply strategy() {
-        return Reply.attempt(() -> Reply.line(Services.router(router).activeStrategy().map(n -> "active strategy: " + n)
-                .orElse("no strategy is present: allocation through the router fails")));
-    }
-
-    @Descriptor("Switch the allocation strategy (saved in the monitor's configuration)")
-    public Reply strategy(@Descriptor("the strategy's name, e.g. best-fit, most-free, preferred-order, round-robin") String name) {
+    @Descriptor("Show the active allocation strategy, or switch it (saved in the monitor's configuration): mem:strategy"
+            + " [NAME], e.g. best-fit, most-free, preferred-order, round-robin")
+    public Reply strategy(@Descriptor("[NAME]") String... args) {
         return Reply.attempt(() -> {
+            String name = STRATEGY.parse(args).get("NAME", null);
+            if (name == null) {
+                return Reply.line(Services.router(router).activeStrategy().map(n -> "active strategy: " + n)
+                        .orElse("no strategy is present: allocation through the router fails"));
+            }
             ConfigurationAdmin ca = configAdmin;
             if (ca == null) {
                 throw new DeviceUnavailableException(null, "Config Admin is not running: the strategy cannot be saved");

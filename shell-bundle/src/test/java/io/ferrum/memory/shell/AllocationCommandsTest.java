@@ -43,13 +43,13 @@ class AllocationCommandsTest {
 
     @Test
     void allocThroughTheRouterAnswersTheHandleAndItsDevice() {
-        MemoryHandle h = handle(commands.alloc("GENERAL", "0", "64k"), "cpu:0");
+        MemoryHandle h = handle(commands.alloc("64k"), "cpu:0");
         assertEquals(64 * 1024, fixture.cpu0.handleInfo(h).orElseThrow().size());
     }
 
     @Test
     void allocOnADeviceTakesTypeAndAlignment() {
-        MemoryHandle h = handle(commands.alloc("cache", "4096", "1m", "cpu:1"), "cpu:1");
+        MemoryHandle h = handle(commands.alloc("-t", "cache", "-a", "4096", "1m", "cpu:1"), "cpu:1");
         MemoryHandleInfo i = fixture.cpu1.handleInfo(h).orElseThrow();
         assertEquals(MemoryType.CACHE, i.memoryType());
         assertEquals(4096, i.alignment());
@@ -59,11 +59,11 @@ class AllocationCommandsTest {
     @Test
     void badArgumentsAreOneErrorLineNamingTheValueAndAllocateNothing() {
         assertEquals("error: Invalid size '12parsecs': use bytes with an optional unit, e.g. 4096, 64k, 64KiB, 512MiB, 2g",
-                commands.alloc("GENERAL", "0", "12parsecs").toString());
+                commands.alloc("12parsecs").toString());
         assertEquals("error: Invalid memory type 'BOGUS': use GENERAL, TENSOR, CACHE, TEMPORARY, PINNED or MAPPED",
-                commands.alloc("BOGUS", "0", "4096").toString());
+                commands.alloc("-t", "BOGUS", "4096").toString());
         assertEquals("error: No device cpu:8 is registered; mem:devices lists the devices there are",
-                commands.alloc("GENERAL", "0", "4096", "cpu:8").toString());
+                commands.alloc("4096", "cpu:8").toString());
         assertTrue(fixture.cpu0.handles().isEmpty() && fixture.cpu1.handles().isEmpty());
     }
 
@@ -71,7 +71,7 @@ class AllocationCommandsTest {
     void withoutARouterAllocSaysWhatToStart() {
         AllocationCommands alone = new AllocationCommands();
         assertEquals("error: No memory router is running: start the bundle io.ferrum.memory.monitor",
-                alone.alloc("GENERAL", "0", "4096").toString());
+                alone.alloc("4096").toString());
     }
 
     @Test
