@@ -158,6 +158,14 @@ public class ShellIT {
         assertTrue(freed, freed.startsWith("error: Handle 0x0000000000000001"));
         assertTrue(run("mem:info gpu:x").startsWith("error: Invalid device 'gpu:x'"));
         assertTrue(run("mem:pool cpu:0 GENERAL maxSize=1k initialSize=2k").startsWith("error: Invalid pool configuration"));
+        String align = run("mem:alloc --align -8 4k").strip();
+        assertTrue(align, align.startsWith("error: Invalid alignment '-8': "));
+        String h = run("mem:alloc 64").split(" ")[0];
+        String offset = run("mem:dump " + h + " -1").strip();
+        assertTrue(offset, offset.startsWith("error: Invalid offset '-1': "));
+        String length = run("mem:dump " + h + " 0 -1").strip();
+        assertTrue(length, length.startsWith("error: Invalid length '-1': "));
+        assertTrue(run("mem:free " + h).contains("freed"));
         assertTrue("the shell still works", run("mem:pressure").contains("overall: LOW"));
     }
 

@@ -51,7 +51,7 @@ public final class AllocationCommands {
         return Reply.attempt(() -> {
             Syntax.Words w = ALLOC.parse(args);
             MemoryType t = Arguments.memoryType(w.option("--type", "GENERAL"));
-            long a = Sizes.parse(w.option("--align", "0"));
+            long a = Sizes.parse("alignment", w.option("--align", "0"));
             long size = Sizes.parse(w.get("SIZE"));
             String device = w.get("DEVICE", null);
             if (device == null) {

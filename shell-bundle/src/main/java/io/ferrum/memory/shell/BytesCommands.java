@@ -56,7 +56,8 @@ public final class BytesCommands {
         return Reply.attempt(() -> {
             Syntax.Words w = COPY.parse(args);
             MemoryTransfer t = new MemoryTransfer(Arguments.handle(w.get("SRC")), Arguments.handle(w.get("DST")),
-                    Sizes.parse(w.get("SIZE")), Sizes.parse(w.get("SRC_OFFSET", "0")), Sizes.parse(w.get("DST_OFFSET", "0")));
+                    Sizes.parse(w.get("SIZE")), Sizes.parse("source offset", w.get("SRC_OFFSET", "0")),
+                    Sizes.parse("destination offset", w.get("DST_OFFSET", "0")));
             Services.router(router).copy(t);
             return Reply.line("copied " + t.size() + " bytes " + t.src() + "+" + t.srcOffset() + " -> " + t.dst() + "+"
                     + t.dstOffset());
@@ -70,7 +71,7 @@ public final class BytesCommands {
         return Reply.attempt(() -> {
             Syntax.Words w = WRITE.parse(args);
             MemoryHandle h = Arguments.handle(w.get("HANDLE"));
-            long at = Sizes.parse(w.get("OFFSET"));
+            long at = Sizes.parse("offset", w.get("OFFSET"));
             byte[] bytes = Arguments.data(w.flag("--text"), w.rest().toArray(String[]::new));
             Services.router(router).write(h, at, MemorySegment.ofArray(bytes));
             return Reply.line("wrote " + bytes.length + " bytes to " + h + " at offset " + at);
@@ -83,8 +84,8 @@ public final class BytesCommands {
         return Reply.attempt(() -> {
             Syntax.Words w = READ.parse(args);
             MemoryHandle h = Arguments.handle(w.get("HANDLE"));
-            long from = Sizes.parse(w.get("OFFSET"));
-            long length = Sizes.parse(w.get("LENGTH"));
+            long from = Sizes.parse("offset", w.get("OFFSET"));
+            long length = Sizes.parse("length", w.get("LENGTH"));
             return Reply.lines(hex(BlockAccess.show(Services.router(router), h, from, length), from));
         });
     }
@@ -106,8 +107,8 @@ public final class BytesCommands {
         return Reply.attempt(() -> {
             Syntax.Words w = DUMP.parse(args);
             MemoryHandle h = Arguments.handle(w.get("HANDLE"));
-            long from = Sizes.parse(w.get("OFFSET", "0"));
-            long length = Sizes.parse(w.get("LENGTH", DUMP_LENGTH));
+            long from = Sizes.parse("offset", w.get("OFFSET", "0"));
+            long length = Sizes.parse("length", w.get("LENGTH", DUMP_LENGTH));
             MemoryRouter r = Services.router(router);
             long n = BlockAccess.clamp(h, BlockAccess.info(r, h).size(), from, length);
             return Reply.lines(hex(BlockAccess.show(r, h, from, n), from));

@@ -86,7 +86,7 @@ public final class FileCommands {
                         + " goes into that block: drop them, or drop the handle");
             }
             MemoryHandle h = Arguments.handle(handle);
-            long at = Sizes.parse(w.get("OFFSET", "0"));
+            long at = Sizes.parse("offset", w.get("OFFSET", "0"));
             MemoryRouter r = Services.router(router);
             MemoryHandleInfo block = BlockAccess.info(r, h);
             BlockAccess.clamp(h, block.size(), at, 0);

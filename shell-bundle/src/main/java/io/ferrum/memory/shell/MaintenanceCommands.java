@@ -100,18 +100,18 @@ public final class MaintenanceCommands {
         String key = kv.substring(0, eq).strip();
         String value = kv.substring(eq + 1).strip();
         switch (key) {
-            case "initialSize" -> b.initialSize(Sizes.parse(value));
+            case "initialSize" -> b.initialSize(Sizes.parse(key, value));
             case "maxSize" -> {
-                long v = Sizes.parse(value);
+                long v = Sizes.parse(key, value);
                 if (v == 0) {
                     b.unlimited();
                 } else {
                     b.maxSize(v);
                 }
             }
-            case "growthIncrement" -> b.growthIncrement(Sizes.parse(value));
+            case "growthIncrement" -> b.growthIncrement(Sizes.parse(key, value));
             case "autoExpansion" -> b.autoExpansion(Arguments.flag(key, value));
-            case "alignment" -> b.alignment(Sizes.parse(value));
+            case "alignment" -> b.alignment(Sizes.parse(key, value));
             case "preAllocate" -> b.preAllocate(Arguments.flag(key, value));
             case "stats" -> b.stats(Arguments.flag(key, value));
             default -> throw new InvalidMemoryRequestException("Unknown pool setting '" + key + "': use initialSize,"

@@ -24,9 +24,21 @@ final class Sizes {
      * @throws InvalidMemoryRequestException if the text is not a size or overflows
      */
     static long parse(String text) {
+        return parse("size", text);
+    }
+
+    /**
+     * @param what the argument the text is for, named in the message: {@code size}, {@code
+     *             alignment}, {@code offset}, {@code length}, {@code maxSize}...
+     * @param text a number of bytes with an optional binary unit: k/KiB, m/MiB, g/GiB, t/TiB (all x1024)
+     * @return the number of bytes
+     * @throws InvalidMemoryRequestException naming {@code what} and the text if it is not a number
+     *                                       of bytes (a negative number is not) or overflows
+     */
+    static long parse(String what, String text) {
         Matcher m = text == null ? null : SIZE.matcher(text.strip());
         if (m == null || !m.matches()) {
-            throw new InvalidMemoryRequestException("Invalid size '" + text
+            throw new InvalidMemoryRequestException("Invalid " + what + " '" + text
                     + "': use bytes with an optional unit, e.g. 4096, 64k, 64KiB, 512MiB, 2g");
         }
         try {
@@ -44,7 +56,7 @@ final class Sizes {
             }
             return value << shift;
         } catch (NumberFormatException e) {
-            throw new InvalidMemoryRequestException("Invalid size '" + text + "': too large");
+            throw new InvalidMemoryRequestException("Invalid " + what + " '" + text + "': too large");
         }
     }
 

@@ -7,7 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -65,6 +67,36 @@ class AllocationCommandsTest {
         assertEquals("error: No device cpu:8 is registered; mem:devices lists the devices there are",
                 commands.alloc("4096", "cpu:8").toString());
         assertTrue(fixture.cpu0.handles().isEmpty() && fixture.cpu1.handles().isEmpty());
+    }
+
+    /** Issue 17: a bad number names the argument it was given for, not "size", in every command. */
+    @Test
+    void aBadNumberNamesItsArgument() throws Exception {
+        String h = fixture.cpu0.allocate(100, CPU0).toString();
+        BytesCommands bytes = new BytesCommands();
+        bytes.router = fixture.directory;
+        MaintenanceCommands maintenance = new MaintenanceCommands();
+        maintenance.monitor = fixture.directory;
+        FileCommands files = new FileCommands();
+        files.router = fixture.directory;
+        Map<String, Reply> answers = new LinkedHashMap<>();
+        answers.put("alignment '-8'", commands.alloc("--align", "-8", "4k"));
+        answers.put("alignment 'x'", commands.alloc("-a", "x", "4k", "cpu:1"));
+        answers.put("offset '-1'", bytes.dump(h, "-1"));
+        answers.put("length '-1'", bytes.dump(h, "0", "-1"));
+        answers.put("offset 'x'", bytes.read(h, "x", "4"));
+        answers.put("length 'y'", bytes.read(h, "0", "y"));
+        answers.put("offset '1.5'", bytes.write(h, "1.5", "00"));
+        answers.put("source offset '-1'", bytes.copy(h, h, "16", "-1"));
+        answers.put("destination offset '-2'", bytes.copy(h, h, "16", "0", "-2"));
+        answers.put("size 'z'", bytes.copy(h, h, "z"));
+        answers.put("maxSize 'lots'", maintenance.pool("cpu:0", "GENERAL", "maxSize=lots"));
+        answers.put("growthIncrement '-1'", maintenance.pool("cpu:0", "GENERAL", "growthIncrement=-1"));
+        answers.put("offset '-3'", files.load("any.bin", h, "-3"));
+        answers.forEach((what, reply) -> assertTrue(reply.toString().startsWith("error: Invalid " + what + ": use bytes"),
+                what + " -> " + reply));
+        assertEquals(1, fixture.cpu0.handles().size(), "bad input allocated nothing");
+        assertTrue(fixture.cpu1.handles().isEmpty());
     }
 
     @Test

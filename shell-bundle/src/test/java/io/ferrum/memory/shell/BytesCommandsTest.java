@@ -142,7 +142,7 @@ class BytesCommandsTest {
                 + " or pass --text to write the words as text", commands.write(h, "0", "0xab 0xabc").toString());
         assertTrue(commands.write(h, "0").toString().startsWith("error: No data to write"));
         assertTrue(commands.write(h, "0", "").toString().startsWith("error: No data to write"));
-        assertTrue(commands.write(h, "-1", "00").toString().startsWith("error: Invalid size '-1'"));
+        assertTrue(commands.write(h, "-1", "00").toString().startsWith("error: Invalid offset '-1'"));
         String unknown = commands.write("0x0000000000000001", "0", "00").toString();
         assertTrue(unknown.startsWith("error: ") && unknown.contains("0x0000000000000001"), unknown);
         String pastEnd = commands.read(h, "96", "5").toString();
