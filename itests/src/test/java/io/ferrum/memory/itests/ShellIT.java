@@ -165,6 +165,8 @@ public class ShellIT {
         assertTrue(offset, offset.startsWith("error: Invalid offset '-1': "));
         String length = run("mem:dump " + h + " 0 -1").strip();
         assertTrue(length, length.startsWith("error: Invalid length '-1': "));
+        String unmap = run("mem:unmap " + h).strip();
+        assertTrue(unmap, unmap.endsWith("is not mapped; map it with mem:map before mem:unmap"));
         assertTrue(run("mem:free " + h).contains("freed"));
         assertTrue("the shell still works", run("mem:pressure").contains("overall: LOW"));
     }
