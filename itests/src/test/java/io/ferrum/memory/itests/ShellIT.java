@@ -209,6 +209,21 @@ public class ShellIT {
         assertEquals("No live blocks.", run("mem:handles").strip());
     }
 
+    /** Issue 17: a command with nothing to do says so: no devices, or a dump at a block's end. */
+    @Test
+    public void withNothingToDoTheCommandsSaySo() throws Exception {
+        Await.until("cpu:0 in the monitor", () -> monitor.devices().contains(Device.cpu()));
+        String h = run("mem:alloc 64").split(" ")[0];
+        assertEquals("Nothing to show: offset 64 is the end of " + h + " (64 bytes)", run("mem:dump " + h + " 64").strip());
+        assertTrue(run("mem:free " + h).contains("freed"));
+        Await.installed(context, "io.ferrum.memory.cpu").uninstall();
+        Await.until("cpu:0 gone", () -> !monitor.devices().contains(Device.cpu()));
+        for (String command : new String[] {"mem:info", "mem:pressure", "mem:defrag", "mem:gc"}) {
+            String out = run(command).strip();
+            assertTrue(command + ": " + out, out.startsWith("No memory devices") && !out.contains("overall"));
+        }
+    }
+
     @Test
     public void strategiesCanBeListedAndSwitched() throws Exception {
         Await.until("best-fit", () -> monitor.devices().contains(Device.cpu()));

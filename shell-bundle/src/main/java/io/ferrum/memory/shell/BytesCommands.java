@@ -86,6 +86,10 @@ public final class BytesCommands {
             MemoryHandle h = Arguments.handle(w.get("HANDLE"));
             long from = Sizes.parse("offset", w.get("OFFSET"));
             long length = Sizes.parse("length", w.get("LENGTH"));
+            if (length == 0) {
+                BlockAccess.info(Services.router(router), h); // an unknown handle is still an error
+                return Reply.line("Nothing to show: the length is 0");
+            }
             return Reply.lines(hex(BlockAccess.show(Services.router(router), h, from, length), from));
         });
     }
@@ -110,7 +114,12 @@ public final class BytesCommands {
             long from = Sizes.parse("offset", w.get("OFFSET", "0"));
             long length = Sizes.parse("length", w.get("LENGTH", DUMP_LENGTH));
             MemoryRouter r = Services.router(router);
-            long n = BlockAccess.clamp(h, BlockAccess.info(r, h).size(), from, length);
+            long size = BlockAccess.info(r, h).size();
+            long n = BlockAccess.clamp(h, size, from, length);
+            if (n == 0) {
+                return Reply.line("Nothing to show: " + (from == size ? "offset " + from + " is the end of " + h + " ("
+                        + size + " bytes)" : "the length is 0"));
+            }
             return Reply.lines(hex(BlockAccess.show(r, h, from, n), from));
         });
     }

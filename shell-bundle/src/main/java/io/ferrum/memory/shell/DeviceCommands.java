@@ -54,7 +54,7 @@ public final class DeviceCommands {
             DEVICES.parse(args);
             Map<Device, MemoryInfo> all = Services.monitor(monitor).globalMemoryInfo();
             if (all.isEmpty()) {
-                return Reply.line("No memory devices. Start a backend bundle (mem:backends lists them).");
+                return Reply.line("No memory devices. " + Services.START_A_BACKEND);
             }
             Table t = new Table("DEVICE", "BACKEND", "TOTAL", "USED", "FREE", "RESERVED", "ALLOCS", "FRAG", "PRESSURE");
             all.forEach((d, i) -> t.row(d, backendOf(d), Sizes.human(i.totalBytes()), Sizes.human(i.usedBytes()),
@@ -75,8 +75,7 @@ public final class DeviceCommands {
             for (Device d : new TreeMap<>(Services.monitor(monitor).globalMemoryInfo()).keySet()) {
                 lines.addAll(info(d));
             }
-            return lines.isEmpty() ? Reply.line("No memory devices. Start a backend bundle (mem:backends lists them).")
-                    : Reply.lines(lines);
+            return lines.isEmpty() ? Reply.line("No memory devices. " + Services.START_A_BACKEND) : Reply.lines(lines);
         });
     }
 
@@ -90,8 +89,7 @@ public final class DeviceCommands {
                 "  reserved     " + Sizes.human(i.reservedBytes()),
                 "  allocations  " + i.activeAllocations(),
                 "  fragmentation " + percent(i.fragmentationRatio() * 100),
-                "  bandwidth    " + (i.bandwidthGbps().isPresent()
-                        ? String.format(Locale.ROOT, "%.2f GB/s", i.bandwidthGbps().getAsDouble()) : "not measured yet"),
+                "  bandwidth    " + bandwidth(i),
                 "  pressure     " + i.pressureLevel());
     }
 
@@ -100,8 +98,12 @@ public final class DeviceCommands {
         return Reply.attempt(() -> {
             PRESSURE.parse(args);
             GlobalMemoryMonitor m = Services.monitor(monitor);
+            Map<Device, MemoryInfo> all = m.globalMemoryInfo();
+            if (all.isEmpty()) { // the monitor's overall level would read LOW: there is no pressure to speak of
+                return Reply.line("No memory devices: no pressure to show. " + Services.START_A_BACKEND);
+            }
             Table t = new Table("DEVICE", "USED", "UTILISATION", "PRESSURE");
-            m.globalMemoryInfo().forEach((d, i) -> t.row(d, Sizes.human(i.usedBytes()),
+            all.forEach((d, i) -> t.row(d, Sizes.human(i.usedBytes()),
                     percent(i.utilizationPercent()), i.pressureLevel()));
             return Reply.lines(List.of(t.toString(), "overall: " + m.globalMemoryPressure()));
         });
@@ -139,6 +141,19 @@ public final class DeviceCommands {
         } catch (InvalidSyntaxException e) {
             return "-";
         }
+    }
+
+    /**
+     * @return the measured copy bandwidth, or {@code not measured} when there is none or it rounds to
+     *         zero (copies too small or too few to time): {@code 0.00 GB/s} would read as a dead link
+     */
+    static String bandwidth(MemoryInfo i) {
+        double gbps = i.bandwidthGbps().orElse(0);
+        if (gbps >= 0.995) {
+            return String.format(Locale.ROOT, "%.2f GB/s", gbps);
+        }
+        return gbps * 1000 >= 0.05 ? String.format(Locale.ROOT, "%.1f MB/s", gbps * 1000)
+                : "not measured (no copy large enough to time yet)";
     }
 
     private static String percent(double value) {

@@ -50,7 +50,8 @@ public final class MaintenanceCommands {
             for (Device d : new TreeMap<>(Services.monitor(monitor).globalMemoryInfo()).keySet()) {
                 lines.add(stats(d, Services.manager(monitor, d).defragment(d).toCompletableFuture().join()));
             }
-            return Reply.lines(lines);
+            return lines.isEmpty() ? Reply.line("No memory devices: nothing to defragment. " + Services.START_A_BACKEND)
+                    : Reply.lines(lines);
         });
     }
 
@@ -61,7 +62,8 @@ public final class MaintenanceCommands {
             List<String> lines = new ArrayList<>();
             new TreeMap<>(Services.monitor(monitor).globalGc().toCompletableFuture().join())
                     .forEach((d, s) -> lines.add(stats(d, s)));
-            return Reply.lines(lines);
+            return lines.isEmpty() ? Reply.line("No memory devices: nothing to collect. " + Services.START_A_BACKEND)
+                    : Reply.lines(lines);
         });
     }
 
