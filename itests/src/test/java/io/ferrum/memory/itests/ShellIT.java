@@ -124,7 +124,7 @@ public class ShellIT {
             new Random(15).nextBytes(weights);
             Path in = Files.write(dir.resolve("weights.bin"), weights);
             String loaded = run("mem:load '" + in + "' --device cpu:0 --type TENSOR");
-            Matcher m = Pattern.compile("^loaded 5242957 bytes \\(5\\.0 MiB\\) from " + Pattern.quote(in.toString())
+            Matcher m = Pattern.compile("^loaded 5\\.0 MiB \\(5242957 bytes\\) from " + Pattern.quote(in.toString())
                     + " into new block (0x[0-9a-f]{16}) on cpu:0 in ").matcher(loaded);
             assertTrue(loaded, m.find());
             String handle = m.group(1);
@@ -133,7 +133,7 @@ public class ShellIT {
 
             Path out = dir.resolve("saved.bin");
             String saved = run("mem:save " + handle + " '" + out + "'");
-            assertTrue(saved, saved.startsWith("saved 5242957 bytes (5.0 MiB) of " + handle + " on cpu:0 to " + out + " in "));
+            assertTrue(saved, saved.startsWith("saved 5.0 MiB (5242957 bytes) of " + handle + " on cpu:0 to " + out + " in "));
             assertArrayEquals(weights, Files.readAllBytes(out));
 
             String tooLarge = run("mem:load '" + in + "' " + run("mem:alloc 1k").split(" ")[0]).strip();
@@ -201,7 +201,7 @@ public class ShellIT {
         try (CommandSession session = processor.createSession(new ByteArrayInputStream(new byte[0]), ps, ps)) {
             session.execute("h = mem:alloc 1m");
             String h = session.get("h").toString().split(" ")[0];
-            assertEquals("filled 1048576 bytes of " + h + " with 0x07", session.execute("mem:fill $h 7").toString());
+            assertEquals("filled 1.0 MiB (1048576 bytes) of " + h + " with 0x07", session.execute("mem:fill $h 7").toString());
             assertEquals("wrote 2 bytes to " + h + " at offset 0", session.execute("mem:write $h 0 ab cd").toString());
             assertTrue(session.execute("mem:dump $h 0 4").toString().startsWith("00000000  ab cd 07 07"));
             assertEquals("freed " + h, session.execute("mem:free $h").toString());

@@ -2,6 +2,7 @@ package io.ferrum.memory.shell;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.TreeMap;
@@ -92,10 +93,14 @@ public final class AllocationCommands {
         Table t = new Table("HANDLE", "DEVICE", "SIZE", "TYPE", "ALIGN", "MAPPED", "AGE");
         Instant now = Instant.now();
         for (Device d : devices) {
-            for (MemoryHandleInfo i : Services.manager(monitor, d).handles()) {
+            // Devices in order, and a device's blocks by handle: the same order from one call to the next,
+            // whatever order the manager keeps them in.
+            List<MemoryHandleInfo> blocks = new ArrayList<>(Services.manager(monitor, d).handles());
+            blocks.sort((a, b) -> Long.compareUnsigned(a.handle().id(), b.handle().id()));
+            for (MemoryHandleInfo i : blocks) {
                 Duration age = Duration.between(i.allocatedAt(), now);
                 t.row(i.handle(), d, Sizes.human(i.size()), i.memoryType(), i.alignment(), i.mapped() ? "yes" : "no",
-                        age.toSeconds() + "s");
+                        Sizes.age(age.toSeconds()));
             }
         }
         return t.isEmpty() ? Reply.line("No live blocks.") : t;

@@ -59,7 +59,7 @@ public final class BytesCommands {
                     Sizes.parse(w.get("SIZE")), Sizes.parse("source offset", w.get("SRC_OFFSET", "0")),
                     Sizes.parse("destination offset", w.get("DST_OFFSET", "0")));
             Services.router(router).copy(t);
-            return Reply.line("copied " + t.size() + " bytes " + t.src() + "+" + t.srcOffset() + " -> " + t.dst() + "+"
+            return Reply.line("copied " + Sizes.amount(t.size()) + " " + t.src() + "+" + t.srcOffset() + " -> " + t.dst() + "+"
                     + t.dstOffset());
         });
     }
@@ -74,7 +74,7 @@ public final class BytesCommands {
             long at = Sizes.parse("offset", w.get("OFFSET"));
             byte[] bytes = Arguments.data(w.flag("--text"), w.rest().toArray(String[]::new));
             Services.router(router).write(h, at, MemorySegment.ofArray(bytes));
-            return Reply.line("wrote " + bytes.length + " bytes to " + h + " at offset " + at);
+            return Reply.line("wrote " + Sizes.amount(bytes.length) + " to " + h + " at offset " + at);
         });
     }
 
@@ -101,7 +101,7 @@ public final class BytesCommands {
             MemoryHandle h = Arguments.handle(w.get("HANDLE"));
             byte b = Arguments.byteValue(w.get("VALUE"));
             long filled = BlockAccess.fill(Services.router(router), h, b);
-            return Reply.line("filled " + filled + " bytes of " + h + " with " + String.format(Locale.ROOT, "0x%02x", b));
+            return Reply.line("filled " + Sizes.amount(filled) + " of " + h + " with " + String.format(Locale.ROOT, "0x%02x", b));
         });
     }
 
@@ -132,7 +132,7 @@ public final class BytesCommands {
             MemoryHandle h = Arguments.handle(w.get("HANDLE"));
             MemoryAccess a = Arguments.access(w.get("ACCESS", MemoryAccess.READ_WRITE.name()));
             MemorySegment s = Services.mappingManager(monitor, router, h).mapMemory(h, a);
-            return Reply.line("mapped " + h + " " + a + ": " + s.byteSize() + " bytes at 0x" + Long.toHexString(s.address()));
+            return Reply.line("mapped " + h + " " + a + ": " + Sizes.amount(s.byteSize()) + " at 0x" + Long.toHexString(s.address()));
         });
     }
 

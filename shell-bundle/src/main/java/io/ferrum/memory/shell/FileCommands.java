@@ -123,7 +123,7 @@ public final class FileCommands {
                 }
                 Files.move(tmp, p, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
                 saved = true;
-                return Reply.line("saved " + amount(block.size()) + " of " + h + " on " + block.device() + " to " + p
+                return Reply.line("saved " + Sizes.amount(block.size()) + " of " + h + " on " + block.device() + " to " + p
                         + " " + speed(block.size(), progress.elapsedNanos()));
             } finally {
                 if (!saved) {
@@ -169,7 +169,7 @@ public final class FileCommands {
         } finally {
             progress.finish();
         }
-        return Reply.line("loaded " + amount(size) + " from " + p + " into " + (newBlock ? "new block " : "") + h + " on "
+        return Reply.line("loaded " + Sizes.amount(size) + " from " + p + " into " + (newBlock ? "new block " : "") + h + " on "
                 + on + (newBlock ? "" : " at offset " + at) + " " + speed(size, progress.elapsedNanos()));
     }
 
@@ -219,11 +219,6 @@ public final class FileCommands {
             throw new InvalidMemoryRequestException("Cannot write in " + folder + ": permission denied; nothing saved");
         }
         return tmp;
-    }
-
-    /** @return e.g. {@code 5242880 bytes (5.0 MiB)} */
-    private static String amount(long bytes) {
-        return bytes + " bytes (" + Sizes.human(bytes) + ")";
     }
 
     /** @return e.g. {@code in 6.2 ms (846.9 MB/s)} */

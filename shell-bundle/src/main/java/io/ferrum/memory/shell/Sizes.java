@@ -60,6 +60,33 @@ final class Sizes {
         }
     }
 
+    /**
+     * An amount a success line reports: as the tables show sizes, with the exact count kept where
+     * the human form rounds.
+     *
+     * @return e.g. {@code 100 bytes}, {@code 50.0 MiB (52428800 bytes)}
+     */
+    static String amount(long bytes) {
+        return bytes < 1024 ? bytes + (bytes == 1 ? " byte" : " bytes") : human(bytes) + " (" + bytes + " bytes)";
+    }
+
+    /**
+     * The age of something, as a person reads it: whole seconds under a minute, whole minutes under
+     * an hour, else hours with one decimal (each rounded down).
+     *
+     * @param seconds the age in seconds, zero or more
+     * @return e.g. {@code 12 s}, {@code 5 min}, {@code 2.5 h}
+     */
+    static String age(long seconds) {
+        if (seconds < 60) {
+            return Math.max(0, seconds) + " s";
+        }
+        if (seconds < 3600) {
+            return seconds / 60 + " min";
+        }
+        return String.format(Locale.ROOT, "%.1f h", Math.floor(seconds / 360.0) / 10);
+    }
+
     /** @return e.g. {@code 512 B}, {@code 64.0 KiB}, {@code 1.5 GiB} */
     static String human(long bytes) {
         if (bytes < 1024) {

@@ -61,16 +61,19 @@ public final class StrategyCommands {
     private static final Syntax STRATEGIES = Syntax.of("strategies");
     private static final Syntax STRATEGY = Syntax.of("strategy").optional("NAME");
 
-    @Descriptor("List the allocation strategies present; * marks the active one (mem:strategies)")
+    @Descriptor("List the allocation strategies present, by name; * in the ACTIVE column marks the router's (mem:strategies)")
     public Reply strategies(@Descriptor("none") String... args) {
         return Reply.attempt(() -> {
             STRATEGIES.parse(args);
             MemoryRouter r = router;
             Optional<String> active = r == null ? Optional.empty() : r.activeStrategy();
-            Table t = new Table("", "STRATEGY", "RANKING", "BUNDLE");
+            Table t = new Table("ACTIVE", "STRATEGY", "RANKING", "BUNDLE");
             List<ServiceReference<AllocationStrategy>> refs = new ArrayList<>(
                     context.getServiceReferences(AllocationStrategy.class, null));
-            refs.sort(Comparator.reverseOrder()); // the highest ranking first, as the router prefers it
+            // By name, then the highest ranking first: an order that does not change with the order
+            // in which bundles started (service ids), so two listings compare line by line.
+            refs.sort(Comparator.comparing((ServiceReference<AllocationStrategy> s) ->
+                    String.valueOf(s.getProperty(AllocationStrategy.NAME_PROPERTY))).thenComparing(Comparator.reverseOrder()));
             for (ServiceReference<AllocationStrategy> ref : refs) {
                 Object name = ref.getProperty(AllocationStrategy.NAME_PROPERTY);
                 Object ranking = ref.getProperty(Constants.SERVICE_RANKING);

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -113,6 +114,22 @@ class AllocationCommandsTest {
         assertFalse(fixture.cpu0.owns(h));
         String again = commands.free(h.toString()).toString();
         assertTrue(again.startsWith("error: ") && again.contains(h.toString()), again);
+    }
+
+    /** Issue 17: mem:handles lists by device, then by handle, whatever order the manager keeps; AGE in s/min/h. */
+    @Test
+    void handlesAreSortedByDeviceThenHandle() {
+        MemoryHandle b1 = fixture.cpu1.allocate(4096, CPU1);
+        List<MemoryHandle> made = new ArrayList<>();
+        for (long size : new long[] {1 << 20, 4096, 64 * 1024, 256, 2 << 20}) {
+            made.add(fixture.cpu0.allocate(size, CPU0));
+        }
+        made.sort((x, y) -> Long.compareUnsigned(x.id(), y.id()));
+        List<String> expected = new ArrayList<>(made.stream().map(MemoryHandle::toString).toList());
+        expected.add(b1.toString());
+        Table t = assertInstanceOf(Table.class, commands.handles());
+        assertEquals(expected, t.column("HANDLE"));
+        assertTrue(t.column("AGE").stream().allMatch(a -> a.matches("\\d+ s|\\d+ min|\\d+\\.\\d h")), t.toString());
     }
 
     @Test

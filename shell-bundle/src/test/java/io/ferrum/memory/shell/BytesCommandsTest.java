@@ -158,7 +158,7 @@ class BytesCommandsTest {
     @Test
     void fillCoversABlockLargerThanOneWrite() {
         MemoryHandle big = fixture.cpu1.allocate(3 * ShellFixture.MiB + 5, CPU1);
-        assertEquals("filled " + (3 * ShellFixture.MiB + 5) + " bytes of " + big + " with 0x11",
+        assertEquals("filled 3.0 MiB (" + (3 * ShellFixture.MiB + 5) + " bytes) of " + big + " with 0x11",
                 commands.fill(big.toString(), "17").toString());
         byte[] expected = new byte[(int) (3 * ShellFixture.MiB + 5)];
         Arrays.fill(expected, (byte) 0x11);
