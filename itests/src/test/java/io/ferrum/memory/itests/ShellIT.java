@@ -92,6 +92,8 @@ public class ShellIT {
         assertEquals(dump, "00000060  ab ab ab ab", dump.substring(0, 21));
         assertTrue("only the 4 bytes left in the block are shown: " + dump, dump.strip().endsWith("|....|"));
         assertTrue(run("mem:handles cpu:0").contains(handle));
+        String info = run("mem:info cpu:0");
+        assertTrue(info, Pattern.compile("\\n    GENERAL +[0-9.]+ [KMGT]?i?B reserved, 100 B in 1 block").matcher(info).find());
         assertTrue(run("mem:free " + handle).contains("freed " + handle));
         assertFalse(run("mem:handles").contains(handle));
     }

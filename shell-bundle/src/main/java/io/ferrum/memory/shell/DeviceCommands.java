@@ -1,6 +1,7 @@
 package io.ferrum.memory.shell;
 
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -20,7 +21,9 @@ import org.osgi.service.component.annotations.ReferencePolicyOption;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.GlobalMemoryMonitor;
+import io.ferrum.memory.api.MemoryHandleInfo;
 import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.StreamHandle;
 import io.ferrum.memory.api.StreamManager;
 
@@ -80,8 +83,9 @@ public final class DeviceCommands {
     }
 
     private List<String> info(Device d) {
-        MemoryInfo i = Services.manager(monitor, d).memoryInfo();
-        return List.of(
+        DeviceMemoryManager m = Services.manager(monitor, d);
+        MemoryInfo i = m.memoryInfo();
+        List<String> lines = new ArrayList<>(List.of(
                 d + " (" + backendOf(d) + ")",
                 "  total        " + Sizes.human(i.totalBytes()) + " (" + i.totalBytes() + " bytes)",
                 "  used         " + Sizes.human(i.usedBytes()) + " (" + percent(i.utilizationPercent()) + ")",
@@ -90,7 +94,34 @@ public final class DeviceCommands {
                 "  allocations  " + i.activeAllocations(),
                 "  fragmentation " + percent(i.fragmentationRatio() * 100),
                 "  bandwidth    " + bandwidth(i),
-                "  pressure     " + i.pressureLevel());
+                "  pressure     " + i.pressureLevel()));
+        lines.addAll(5, pools(m)); // under the reserved line
+        return lines;
+    }
+
+    /**
+     * @return one line per memory type whose pool holds memory or live blocks, under the device's
+     *         reserved line: what the pool reserved, and what its live blocks use of it
+     */
+    private static List<String> pools(DeviceMemoryManager m) {
+        Map<MemoryType, Long> reserved = m.reservedByType();
+        Map<MemoryType, long[]> live = new EnumMap<>(MemoryType.class); // bytes, blocks
+        for (MemoryHandleInfo h : m.handles()) {
+            long[] sum = live.computeIfAbsent(h.memoryType(), t -> new long[2]);
+            sum[0] += h.size();
+            sum[1]++;
+        }
+        List<String> lines = new ArrayList<>();
+        for (MemoryType t : MemoryType.values()) {
+            Long r = reserved.get(t);
+            long[] l = live.getOrDefault(t, new long[2]);
+            if (r == null && l[1] == 0) {
+                continue;
+            }
+            lines.add(String.format(Locale.ROOT, "    %-10s %s reserved, %s in %d %s", t,
+                    r == null ? "not reported" : Sizes.human(r), Sizes.human(l[0]), l[1], l[1] == 1 ? "block" : "blocks"));
+        }
+        return lines;
     }
 
     @Descriptor("Show the memory pressure of every device and overall (mem:pressure)")
