@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.List;
 import java.util.TreeMap;
 
@@ -93,10 +94,12 @@ public final class AllocationCommands {
         Table t = new Table("HANDLE", "DEVICE", "SIZE", "TYPE", "ALIGN", "MAPPED", "AGE");
         Instant now = Instant.now();
         for (Device d : devices) {
-            // Devices in order, and a device's blocks by handle: the same order from one call to the next,
-            // whatever order the manager keeps them in.
+            // Devices in order, a device's blocks oldest first (a block that outlives the others, a
+            // leak, say, leads), then by handle: the same order from one call to the next, whatever
+            // order the manager keeps them in.
             List<MemoryHandleInfo> blocks = new ArrayList<>(Services.manager(monitor, d).handles());
-            blocks.sort((a, b) -> Long.compareUnsigned(a.handle().id(), b.handle().id()));
+            blocks.sort(Comparator.comparing(MemoryHandleInfo::allocatedAt)
+                    .thenComparing((a, b) -> Long.compareUnsigned(a.handle().id(), b.handle().id())));
             for (MemoryHandleInfo i : blocks) {
                 Duration age = Duration.between(i.allocatedAt(), now);
                 t.row(i.handle(), d, Sizes.human(i.size()), i.memoryType(), i.alignment(), i.mapped() ? "yes" : "no",

@@ -7,7 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.ArrayList;
+import java.lang.reflect.Proxy;
+import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -17,6 +18,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryHandleInfo;
 import io.ferrum.memory.api.MemoryType;
@@ -116,20 +118,28 @@ class AllocationCommandsTest {
         assertTrue(again.startsWith("error: ") && again.contains(h.toString()), again);
     }
 
-    /** Issue 17: mem:handles lists by device, then by handle, whatever order the manager keeps; AGE in s/min/h. */
+    /**
+     * Issue 17: mem:handles lists by device, then oldest first, then by handle, whatever order a
+     * manager gives (here one that answers fixed blocks in a scrambled order); AGE in s/min/h.
+     */
     @Test
-    void handlesAreSortedByDeviceThenHandle() {
-        MemoryHandle b1 = fixture.cpu1.allocate(4096, CPU1);
-        List<MemoryHandle> made = new ArrayList<>();
-        for (long size : new long[] {1 << 20, 4096, 64 * 1024, 256, 2 << 20}) {
-            made.add(fixture.cpu0.allocate(size, CPU0));
-        }
-        made.sort((x, y) -> Long.compareUnsigned(x.id(), y.id()));
-        List<String> expected = new ArrayList<>(made.stream().map(MemoryHandle::toString).toList());
-        expected.add(b1.toString());
-        Table t = assertInstanceOf(Table.class, commands.handles());
-        assertEquals(expected, t.column("HANDLE"));
-        assertTrue(t.column("AGE").stream().allMatch(a -> a.matches("\\d+ s|\\d+ min|\\d+\\.\\d h")), t.toString());
+    void handlesAreSortedByDeviceThenAgeThenHandle() {
+        Instant now = Instant.now();
+        MemoryHandle a = new MemoryHandle(0x30), b = new MemoryHandle(0x10), c = new MemoryHandle(0x20);
+        List<MemoryHandleInfo> scrambled = List.of(
+                new MemoryHandleInfo(c, 64, CPU0, 256, now.minusSeconds(5), false, MemoryType.GENERAL),
+                new MemoryHandleInfo(a, 64, CPU0, 256, now.minusSeconds(7200), false, MemoryType.GENERAL),
+                new MemoryHandleInfo(b, 64, CPU0, 256, now.minusSeconds(5), false, MemoryType.GENERAL));
+        DeviceMemoryManager stub = (DeviceMemoryManager) Proxy.newProxyInstance(getClass().getClassLoader(),
+                new Class<?>[] {DeviceMemoryManager.class}, (proxy, method, args) -> method.getName().equals("handles")
+                        ? scrambled : method.invoke(fixture.cpu0, args));
+        AllocationCommands listing = new AllocationCommands();
+        listing.monitor = new ShellFixture.Directory(Map.of(CPU1, fixture.cpu1, CPU0, stub));
+        MemoryHandle on1 = fixture.cpu1.allocate(4096, CPU1);
+        Table t = assertInstanceOf(Table.class, listing.handles());
+        assertEquals(List.of(a.toString(), b.toString(), c.toString(), on1.toString()), t.column("HANDLE"));
+        assertEquals("2.0 h", t.column("AGE").get(0));
+        assertTrue(t.column("AGE").stream().allMatch(s -> s.matches("\\d+ s|\\d+ min|\\d+\\.\\d h")), t.toString());
     }
 
     @Test
