@@ -201,8 +201,9 @@ public class ShellIT {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8);
         try (CommandSession session = processor.createSession(new ByteArrayInputStream(new byte[0]), ps, ps)) {
-            session.execute("h = mem:alloc 1m");
+            session.execute("h = mem:alloc --type=TENSOR 1m");
             String h = session.get("h").toString().split(" ")[0];
+            assertTrue(Pattern.compile(h + "\\s+cpu:0\\s+1\\.0 MiB\\s+TENSOR").matcher(run("mem:handles")).find());
             assertEquals("filled 1.0 MiB (1048576 bytes) of " + h + " with 0x07", session.execute("mem:fill $h 7").toString());
             assertEquals("wrote 2 bytes to " + h + " at offset 0", session.execute("mem:write $h 0 ab cd").toString());
             assertTrue(session.execute("mem:dump $h 0 4").toString().startsWith("00000000  ab cd 07 07"));

@@ -17,8 +17,8 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
  * answer a wrong count with {@code Cannot coerce alloc() to any of [...]} and take an unknown option
  * such as {@code --size} as a positional value.
  *
- * <p>Grammar: options anywhere before a {@code --} word, each {@code -x VALUE}, {@code --long VALUE}
- * or a flag; then the positional words in order: the required ones, the optional ones, and, where
+ * <p>Grammar: options anywhere before a {@code --} word, each {@code -x VALUE}, {@code --long VALUE},
+ * {@code --long=VALUE} or a flag; then the positional words in order: the required ones, the optional ones, and, where
  * the command has it, a rest of any length. A word is an option when it starts with {@code -} and a
  * letter, so negative numbers ({@code -1}) are positional and reach the argument's own check, which
  * names it. A wrong call (unknown option, option without its value, missing or extra word) is one
@@ -119,8 +119,14 @@ final class Syntax {
             if (!optionsEnded && w.equals("--")) {
                 optionsEnded = true;
             } else if (!optionsEnded && OPTION.matcher(w).matches()) {
-                Option o = find(w);
-                if (o.value == null) {
+                int eq = w.startsWith("--") ? w.indexOf('=') : -1;
+                Option o = find(eq > 0 ? w.substring(0, eq) : w);
+                if (eq > 0) { // --type=TENSOR
+                    if (o.value == null) {
+                        throw wrong("Option " + w.substring(0, eq) + " of " + command + " takes no value");
+                    }
+                    values.put(o.longName, w.substring(eq + 1));
+                } else if (o.value == null) {
                     values.put(o.longName, "true");
                 } else if (i + 1 < words.size()) {
                     values.put(o.longName, words.get(++i));

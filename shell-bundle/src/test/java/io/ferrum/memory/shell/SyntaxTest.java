@@ -39,6 +39,10 @@ class SyntaxTest {
         assertEquals("-1", ALLOC.parse("-1").get("SIZE"));
         assertEquals("-x", ALLOC.parse("--", "-x").get("SIZE"));
         assertEquals("GENERAL", ALLOC.parse("1m").option("--type", "GENERAL"));
+        assertEquals("tensor", ALLOC.parse("--type=tensor", "1m").option("--type", "GENERAL"));
+        assertEquals("Option --text of mem:write takes no value; usage: mem:write [-s] HANDLE OFFSET [DATA...]",
+                assertThrows(InvalidMemoryRequestException.class, () -> Syntax.of("write").flag("-s", "--text")
+                        .required("HANDLE").required("OFFSET").rest("DATA").parse("--text=yes", "h", "0")).getMessage());
     }
 
     @Test
