@@ -34,9 +34,9 @@ final class Syntax {
     private String rest;
 
     private record Option(String shortName, String longName, String value) {
-        /** @return e.g. {@code [-t TYPE]} or {@code [--text]} */
+        /** @return e.g. {@code [-t TYPE]}, or for a flag its long name, which says what it does: {@code [--text]} */
         String usage() {
-            return "[" + (shortName != null ? shortName : longName) + (value != null ? " " + value : "") + "]";
+            return value == null ? "[" + longName + "]" : "[" + (shortName != null ? shortName : longName) + " " + value + "]";
         }
     }
 

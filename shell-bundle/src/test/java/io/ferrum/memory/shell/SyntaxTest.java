@@ -25,7 +25,7 @@ class SyntaxTest {
         assertEquals("mem:alloc [-t TYPE] [-a ALIGN] SIZE [DEVICE]", ALLOC.usage());
         assertEquals("mem:copy SRC DST SIZE [SRC_OFFSET [DST_OFFSET]]", Syntax.of("copy").required("SRC").required("DST")
                 .required("SIZE").optional("SRC_OFFSET").optional("DST_OFFSET").usage());
-        assertEquals("mem:write [-s] HANDLE OFFSET [DATA...]", Syntax.of("write").flag("-s", "--text").required("HANDLE")
+        assertEquals("mem:write [--text] HANDLE OFFSET [DATA...]", Syntax.of("write").flag("-s", "--text").required("HANDLE")
                 .required("OFFSET").rest("DATA").usage());
     }
 
@@ -40,7 +40,7 @@ class SyntaxTest {
         assertEquals("-x", ALLOC.parse("--", "-x").get("SIZE"));
         assertEquals("GENERAL", ALLOC.parse("1m").option("--type", "GENERAL"));
         assertEquals("tensor", ALLOC.parse("--type=tensor", "1m").option("--type", "GENERAL"));
-        assertEquals("Option --text of mem:write takes no value; usage: mem:write [-s] HANDLE OFFSET [DATA...]",
+        assertEquals("Option --text of mem:write takes no value; usage: mem:write [--text] HANDLE OFFSET [DATA...]",
                 assertThrows(InvalidMemoryRequestException.class, () -> Syntax.of("write").flag("-s", "--text")
                         .required("HANDLE").required("OFFSET").rest("DATA").parse("--text=yes", "h", "0")).getMessage());
     }
