@@ -2,6 +2,7 @@ package io.ferrum.memory.api;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
@@ -192,6 +193,19 @@ public interface DeviceMemoryManager extends AutoCloseable {
     /** @return {@code memoryInfo(device())} */
     default MemoryInfo memoryInfo() {
         return memoryInfo(device());
+    }
+
+    /**
+     * What each memory type's pool holds from the device: the bytes of its reserved chunks, used or
+     * free. Each pool's figure is exact at some instant of the call; their sum is the reserved bytes
+     * of a {@link #memoryInfo()} taken at the same time, when no pool grows or shrinks meanwhile.
+     * Default: an empty map, for a manager without a pool per memory type.
+     *
+     * @return bytes reserved per memory type, only for types whose pool holds some; never null
+     * @since 1.2
+     */
+    default Map<MemoryType, Long> reservedByType() {
+        return Map.of();
     }
 
     /**

@@ -557,6 +557,23 @@ public class BadInputIT {
         shell("mem:pool cpu:0 GENERAL initialSize=0 maxSize=1k", "1024 bytes", BadInputIT::cacheABlock);
         shell("mem:pool cpu:0 WEIRD", "WEIRD");
         shell("mem:defrag cpu:7", "cpu:7");
+        // Issue 17: wrong calls (one error line with the usage) and arguments named as what they are
+        shell("mem:alloc", "usage: mem:alloc [-t TYPE] [-a ALIGN] SIZE [DEVICE]");
+        shell("mem:alloc --size 4k", "Unknown option --size for mem:alloc");
+        shell("mem:alloc 4k cpu:0 extra", "'extra'");
+        shell("mem:alloc 4k -t", "Option -t of mem:alloc needs a value");
+        shell("mem:free", "mem:free is missing HANDLE");
+        shell("mem:free {live} {live}", "takes at most 1 argument");
+        shell("mem:fill {live}", "mem:fill is missing VALUE");
+        shell("mem:copy {live} {live} 16 0 0 0", "usage: mem:copy");
+        shell("mem:write --hex {live} 0 00", "Unknown option --hex for mem:write");
+        shell("mem:pool", "mem:pool is missing DEVICE");
+        shell("mem:gc now", "mem:gc takes no arguments");
+        shell("mem:alloc --align -8 4k", "Invalid alignment '-8'");
+        shell("mem:dump {live} -1", "Invalid offset '-1'");
+        shell("mem:dump {live} 0 -1", "Invalid length '-1'");
+        shell("mem:copy {live} {live} 16 0 -1", "Invalid destination offset '-1'");
+        shell("mem:pool cpu:0 GENERAL maxSize=lots", "Invalid maxSize 'lots'");
     }
 
     @Inject

@@ -92,6 +92,8 @@ public class ShellIT {
         assertEquals(dump, "00000060  ab ab ab ab", dump.substring(0, 21));
         assertTrue("only the 4 bytes left in the block are shown: " + dump, dump.strip().endsWith("|....|"));
         assertTrue(run("mem:handles cpu:0").contains(handle));
+        String info = run("mem:info cpu:0");
+        assertTrue(info, Pattern.compile("\\n    GENERAL +[0-9.]+ [KMGT]?i?B reserved, 100 B in 1 block").matcher(info).find());
         assertTrue(run("mem:free " + handle).contains("freed " + handle));
         assertFalse(run("mem:handles").contains(handle));
     }
@@ -124,7 +126,7 @@ public class ShellIT {
             new Random(15).nextBytes(weights);
             Path in = Files.write(dir.resolve("weights.bin"), weights);
             String loaded = run("mem:load '" + in + "' --device cpu:0 --type TENSOR");
-            Matcher m = Pattern.compile("^loaded 5242957 bytes \\(5\\.0 MiB\\) from " + Pattern.quote(in.toString())
+            Matcher m = Pattern.compile("^loaded 5\\.0 MiB \\(5242957 bytes\\) from " + Pattern.quote(in.toString())
                     + " into new block (0x[0-9a-f]{16}) on cpu:0 in ").matcher(loaded);
             assertTrue(loaded, m.find());
             String handle = m.group(1);
@@ -133,7 +135,7 @@ public class ShellIT {
 
             Path out = dir.resolve("saved.bin");
             String saved = run("mem:save " + handle + " '" + out + "'");
-            assertTrue(saved, saved.startsWith("saved 5242957 bytes (5.0 MiB) of " + handle + " on cpu:0 to " + out + " in "));
+            assertTrue(saved, saved.startsWith("saved 5.0 MiB (5242957 bytes) of " + handle + " on cpu:0 to " + out + " in "));
             assertArrayEquals(weights, Files.readAllBytes(out));
 
             String tooLarge = run("mem:load '" + in + "' " + run("mem:alloc 1k").split(" ")[0]).strip();
@@ -158,7 +160,71 @@ public class ShellIT {
         assertTrue(freed, freed.startsWith("error: Handle 0x0000000000000001"));
         assertTrue(run("mem:info gpu:x").startsWith("error: Invalid device 'gpu:x'"));
         assertTrue(run("mem:pool cpu:0 GENERAL maxSize=1k initialSize=2k").startsWith("error: Invalid pool configuration"));
+        String align = run("mem:alloc --align -8 4k").strip();
+        assertTrue(align, align.startsWith("error: Invalid alignment '-8': "));
+        String h = run("mem:alloc 64").split(" ")[0];
+        String offset = run("mem:dump " + h + " -1").strip();
+        assertTrue(offset, offset.startsWith("error: Invalid offset '-1': "));
+        String length = run("mem:dump " + h + " 0 -1").strip();
+        assertTrue(length, length.startsWith("error: Invalid length '-1': "));
+        String unmap = run("mem:unmap " + h).strip();
+        assertTrue(unmap, unmap.endsWith("is not mapped; map it with mem:map before mem:unmap"));
+        assertTrue(run("mem:free " + h).contains("freed"));
         assertTrue("the shell still works", run("mem:pressure").contains("overall: LOW"));
+    }
+
+    /**
+     * Issue 17: a missing or extra word, or an unknown option, is one error line with the command's
+     * usage, through Gogo's own method matching (no "Cannot coerce"), and allocates nothing; words
+     * reach the command as typed (Gogo would make 1e3 the number 1000.0).
+     */
+    @Test
+    public void aWrongCallIsOneErrorLineWithTheUsage() throws Exception {
+        Await.until("cpu:0 in the monitor", () -> monitor.devices().contains(Device.cpu()));
+        String usage = "; usage: mem:alloc [-t TYPE] [-a ALIGN] SIZE [DEVICE]";
+        assertEquals("error: mem:alloc is missing SIZE" + usage, run("mem:alloc").strip());
+        assertEquals("error: Unknown option --size for mem:alloc; a value starting with - goes after --" + usage,
+                run("mem:alloc --size 4k").strip());
+        assertEquals("error: mem:alloc takes at most 2 arguments, not also '1'" + usage, run("mem:alloc 4k cpu:0 1").strip());
+        assertEquals("error: Option -t of mem:alloc needs a value (TYPE)" + usage, run("mem:alloc 4k -t").strip());
+        assertEquals("error: mem:free is missing HANDLE; usage: mem:free HANDLE", run("mem:free").strip());
+        assertEquals("error: mem:devices takes no arguments, not also 'now'; usage: mem:devices", run("mem:devices now").strip());
+        assertEquals("error: mem:dump is missing HANDLE; usage: mem:dump HANDLE [OFFSET [LENGTH]]", run("mem:dump").strip());
+        assertTrue(run("mem:alloc 1e3").strip().startsWith("error: Invalid size '1e3'"));
+        assertEquals("No live blocks.", run("mem:handles").strip());
+    }
+
+    /** Issue 17: what mem:alloc returns, kept in a variable, is a handle to every other command. */
+    @Test
+    public void theValueOfMemAllocIsAHandleForTheOtherCommands() throws Exception {
+        Await.until("cpu:0 in the monitor", () -> monitor.devices().contains(Device.cpu()));
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8);
+        try (CommandSession session = processor.createSession(new ByteArrayInputStream(new byte[0]), ps, ps)) {
+            session.execute("h = mem:alloc --type=TENSOR 1m");
+            String h = session.get("h").toString().split(" ")[0];
+            assertTrue(Pattern.compile(h + "\\s+cpu:0\\s+1\\.0 MiB\\s+TENSOR").matcher(run("mem:handles")).find());
+            assertEquals("filled 1.0 MiB (1048576 bytes) of " + h + " with 0x07", session.execute("mem:fill $h 7").toString());
+            assertEquals("wrote 2 bytes to " + h + " at offset 0", session.execute("mem:write $h 0 ab cd").toString());
+            assertTrue(session.execute("mem:dump $h 0 4").toString().startsWith("00000000  ab cd 07 07"));
+            assertEquals("freed " + h, session.execute("mem:free $h").toString());
+        }
+        assertEquals("No live blocks.", run("mem:handles").strip());
+    }
+
+    /** Issue 17: a command with nothing to do says so: no devices, or a dump at a block's end. */
+    @Test
+    public void withNothingToDoTheCommandsSaySo() throws Exception {
+        Await.until("cpu:0 in the monitor", () -> monitor.devices().contains(Device.cpu()));
+        String h = run("mem:alloc 64").split(" ")[0];
+        assertEquals("Nothing to show: offset 64 is the end of " + h + " (64 bytes)", run("mem:dump " + h + " 64").strip());
+        assertTrue(run("mem:free " + h).contains("freed"));
+        Await.installed(context, "io.ferrum.memory.cpu").uninstall();
+        Await.until("cpu:0 gone", () -> !monitor.devices().contains(Device.cpu()));
+        for (String command : new String[] {"mem:info", "mem:pressure", "mem:defrag", "mem:gc"}) {
+            String out = run(command).strip();
+            assertTrue(command + ": " + out, out.startsWith("No memory devices") && !out.contains("overall"));
+        }
     }
 
     @Test

@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 import org.junit.jupiter.api.Test;
 
@@ -53,6 +55,19 @@ class EngineInfoTest extends EngineTestSupport {
         assertEquals(0, m.memoryInfo().usedBytes());
         assertEquals(0.0, m.memoryInfo().fragmentationRatio(), "one free block is no fragmentation");
         assertEquals(List.of(), m.handles());
+    }
+
+    /** API 1.2 (issue 17): what each memory type's pool reserved, adding up to the device's reserved bytes. */
+    @Test
+    void reservedByTypeNamesEachPoolThatHoldsMemoryAndAddsUpToReserved() {
+        PooledMemoryManager m = manager(new ArenaUpstream(64 * MiB), config(pool(MiB, MiB)), PoolSettings.defaults().withThreadCache(0));
+        assertEquals(Map.of(), m.reservedByType(), "no pool holds anything yet");
+        m.allocate(1000, MemoryType.GENERAL, CPU);
+        m.allocate(4096, MemoryType.TENSOR, CPU);
+        Map<MemoryType, Long> byType = m.reservedByType();
+        assertEquals(Set.of(MemoryType.GENERAL, MemoryType.TENSOR), byType.keySet());
+        assertTrue(byType.values().stream().allMatch(r -> r > 0), byType.toString());
+        assertEquals(m.memoryInfo().reservedBytes(), byType.values().stream().mapToLong(Long::longValue).sum());
     }
 
     @Test

@@ -2,12 +2,13 @@ package io.ferrum.memory.shell;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.List;
 import java.util.TreeMap;
 
 import org.apache.felix.service.command.Descriptor;
-import org.apache.felix.service.command.Parameter;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.component.annotations.ReferenceCardinality;
@@ -40,70 +41,69 @@ public final class AllocationCommands {
             policyOption = ReferencePolicyOption.GREEDY)
     volatile MemoryRouter router;
 
-    @Descriptor("Allocate memory through the router (the active strategy picks the device); prints the handle")
-    public Reply alloc(
-            @Descriptor("memory type: GENERAL, TENSOR, CACHE, TEMPORARY, PINNED or MAPPED")
-            @Parameter(names = {"-t", "--type"}, absentValue = "GENERAL") String type,
-            @Descriptor("alignment in bytes, a power of two (0: the pool's)")
-            @Parameter(names = {"-a", "--align"}, absentValue = "0") String align,
-            @Descriptor("size: 4096, 64k, 64KiB, 512MiB, 2g") String size) {
-        return Reply.attempt(() -> {
-            MemoryRouter r = Services.router(router);
-            AllocationRequirements req = AllocationRequirements.defaults().withMemoryType(Arguments.memoryType(type));
-            long a = Sizes.parse(align);
-            if (a != 0) {
-                req = req.withAlignment(a);
-            }
-            MemoryHandle h = r.allocate(Sizes.parse(size), req);
-            return Reply.line(h + " on " + r.owner(h).map(Device::toString).orElse("?"));
-        });
-    }
+    private static final Syntax ALLOC = Syntax.of("alloc").option("-t", "--type", "TYPE").option("-a", "--align", "ALIGN")
+            .required("SIZE").optional("DEVICE");
+    private static final Syntax FREE = Syntax.of("free").required("HANDLE");
+    private static final Syntax HANDLES = Syntax.of("handles").optional("DEVICE");
 
-    @Descriptor("Allocate memory on one device; prints the handle")
-    public Reply alloc(
-            @Descriptor("memory type: GENERAL, TENSOR, CACHE, TEMPORARY, PINNED or MAPPED")
-            @Parameter(names = {"-t", "--type"}, absentValue = "GENERAL") String type,
-            @Descriptor("alignment in bytes, a power of two (0: the pool's)")
-            @Parameter(names = {"-a", "--align"}, absentValue = "0") String align,
-            @Descriptor("size: 4096, 64k, 64KiB, 512MiB, 2g") String size,
-            @Descriptor("the device, e.g. cpu:1") String device) {
+    @Descriptor("Allocate memory: mem:alloc [-t TYPE] [-a ALIGN] SIZE [DEVICE]. Without DEVICE the router (the active"
+            + " strategy) picks the device. TYPE: GENERAL (default), TENSOR, CACHE, TEMPORARY, PINNED or MAPPED; ALIGN:"
+            + " bytes, a power of two (0: the pool's); SIZE: 4096, 64k, 64KiB, 512MiB, 2g. Prints the handle")
+    public Reply alloc(@Descriptor("[-t TYPE] [-a ALIGN] SIZE [DEVICE]") String... args) {
         return Reply.attempt(() -> {
+            Syntax.Words w = ALLOC.parse(args);
+            MemoryType t = Arguments.memoryType(w.option("--type", "GENERAL"));
+            long a = Sizes.parse("alignment", w.option("--align", "0"));
+            long size = Sizes.parse(w.get("SIZE"));
+            String device = w.get("DEVICE", null);
+            if (device == null) {
+                MemoryRouter r = Services.router(router);
+                AllocationRequirements req = AllocationRequirements.defaults().withMemoryType(t);
+                if (a != 0) {
+                    req = req.withAlignment(a);
+                }
+                MemoryHandle h = r.allocate(size, req);
+                return Reply.line(h + " on " + r.owner(h).map(Device::toString).orElse("?"));
+            }
             Device d = Device.parse(device);
             DeviceMemoryManager m = Services.manager(monitor, d);
-            MemoryType t = Arguments.memoryType(type);
-            long a = Sizes.parse(align);
-            MemoryHandle h = a == 0 ? m.allocate(Sizes.parse(size), t, d) : m.allocateAligned(Sizes.parse(size), a, t, d);
+            MemoryHandle h = a == 0 ? m.allocate(size, t, d) : m.allocateAligned(size, a, t, d);
             return Reply.line(h + " on " + d);
         });
     }
 
-    @Descriptor("Free a block")
-    public Reply free(@Descriptor("the handle, as mem:alloc printed it") String handle) {
+    @Descriptor("Free a block: mem:free HANDLE")
+    public Reply free(@Descriptor("HANDLE: as mem:alloc printed it, or the value it returned ($h)") String... args) {
         return Reply.attempt(() -> {
-            MemoryHandle h = MemoryHandle.parse(handle);
+            MemoryHandle h = Arguments.handle(FREE.parse(args).get("HANDLE"));
             Services.router(router).deallocate(h);
             return Reply.line("freed " + h);
         });
     }
 
-    @Descriptor("List the live blocks of every device")
-    public Reply handles() {
-        return Reply.attempt(() -> handles(new TreeMap<>(Services.monitor(monitor).globalMemoryInfo()).keySet()));
-    }
-
-    @Descriptor("List the live blocks of one device")
-    public Reply handles(@Descriptor("the device, e.g. cpu:0") String device) {
-        return Reply.attempt(() -> handles(List.of(Device.parse(device))));
+    @Descriptor("List the live blocks of every device, or of one: mem:handles [DEVICE]")
+    public Reply handles(@Descriptor("[DEVICE], e.g. cpu:0") String... args) {
+        return Reply.attempt(() -> {
+            String device = HANDLES.parse(args).get("DEVICE", null);
+            return handles(device == null ? new TreeMap<>(Services.monitor(monitor).globalMemoryInfo()).keySet()
+                    : List.of(Device.parse(device)));
+        });
     }
 
     private Reply handles(Collection<Device> devices) {
         Table t = new Table("HANDLE", "DEVICE", "SIZE", "TYPE", "ALIGN", "MAPPED", "AGE");
         Instant now = Instant.now();
         for (Device d : devices) {
-            for (MemoryHandleInfo i : Services.manager(monitor, d).handles()) {
+            // Devices in order, a device's blocks oldest first (a block that outlives the others, a
+            // leak, say, leads), then by handle: the same order from one call to the next, whatever
+            // order the manager keeps them in.
+            List<MemoryHandleInfo> blocks = new ArrayList<>(Services.manager(monitor, d).handles());
+            blocks.sort(Comparator.comparing(MemoryHandleInfo::allocatedAt)
+                    .thenComparing((a, b) -> Long.compareUnsigned(a.handle().id(), b.handle().id())));
+            for (MemoryHandleInfo i : blocks) {
                 Duration age = Duration.between(i.allocatedAt(), now);
                 t.row(i.handle(), d, Sizes.human(i.size()), i.memoryType(), i.alignment(), i.mapped() ? "yes" : "no",
-                        age.toSeconds() + "s");
+                        Sizes.age(age.toSeconds()));
             }
         }
         return t.isEmpty() ? Reply.line("No live blocks.") : t;

@@ -4,10 +4,12 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryType;
 
 /**
@@ -22,7 +24,21 @@ final class Arguments {
     /** A word that starts hex data: {@code 0x} and pairs of digits, or exactly one pair. */
     private static final Pattern HEX_START = Pattern.compile("(?i)0x(?:[0-9a-f]{2})+|[0-9a-f]{2}");
 
+    /** What {@code mem:alloc} answers: a handle, {@code on} and the device; {@code $h} of {@code h = mem:alloc 1m} is this text. */
+    private static final Pattern ALLOCATED = Pattern.compile("(\\S+) on \\S+");
+
     private Arguments() {
+    }
+
+    /**
+     * @param text a handle as {@code mem:alloc} printed it ({@code 0x...}), or its whole answer
+     *             ({@code 0x... on cpu:0}), which is what a shell variable set to its value holds
+     * @return the handle
+     * @throws InvalidMemoryRequestException naming {@code text} if it is no handle
+     */
+    static MemoryHandle handle(String text) {
+        Matcher m = text == null ? null : ALLOCATED.matcher(text.strip());
+        return MemoryHandle.parse(m != null && m.matches() ? m.group(1) : text);
     }
 
     /**

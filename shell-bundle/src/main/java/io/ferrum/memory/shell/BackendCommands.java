@@ -38,6 +38,8 @@ public final class BackendCommands {
      */
     static final String STATUS_PROPERTY = "memory.backend.status";
 
+    private static final Syntax BACKENDS = Syntax.of("backends");
+
     private final BundleContext context;
 
     @Activate
@@ -45,9 +47,10 @@ public final class BackendCommands {
         this.context = context;
     }
 
-    @Descriptor("List the device backend bundles with their state, their devices, and what to do about an inactive one")
-    public Reply backends() {
+    @Descriptor("List the device backend bundles with their state, their devices, and what to do about an inactive one (mem:backends)")
+    public Reply backends(@Descriptor("none") String... args) {
         return Reply.attempt(() -> {
+            BACKENDS.parse(args);
             Table t = new Table("ID", "BACKEND", "KIND", "STATE", "DEVICES", "NOTE");
             for (Bundle b : context.getBundles()) {
                 String kind = b.getHeaders().get(BACKEND_HEADER);

@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.Locale;
 
 import org.apache.felix.service.command.Descriptor;
-import org.apache.felix.service.command.Parameter;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.component.annotations.ReferenceCardinality;
@@ -41,108 +40,106 @@ public final class BytesCommands {
             policyOption = ReferencePolicyOption.GREEDY)
     volatile MemoryRouter router;
 
-    @Descriptor("Copy bytes between two blocks, on one device or across devices")
-    public Reply copy(@Descriptor("source handle") String src, @Descriptor("destination handle") String dst,
-                      @Descriptor("bytes to copy, e.g. 4k") String size) {
-        return copy(src, dst, size, "0", "0");
-    }
+    private static final Syntax COPY = Syntax.of("copy").required("SRC").required("DST").required("SIZE")
+            .optional("SRC_OFFSET").optional("DST_OFFSET");
+    private static final Syntax WRITE = Syntax.of("write").flag("-s", "--text").required("HANDLE").required("OFFSET")
+            .rest("DATA");
+    private static final Syntax READ = Syntax.of("read").required("HANDLE").required("OFFSET").required("LENGTH");
+    private static final Syntax FILL = Syntax.of("fill").required("HANDLE").required("VALUE");
+    private static final Syntax DUMP = Syntax.of("dump").required("HANDLE").optional("OFFSET").optional("LENGTH");
+    private static final Syntax MAP = Syntax.of("map").required("HANDLE").optional("ACCESS");
+    private static final Syntax UNMAP = Syntax.of("unmap").required("HANDLE");
 
-    @Descriptor("Copy bytes between two blocks, from an offset in the source")
-    public Reply copy(@Descriptor("source handle") String src, @Descriptor("destination handle") String dst,
-                      @Descriptor("bytes to copy") String size, @Descriptor("source offset") String srcOffset) {
-        return copy(src, dst, size, srcOffset, "0");
-    }
-
-    @Descriptor("Copy bytes between two blocks, from and to offsets")
-    public Reply copy(@Descriptor("source handle") String src, @Descriptor("destination handle") String dst,
-                      @Descriptor("bytes to copy") String size, @Descriptor("source offset") String srcOffset,
-                      @Descriptor("destination offset") String dstOffset) {
+    @Descriptor("Copy bytes between two blocks, on one device or across devices: mem:copy SRC DST SIZE [SRC_OFFSET"
+            + " [DST_OFFSET]] (offsets default to 0)")
+    public Reply copy(@Descriptor("SRC DST SIZE [SRC_OFFSET [DST_OFFSET]]") String... args) {
         return Reply.attempt(() -> {
-            MemoryTransfer t = new MemoryTransfer(MemoryHandle.parse(src), MemoryHandle.parse(dst), Sizes.parse(size),
-                    Sizes.parse(srcOffset), Sizes.parse(dstOffset));
+            Syntax.Words w = COPY.parse(args);
+            MemoryTransfer t = new MemoryTransfer(Arguments.handle(w.get("SRC")), Arguments.handle(w.get("DST")),
+                    Sizes.parse(w.get("SIZE")), Sizes.parse("source offset", w.get("SRC_OFFSET", "0")),
+                    Sizes.parse("destination offset", w.get("DST_OFFSET", "0")));
             Services.router(router).copy(t);
-            return Reply.line("copied " + t.size() + " bytes " + t.src() + "+" + t.srcOffset() + " -> " + t.dst() + "+"
+            return Reply.line("copied " + Sizes.amount(t.size()) + " " + t.src() + "+" + t.srcOffset() + " -> " + t.dst() + "+"
                     + t.dstOffset());
         });
     }
 
-    @Descriptor("Write bytes into a block: hex (de ad be ef, 0xdeadbeef) or a quoted string")
-    public Reply write(
-            @Descriptor("take the data as UTF-8 text even when it looks like hex")
-            @Parameter(names = {"-s", "--text"}, presentValue = "true", absentValue = "false") boolean text,
-            @Descriptor("the handle") String handle, @Descriptor("offset in the block") String offset,
-            @Descriptor("the bytes: hex pairs (de ad be ef), 0x-prefixed hex (0xdeadbeef), or text") String... data) {
+    @Descriptor("Write bytes into a block: mem:write [--text] HANDLE OFFSET DATA...; DATA is hex (de ad be ef,"
+            + " 0xdeadbeef) or text; --text (-s) takes it as UTF-8 text even when it looks like hex; data starting"
+            + " with - goes after --")
+    public Reply write(@Descriptor("[--text] HANDLE OFFSET DATA...") String... args) {
         return Reply.attempt(() -> {
-            MemoryHandle h = MemoryHandle.parse(handle);
-            long at = Sizes.parse(offset);
-            byte[] bytes = Arguments.data(text, data);
+            Syntax.Words w = WRITE.parse(args);
+            MemoryHandle h = Arguments.handle(w.get("HANDLE"));
+            long at = Sizes.parse("offset", w.get("OFFSET"));
+            byte[] bytes = Arguments.data(w.flag("--text"), w.rest().toArray(String[]::new));
             Services.router(router).write(h, at, MemorySegment.ofArray(bytes));
-            return Reply.line("wrote " + bytes.length + " bytes to " + h + " at offset " + at);
+            return Reply.line("wrote " + Sizes.amount(bytes.length) + " to " + h + " at offset " + at);
         });
     }
 
-    @Descriptor("Show a range of a block's bytes in hex; the whole range must lie inside the block")
-    public Reply read(@Descriptor("the handle") String handle, @Descriptor("offset in the block") String offset,
-                      @Descriptor("bytes to show, at most 64k") String length) {
+    @Descriptor("Show a range of a block's bytes in hex: mem:read HANDLE OFFSET LENGTH (at most 64k); the whole range"
+            + " must lie inside the block")
+    public Reply read(@Descriptor("HANDLE OFFSET LENGTH") String... args) {
         return Reply.attempt(() -> {
-            MemoryHandle h = MemoryHandle.parse(handle);
-            long from = Sizes.parse(offset);
-            return Reply.lines(hex(BlockAccess.show(Services.router(router), h, from, Sizes.parse(length)), from));
+            Syntax.Words w = READ.parse(args);
+            MemoryHandle h = Arguments.handle(w.get("HANDLE"));
+            long from = Sizes.parse("offset", w.get("OFFSET"));
+            long length = Sizes.parse("length", w.get("LENGTH"));
+            if (length == 0) {
+                BlockAccess.info(Services.router(router), h); // an unknown handle is still an error
+                return Reply.line("Nothing to show: the length is 0");
+            }
+            return Reply.lines(hex(BlockAccess.show(Services.router(router), h, from, length), from));
         });
     }
 
-    @Descriptor("Set every byte of a block to one value")
-    public Reply fill(@Descriptor("the handle") String handle, @Descriptor("the byte: 0-255, or 0x00-0xff") String value) {
+    @Descriptor("Set every byte of a block to one value: mem:fill HANDLE VALUE (0-255, or 0x00-0xff)")
+    public Reply fill(@Descriptor("HANDLE VALUE") String... args) {
         return Reply.attempt(() -> {
-            MemoryHandle h = MemoryHandle.parse(handle);
-            byte b = Arguments.byteValue(value);
+            Syntax.Words w = FILL.parse(args);
+            MemoryHandle h = Arguments.handle(w.get("HANDLE"));
+            byte b = Arguments.byteValue(w.get("VALUE"));
             long filled = BlockAccess.fill(Services.router(router), h, b);
-            return Reply.line("filled " + filled + " bytes of " + h + " with " + String.format(Locale.ROOT, "0x%02x", b));
+            return Reply.line("filled " + Sizes.amount(filled) + " of " + h + " with " + String.format(Locale.ROOT, "0x%02x", b));
         });
     }
 
-    @Descriptor("Show a block's first bytes in hex")
-    public Reply dump(@Descriptor("the handle") String handle) {
-        return dump(handle, "0", DUMP_LENGTH);
-    }
-
-    @Descriptor("Show a block's bytes in hex from an offset")
-    public Reply dump(@Descriptor("the handle") String handle, @Descriptor("offset") String offset) {
-        return dump(handle, offset, DUMP_LENGTH);
-    }
-
-    @Descriptor("Show a range of a block's bytes in hex")
-    public Reply dump(@Descriptor("the handle") String handle, @Descriptor("offset") String offset,
-                      @Descriptor("bytes to show (at most to the end of the block, and at most 64k)") String length) {
+    @Descriptor("Show a block's bytes in hex: mem:dump HANDLE [OFFSET [LENGTH]] (from 0, 256 bytes, at most to the"
+            + " block's end and at most 64k)")
+    public Reply dump(@Descriptor("HANDLE [OFFSET [LENGTH]]") String... args) {
         return Reply.attempt(() -> {
-            MemoryHandle h = MemoryHandle.parse(handle);
+            Syntax.Words w = DUMP.parse(args);
+            MemoryHandle h = Arguments.handle(w.get("HANDLE"));
+            long from = Sizes.parse("offset", w.get("OFFSET", "0"));
+            long length = Sizes.parse("length", w.get("LENGTH", DUMP_LENGTH));
             MemoryRouter r = Services.router(router);
-            long from = Sizes.parse(offset);
-            long n = BlockAccess.clamp(h, BlockAccess.info(r, h).size(), from, Sizes.parse(length));
+            long size = BlockAccess.info(r, h).size();
+            long n = BlockAccess.clamp(h, size, from, length);
+            if (n == 0) {
+                return Reply.line("Nothing to show: " + (from == size ? "offset " + from + " is the end of " + h + " ("
+                        + size + " bytes)" : "the length is 0"));
+            }
             return Reply.lines(hex(BlockAccess.show(r, h, from, n), from));
         });
     }
 
-    @Descriptor("Map a block for CPU access (it stays mapped, and is not moved, until mem:unmap)")
-    public Reply map(@Descriptor("the handle") String handle) {
-        return map(handle, MemoryAccess.READ_WRITE.name());
-    }
-
-    @Descriptor("Map a block for CPU access with an access mode")
-    public Reply map(@Descriptor("the handle") String handle,
-                     @Descriptor("READ_ONLY, WRITE_ONLY or READ_WRITE") String access) {
+    @Descriptor("Map a block for CPU access: mem:map HANDLE [ACCESS] (READ_ONLY, WRITE_ONLY or READ_WRITE, the"
+            + " default); it stays mapped, and is not moved, until mem:unmap")
+    public Reply map(@Descriptor("HANDLE [ACCESS]") String... args) {
         return Reply.attempt(() -> {
-            MemoryHandle h = MemoryHandle.parse(handle);
-            MemoryAccess a = Arguments.access(access);
+            Syntax.Words w = MAP.parse(args);
+            MemoryHandle h = Arguments.handle(w.get("HANDLE"));
+            MemoryAccess a = Arguments.access(w.get("ACCESS", MemoryAccess.READ_WRITE.name()));
             MemorySegment s = Services.mappingManager(monitor, router, h).mapMemory(h, a);
-            return Reply.line("mapped " + h + " " + a + ": " + s.byteSize() + " bytes at 0x" + Long.toHexString(s.address()));
+            return Reply.line("mapped " + h + " " + a + ": " + Sizes.amount(s.byteSize()) + " at 0x" + Long.toHexString(s.address()));
         });
     }
 
-    @Descriptor("Unmap a block: every view of it is closed")
-    public Reply unmap(@Descriptor("the handle") String handle) {
+    @Descriptor("Unmap a block: mem:unmap HANDLE; every view of it is closed")
+    public Reply unmap(@Descriptor("HANDLE") String... args) {
         return Reply.attempt(() -> {
-            MemoryHandle h = MemoryHandle.parse(handle);
+            MemoryHandle h = Arguments.handle(UNMAP.parse(args).get("HANDLE"));
             Services.mappingManager(monitor, router, h).unmapMemory(h);
             return Reply.line("unmapped " + h);
         });

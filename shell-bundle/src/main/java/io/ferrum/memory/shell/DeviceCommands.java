@@ -1,6 +1,7 @@
 package io.ferrum.memory.shell;
 
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -20,7 +21,9 @@ import org.osgi.service.component.annotations.ReferencePolicyOption;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.GlobalMemoryMonitor;
+import io.ferrum.memory.api.MemoryHandleInfo;
 import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.StreamHandle;
 import io.ferrum.memory.api.StreamManager;
 
@@ -43,12 +46,18 @@ public final class DeviceCommands {
         this.context = context;
     }
 
-    @Descriptor("List every memory device: backend, capacity, use, fragmentation and pressure")
-    public Reply devices() {
+    private static final Syntax DEVICES = Syntax.of("devices");
+    private static final Syntax INFO = Syntax.of("info").optional("DEVICE");
+    private static final Syntax PRESSURE = Syntax.of("pressure");
+    private static final Syntax STREAMS = Syntax.of("streams");
+
+    @Descriptor("List every memory device: backend, capacity, use, fragmentation and pressure (mem:devices)")
+    public Reply devices(@Descriptor("none") String... args) {
         return Reply.attempt(() -> {
+            DEVICES.parse(args);
             Map<Device, MemoryInfo> all = Services.monitor(monitor).globalMemoryInfo();
             if (all.isEmpty()) {
-                return Reply.line("No memory devices. Start a backend bundle (mem:backends lists them).");
+                return Reply.line("No memory devices. " + Services.START_A_BACKEND);
             }
             Table t = new Table("DEVICE", "BACKEND", "TOTAL", "USED", "FREE", "RESERVED", "ALLOCS", "FRAG", "PRESSURE");
             all.forEach((d, i) -> t.row(d, backendOf(d), Sizes.human(i.totalBytes()), Sizes.human(i.usedBytes()),
@@ -58,26 +67,25 @@ public final class DeviceCommands {
         });
     }
 
-    @Descriptor("Show everything known about every device")
-    public Reply info() {
+    @Descriptor("Show everything known about every device, or about one: mem:info [DEVICE]")
+    public Reply info(@Descriptor("[DEVICE], e.g. cpu:0") String... args) {
         return Reply.attempt(() -> {
+            String device = INFO.parse(args).get("DEVICE", null);
+            if (device != null) {
+                return Reply.lines(info(Device.parse(device)));
+            }
             List<String> lines = new ArrayList<>();
             for (Device d : new TreeMap<>(Services.monitor(monitor).globalMemoryInfo()).keySet()) {
                 lines.addAll(info(d));
             }
-            return lines.isEmpty() ? Reply.line("No memory devices. Start a backend bundle (mem:backends lists them).")
-                    : Reply.lines(lines);
+            return lines.isEmpty() ? Reply.line("No memory devices. " + Services.START_A_BACKEND) : Reply.lines(lines);
         });
     }
 
-    @Descriptor("Show everything known about one device")
-    public Reply info(@Descriptor("the device, e.g. cpu:0") String device) {
-        return Reply.attempt(() -> Reply.lines(info(Device.parse(device))));
-    }
-
     private List<String> info(Device d) {
-        MemoryInfo i = Services.manager(monitor, d).memoryInfo();
-        return List.of(
+        DeviceMemoryManager m = Services.manager(monitor, d);
+        MemoryInfo i = m.memoryInfo();
+        List<String> lines = new ArrayList<>(List.of(
                 d + " (" + backendOf(d) + ")",
                 "  total        " + Sizes.human(i.totalBytes()) + " (" + i.totalBytes() + " bytes)",
                 "  used         " + Sizes.human(i.usedBytes()) + " (" + percent(i.utilizationPercent()) + ")",
@@ -85,25 +93,57 @@ public final class DeviceCommands {
                 "  reserved     " + Sizes.human(i.reservedBytes()),
                 "  allocations  " + i.activeAllocations(),
                 "  fragmentation " + percent(i.fragmentationRatio() * 100),
-                "  bandwidth    " + (i.bandwidthGbps().isPresent()
-                        ? String.format(Locale.ROOT, "%.2f GB/s", i.bandwidthGbps().getAsDouble()) : "not measured yet"),
-                "  pressure     " + i.pressureLevel());
+                "  bandwidth    " + bandwidth(i),
+                "  pressure     " + i.pressureLevel()));
+        lines.addAll(5, pools(m)); // under the reserved line
+        return lines;
     }
 
-    @Descriptor("Show the memory pressure of every device and overall")
-    public Reply pressure() {
+    /**
+     * @return one line per memory type whose pool holds memory or live blocks, under the device's
+     *         reserved line: what the pool reserved, and what its live blocks use of it
+     */
+    private static List<String> pools(DeviceMemoryManager m) {
+        Map<MemoryType, Long> reserved = m.reservedByType();
+        Map<MemoryType, long[]> live = new EnumMap<>(MemoryType.class); // bytes, blocks
+        for (MemoryHandleInfo h : m.handles()) {
+            long[] sum = live.computeIfAbsent(h.memoryType(), t -> new long[2]);
+            sum[0] += h.size();
+            sum[1]++;
+        }
+        List<String> lines = new ArrayList<>();
+        for (MemoryType t : MemoryType.values()) {
+            Long r = reserved.get(t);
+            long[] l = live.getOrDefault(t, new long[2]);
+            if (r == null && l[1] == 0) {
+                continue;
+            }
+            lines.add(String.format(Locale.ROOT, "    %-10s %s reserved, %s in %d %s", t,
+                    r == null ? "not reported" : Sizes.human(r), Sizes.human(l[0]), l[1], l[1] == 1 ? "block" : "blocks"));
+        }
+        return lines;
+    }
+
+    @Descriptor("Show the memory pressure of every device and overall (mem:pressure)")
+    public Reply pressure(@Descriptor("none") String... args) {
         return Reply.attempt(() -> {
+            PRESSURE.parse(args);
             GlobalMemoryMonitor m = Services.monitor(monitor);
+            Map<Device, MemoryInfo> all = m.globalMemoryInfo();
+            if (all.isEmpty()) { // the monitor's overall level would read LOW: there is no pressure to speak of
+                return Reply.line("No memory devices: no pressure to show. " + Services.START_A_BACKEND);
+            }
             Table t = new Table("DEVICE", "USED", "UTILISATION", "PRESSURE");
-            m.globalMemoryInfo().forEach((d, i) -> t.row(d, Sizes.human(i.usedBytes()),
+            all.forEach((d, i) -> t.row(d, Sizes.human(i.usedBytes()),
                     percent(i.utilizationPercent()), i.pressureLevel()));
             return Reply.lines(List.of(t.toString(), "overall: " + m.globalMemoryPressure()));
         });
     }
 
-    @Descriptor("List the streams of every device")
-    public Reply streams() {
+    @Descriptor("List the streams of every device (mem:streams)")
+    public Reply streams(@Descriptor("none") String... args) {
         return Reply.attempt(() -> {
+            STREAMS.parse(args);
             Table t = new Table("DEVICE", "STREAM", "STATE");
             for (ServiceReference<StreamManager> ref : context.getServiceReferences(StreamManager.class, null)) {
                 StreamManager s = context.getService(ref);
@@ -132,6 +172,19 @@ public final class DeviceCommands {
         } catch (InvalidSyntaxException e) {
             return "-";
         }
+    }
+
+    /**
+     * @return the measured copy bandwidth, or {@code not measured} when there is none or it rounds to
+     *         zero (copies too small or too few to time): {@code 0.00 GB/s} would read as a dead link
+     */
+    static String bandwidth(MemoryInfo i) {
+        double gbps = i.bandwidthGbps().orElse(0);
+        if (gbps >= 0.995) {
+            return String.format(Locale.ROOT, "%.2f GB/s", gbps);
+        }
+        return gbps * 1000 >= 0.05 ? String.format(Locale.ROOT, "%.1f MB/s", gbps * 1000)
+                : "not measured (no copy large enough to time yet)";
     }
 
     private static String percent(double value) {

@@ -16,7 +16,6 @@ import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 import org.apache.felix.service.command.Descriptor;
-import org.apache.felix.service.command.Parameter;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.component.annotations.ReferenceCardinality;
@@ -65,37 +64,29 @@ public final class FileCommands {
     /** Nanosecond time for progress and rates; tests replace it. */
     LongSupplier clock = System::nanoTime;
 
-    @Descriptor("Load a file into a new block of its size: on the device given, or where the router chooses")
-    public Reply load(
-            @Descriptor("the device of the new block, e.g. cpu:0 (default: the router chooses)")
-            @Parameter(names = {"-d", "--device"}, absentValue = "") String device,
-            @Descriptor("memory type of the new block: GENERAL, TENSOR, CACHE, TEMPORARY, PINNED or MAPPED")
-            @Parameter(names = {"-t", "--type"}, absentValue = "") String type,
-            @Descriptor("the file") String file) {
-        return Reply.attempt(() -> loadNew(device, type, file));
-    }
+    private static final Syntax LOAD = Syntax.of("load").option("-d", "--device", "DEVICE").option("-t", "--type", "TYPE")
+            .required("FILE").optional("HANDLE").optional("OFFSET");
+    private static final Syntax SAVE = Syntax.of("save").required("HANDLE").required("FILE");
 
-    @Descriptor("Load a file into an existing block, from its start")
-    public Reply load(
-            @Descriptor("only for a new block") @Parameter(names = {"-d", "--device"}, absentValue = "") String device,
-            @Descriptor("only for a new block") @Parameter(names = {"-t", "--type"}, absentValue = "") String type,
-            @Descriptor("the file") String file, @Descriptor("the block's handle") String handle) {
-        return load(device, type, file, handle, "0");
-    }
-
-    @Descriptor("Load a file into an existing block, from an offset")
-    public Reply load(
-            @Descriptor("only for a new block") @Parameter(names = {"-d", "--device"}, absentValue = "") String device,
-            @Descriptor("only for a new block") @Parameter(names = {"-t", "--type"}, absentValue = "") String type,
-            @Descriptor("the file") String file, @Descriptor("the block's handle") String handle,
-            @Descriptor("where in the block the file's first byte goes") String offset) {
+    @Descriptor("Load a file: mem:load [-d DEVICE] [-t TYPE] FILE [HANDLE [OFFSET]]. Without HANDLE into a new block"
+            + " of the file's size, on DEVICE or where the router chooses, of TYPE (GENERAL by default); with HANDLE"
+            + " into that block, from OFFSET (0 by default)")
+    public Reply load(@Descriptor("[-d DEVICE] [-t TYPE] FILE [HANDLE [OFFSET]]") String... args) {
         return Reply.attempt(() -> {
+            Syntax.Words w = LOAD.parse(args);
+            String device = w.option("--device", "");
+            String type = w.option("--type", "");
+            String file = w.get("FILE");
+            String handle = w.get("HANDLE", null);
+            if (handle == null) {
+                return loadNew(device, type, file);
+            }
             if (!device.isEmpty() || !type.isEmpty()) {
                 throw new InvalidMemoryRequestException("--device and --type are for a new block; with a handle the file"
                         + " goes into that block: drop them, or drop the handle");
             }
-            MemoryHandle h = MemoryHandle.parse(handle);
-            long at = Sizes.parse(offset);
+            MemoryHandle h = Arguments.handle(handle);
+            long at = Sizes.parse("offset", w.get("OFFSET", "0"));
             MemoryRouter r = Services.router(router);
             MemoryHandleInfo block = BlockAccess.info(r, h);
             BlockAccess.clamp(h, block.size(), at, 0);
@@ -112,10 +103,12 @@ public final class FileCommands {
         });
     }
 
-    @Descriptor("Save a whole block to a file (replacing the file if it exists)")
-    public Reply save(@Descriptor("the block's handle") String handle, @Descriptor("the file") String file) {
+    @Descriptor("Save a whole block to a file, replacing the file if it exists: mem:save HANDLE FILE")
+    public Reply save(@Descriptor("HANDLE FILE") String... args) {
         return Reply.attempt(() -> {
-            MemoryHandle h = MemoryHandle.parse(handle);
+            Syntax.Words w = SAVE.parse(args);
+            MemoryHandle h = Arguments.handle(w.get("HANDLE"));
+            String file = w.get("FILE");
             MemoryRouter r = Services.router(router);
             MemoryHandleInfo block = BlockAccess.info(r, h);
             Path p = path(file);
@@ -130,7 +123,7 @@ public final class FileCommands {
                 }
                 Files.move(tmp, p, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
                 saved = true;
-                return Reply.line("saved " + amount(block.size()) + " of " + h + " on " + block.device() + " to " + p
+                return Reply.line("saved " + Sizes.amount(block.size()) + " of " + h + " on " + block.device() + " to " + p
                         + " " + speed(block.size(), progress.elapsedNanos()));
             } finally {
                 if (!saved) {
@@ -176,7 +169,7 @@ public final class FileCommands {
         } finally {
             progress.finish();
         }
-        return Reply.line("loaded " + amount(size) + " from " + p + " into " + (newBlock ? "new block " : "") + h + " on "
+        return Reply.line("loaded " + Sizes.amount(size) + " from " + p + " into " + (newBlock ? "new block " : "") + h + " on "
                 + on + (newBlock ? "" : " at offset " + at) + " " + speed(size, progress.elapsedNanos()));
     }
 
@@ -226,11 +219,6 @@ public final class FileCommands {
             throw new InvalidMemoryRequestException("Cannot write in " + folder + ": permission denied; nothing saved");
         }
         return tmp;
-    }
-
-    /** @return e.g. {@code 5242880 bytes (5.0 MiB)} */
-    private static String amount(long bytes) {
-        return bytes + " bytes (" + Sizes.human(bytes) + ")";
     }
 
     /** @return e.g. {@code in 6.2 ms (846.9 MB/s)} */

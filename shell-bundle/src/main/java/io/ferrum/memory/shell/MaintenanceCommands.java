@@ -34,32 +34,36 @@ public final class MaintenanceCommands {
             policyOption = ReferencePolicyOption.GREEDY)
     volatile GlobalMemoryMonitor monitor;
 
-    @Descriptor("Defragment every device, one after the other")
-    public Reply defrag() {
+    private static final Syntax DEFRAG = Syntax.of("defrag").optional("DEVICE");
+    private static final Syntax GC = Syntax.of("gc");
+    private static final Syntax POOL = Syntax.of("pool").required("DEVICE").optional("TYPE").rest("KEY=VALUE");
+
+    @Descriptor("Defragment every device, one after the other, or one: mem:defrag [DEVICE]")
+    public Reply defrag(@Descriptor("[DEVICE], e.g. cpu:0") String... args) {
         return Reply.attempt(() -> {
+            String device = DEFRAG.parse(args).get("DEVICE", null);
+            if (device != null) {
+                Device d = Device.parse(device);
+                return Reply.line(stats(d, Services.manager(monitor, d).defragment(d).toCompletableFuture().join()));
+            }
             List<String> lines = new ArrayList<>();
             for (Device d : new TreeMap<>(Services.monitor(monitor).globalMemoryInfo()).keySet()) {
                 lines.add(stats(d, Services.manager(monitor, d).defragment(d).toCompletableFuture().join()));
             }
-            return Reply.lines(lines);
+            return lines.isEmpty() ? Reply.line("No memory devices: nothing to defragment. " + Services.START_A_BACKEND)
+                    : Reply.lines(lines);
         });
     }
 
-    @Descriptor("Defragment one device")
-    public Reply defrag(@Descriptor("the device, e.g. cpu:0") String device) {
+    @Descriptor("Defragment and trim every device at once, the monitor's global GC (mem:gc)")
+    public Reply gc(@Descriptor("none") String... args) {
         return Reply.attempt(() -> {
-            Device d = Device.parse(device);
-            return Reply.line(stats(d, Services.manager(monitor, d).defragment(d).toCompletableFuture().join()));
-        });
-    }
-
-    @Descriptor("Defragment and trim every device at once (the monitor's global GC)")
-    public Reply gc() {
-        return Reply.attempt(() -> {
+            GC.parse(args);
             List<String> lines = new ArrayList<>();
             new TreeMap<>(Services.monitor(monitor).globalGc().toCompletableFuture().join())
                     .forEach((d, s) -> lines.add(stats(d, s)));
-            return Reply.lines(lines);
+            return lines.isEmpty() ? Reply.line("No memory devices: nothing to collect. " + Services.START_A_BACKEND)
+                    : Reply.lines(lines);
         });
     }
 
@@ -69,21 +73,16 @@ public final class MaintenanceCommands {
                 s.fragmentationAfter() * 100, s.timeTakenMs());
     }
 
-    @Descriptor("Show the GENERAL pool of a device")
-    public Reply pool(@Descriptor("the device, e.g. cpu:0") String device) {
-        return Reply.attempt(() -> pool(Device.parse(device), MemoryType.GENERAL));
-    }
-
-    @Descriptor("Show one pool of a device, or change it with key=value settings (not saved: the next restart of"
-            + " the device uses its configuration): initialSize, maxSize (0: unlimited), growthIncrement,"
-            + " autoExpansion, alignment, preAllocate, stats")
-    public Reply pool(@Descriptor("the device, e.g. cpu:0") String device,
-                      @Descriptor("the memory type, e.g. GENERAL") String type,
-                      @Descriptor("settings, e.g. maxSize=1g growthIncrement=64m") String... settings) {
+    @Descriptor("Show one pool of a device, or change it: mem:pool DEVICE [TYPE [KEY=VALUE...]] (TYPE: GENERAL by"
+            + " default). Settings are not saved (the next restart of the device uses its configuration): initialSize,"
+            + " maxSize (0: unlimited), growthIncrement, autoExpansion, alignment, preAllocate, stats")
+    public Reply pool(@Descriptor("DEVICE [TYPE [KEY=VALUE...]], e.g. cpu:0 GENERAL maxSize=1g") String... args) {
         return Reply.attempt(() -> {
-            Device d = Device.parse(device);
-            MemoryType t = Arguments.memoryType(type);
-            if (settings.length > 0) {
+            Syntax.Words w = POOL.parse(args);
+            Device d = Device.parse(w.get("DEVICE"));
+            MemoryType t = Arguments.memoryType(w.get("TYPE", MemoryType.GENERAL.name()));
+            List<String> settings = w.rest();
+            if (!settings.isEmpty()) {
                 DeviceMemoryManager m = Services.manager(monitor, d);
                 MemoryPoolConfig.Builder b = m.poolConfig(t).toBuilder();
                 for (String kv : settings) {
@@ -103,18 +102,18 @@ public final class MaintenanceCommands {
         String key = kv.substring(0, eq).strip();
         String value = kv.substring(eq + 1).strip();
         switch (key) {
-            case "initialSize" -> b.initialSize(Sizes.parse(value));
+            case "initialSize" -> b.initialSize(Sizes.parse(key, value));
             case "maxSize" -> {
-                long v = Sizes.parse(value);
+                long v = Sizes.parse(key, value);
                 if (v == 0) {
                     b.unlimited();
                 } else {
                     b.maxSize(v);
                 }
             }
-            case "growthIncrement" -> b.growthIncrement(Sizes.parse(value));
+            case "growthIncrement" -> b.growthIncrement(Sizes.parse(key, value));
             case "autoExpansion" -> b.autoExpansion(Arguments.flag(key, value));
-            case "alignment" -> b.alignment(Sizes.parse(value));
+            case "alignment" -> b.alignment(Sizes.parse(key, value));
             case "preAllocate" -> b.preAllocate(Arguments.flag(key, value));
             case "stats" -> b.stats(Arguments.flag(key, value));
             default -> throw new InvalidMemoryRequestException("Unknown pool setting '" + key + "': use initialSize,"

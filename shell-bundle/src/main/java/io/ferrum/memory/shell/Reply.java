@@ -10,7 +10,8 @@ import java.util.concurrent.CompletionException;
  * reads the same value without capturing any output.
  *
  * <p>This type owns the {@code error:} line: {@link #attempt} turns any exception of a command
- * into one {@link Failure}, never a stack trace, and the shell goes on.
+ * into one {@link Failure}, never a stack trace, and the shell goes on; the advice in an API
+ * message is put in the shell's words ({@link ShellWording}).
  */
 sealed interface Reply permits Table, Reply.Text, Reply.Failure {
 
@@ -66,7 +67,7 @@ sealed interface Reply permits Table, Reply.Text, Reply.Failure {
     /** A command that failed: printed as {@code error: <message>}, one line. */
     record Failure(String message) implements Reply {
         static Failure of(Throwable e) {
-            return new Failure(e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName());
+            return new Failure(e.getMessage() != null ? ShellWording.of(e.getMessage()) : e.getClass().getSimpleName());
         }
 
         @Override

@@ -16,6 +16,9 @@ import io.ferrum.memory.api.MemoryRouter;
  * device" message of the shell.
  */
 final class Services {
+    /** What to do when no device is there: the end of every "no devices" line. */
+    static final String START_A_BACKEND = "Start a backend bundle (mem:backends lists them).";
+
     private Services() {
     }
 

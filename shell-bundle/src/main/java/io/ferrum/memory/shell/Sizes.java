@@ -24,9 +24,21 @@ final class Sizes {
      * @throws InvalidMemoryRequestException if the text is not a size or overflows
      */
     static long parse(String text) {
+        return parse("size", text);
+    }
+
+    /**
+     * @param what the argument the text is for, named in the message: {@code size}, {@code
+     *             alignment}, {@code offset}, {@code length}, {@code maxSize}...
+     * @param text a number of bytes with an optional binary unit: k/KiB, m/MiB, g/GiB, t/TiB (all x1024)
+     * @return the number of bytes
+     * @throws InvalidMemoryRequestException naming {@code what} and the text if it is not a number
+     *                                       of bytes (a negative number is not) or overflows
+     */
+    static long parse(String what, String text) {
         Matcher m = text == null ? null : SIZE.matcher(text.strip());
         if (m == null || !m.matches()) {
-            throw new InvalidMemoryRequestException("Invalid size '" + text
+            throw new InvalidMemoryRequestException("Invalid " + what + " '" + text
                     + "': use bytes with an optional unit, e.g. 4096, 64k, 64KiB, 512MiB, 2g");
         }
         try {
@@ -44,8 +56,35 @@ final class Sizes {
             }
             return value << shift;
         } catch (NumberFormatException e) {
-            throw new InvalidMemoryRequestException("Invalid size '" + text + "': too large");
+            throw new InvalidMemoryRequestException("Invalid " + what + " '" + text + "': too large");
         }
+    }
+
+    /**
+     * An amount a success line reports: as the tables show sizes, with the exact count kept where
+     * the human form rounds.
+     *
+     * @return e.g. {@code 100 bytes}, {@code 50.0 MiB (52428800 bytes)}
+     */
+    static String amount(long bytes) {
+        return bytes < 1024 ? bytes + (bytes == 1 ? " byte" : " bytes") : human(bytes) + " (" + bytes + " bytes)";
+    }
+
+    /**
+     * The age of something, as a person reads it: whole seconds under a minute, whole minutes under
+     * an hour, else hours with one decimal (each rounded down).
+     *
+     * @param seconds the age in seconds, zero or more
+     * @return e.g. {@code 12 s}, {@code 5 min}, {@code 2.5 h}
+     */
+    static String age(long seconds) {
+        if (seconds < 60) {
+            return Math.max(0, seconds) + " s";
+        }
+        if (seconds < 3600) {
+            return seconds / 60 + " min";
+        }
+        return String.format(Locale.ROOT, "%.1f h", Math.floor(seconds / 360.0) / 10);
     }
 
     /** @return e.g. {@code 512 B}, {@code 64.0 KiB}, {@code 1.5 GiB} */

@@ -58,15 +58,22 @@ public final class StrategyCommands {
         this.context = context;
     }
 
-    @Descriptor("List the allocation strategies present; * marks the active one")
-    public Reply strategies() {
+    private static final Syntax STRATEGIES = Syntax.of("strategies");
+    private static final Syntax STRATEGY = Syntax.of("strategy").optional("NAME");
+
+    @Descriptor("List the allocation strategies present, by name; * in the ACTIVE column marks the router's (mem:strategies)")
+    public Reply strategies(@Descriptor("none") String... args) {
         return Reply.attempt(() -> {
+            STRATEGIES.parse(args);
             MemoryRouter r = router;
             Optional<String> active = r == null ? Optional.empty() : r.activeStrategy();
-            Table t = new Table("", "STRATEGY", "RANKING", "BUNDLE");
+            Table t = new Table("ACTIVE", "STRATEGY", "RANKING", "BUNDLE");
             List<ServiceReference<AllocationStrategy>> refs = new ArrayList<>(
                     context.getServiceReferences(AllocationStrategy.class, null));
-            refs.sort(Comparator.reverseOrder()); // the highest ranking first, as the router prefers it
+            // By name, then the highest ranking first: an order that does not change with the order
+            // in which bundles started (service ids), so two listings compare line by line.
+            refs.sort(Comparator.comparing((ServiceReference<AllocationStrategy> s) ->
+                    String.valueOf(s.getProperty(AllocationStrategy.NAME_PROPERTY))).thenComparing(Comparator.reverseOrder()));
             for (ServiceReference<AllocationStrategy> ref : refs) {
                 Object name = ref.getProperty(AllocationStrategy.NAME_PROPERTY);
                 Object ranking = ref.getProperty(Constants.SERVICE_RANKING);
@@ -89,15 +96,15 @@ public final class StrategyCommands {
         return names;
     }
 
-    @Descriptor("Show the active allocation strategy")
-    public Reply strategy() {
-        return Reply.attempt(() -> Reply.line(Services.router(router).activeStrategy().map(n -> "active strategy: " + n)
-                .orElse("no strategy is present: allocation through the router fails")));
-    }
-
-    @Descriptor("Switch the allocation strategy (saved in the monitor's configuration)")
-    public Reply strategy(@Descriptor("the strategy's name, e.g. best-fit, most-free, preferred-order, round-robin") String name) {
+    @Descriptor("Show the active allocation strategy, or switch it (saved in the monitor's configuration): mem:strategy"
+            + " [NAME], e.g. best-fit, most-free, preferred-order, round-robin")
+    public Reply strategy(@Descriptor("[NAME]") String... args) {
         return Reply.attempt(() -> {
+            String name = STRATEGY.parse(args).get("NAME", null);
+            if (name == null) {
+                return Reply.line(Services.router(router).activeStrategy().map(n -> "active strategy: " + n)
+                        .orElse("no strategy is present: allocation through the router fails"));
+            }
             ConfigurationAdmin ca = configAdmin;
             if (ca == null) {
                 throw new DeviceUnavailableException(null, "Config Admin is not running: the strategy cannot be saved");

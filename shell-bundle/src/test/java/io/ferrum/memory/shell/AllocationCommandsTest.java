@@ -7,13 +7,18 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.reflect.Proxy;
+import java.time.Instant;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryHandleInfo;
 import io.ferrum.memory.api.MemoryType;
@@ -43,13 +48,13 @@ class AllocationCommandsTest {
 
     @Test
     void allocThroughTheRouterAnswersTheHandleAndItsDevice() {
-        MemoryHandle h = handle(commands.alloc("GENERAL", "0", "64k"), "cpu:0");
+        MemoryHandle h = handle(commands.alloc("64k"), "cpu:0");
         assertEquals(64 * 1024, fixture.cpu0.handleInfo(h).orElseThrow().size());
     }
 
     @Test
     void allocOnADeviceTakesTypeAndAlignment() {
-        MemoryHandle h = handle(commands.alloc("cache", "4096", "1m", "cpu:1"), "cpu:1");
+        MemoryHandle h = handle(commands.alloc("-t", "cache", "-a", "4096", "1m", "cpu:1"), "cpu:1");
         MemoryHandleInfo i = fixture.cpu1.handleInfo(h).orElseThrow();
         assertEquals(MemoryType.CACHE, i.memoryType());
         assertEquals(4096, i.alignment());
@@ -59,19 +64,49 @@ class AllocationCommandsTest {
     @Test
     void badArgumentsAreOneErrorLineNamingTheValueAndAllocateNothing() {
         assertEquals("error: Invalid size '12parsecs': use bytes with an optional unit, e.g. 4096, 64k, 64KiB, 512MiB, 2g",
-                commands.alloc("GENERAL", "0", "12parsecs").toString());
+                commands.alloc("12parsecs").toString());
         assertEquals("error: Invalid memory type 'BOGUS': use GENERAL, TENSOR, CACHE, TEMPORARY, PINNED or MAPPED",
-                commands.alloc("BOGUS", "0", "4096").toString());
+                commands.alloc("-t", "BOGUS", "4096").toString());
         assertEquals("error: No device cpu:8 is registered; mem:devices lists the devices there are",
-                commands.alloc("GENERAL", "0", "4096", "cpu:8").toString());
+                commands.alloc("4096", "cpu:8").toString());
         assertTrue(fixture.cpu0.handles().isEmpty() && fixture.cpu1.handles().isEmpty());
+    }
+
+    /** Issue 17: a bad number names the argument it was given for, not "size", in every command. */
+    @Test
+    void aBadNumberNamesItsArgument() throws Exception {
+        String h = fixture.cpu0.allocate(100, CPU0).toString();
+        BytesCommands bytes = new BytesCommands();
+        bytes.router = fixture.directory;
+        MaintenanceCommands maintenance = new MaintenanceCommands();
+        maintenance.monitor = fixture.directory;
+        FileCommands files = new FileCommands();
+        files.router = fixture.directory;
+        Map<String, Reply> answers = new LinkedHashMap<>();
+        answers.put("alignment '-8'", commands.alloc("--align", "-8", "4k"));
+        answers.put("alignment 'x'", commands.alloc("-a", "x", "4k", "cpu:1"));
+        answers.put("offset '-1'", bytes.dump(h, "-1"));
+        answers.put("length '-1'", bytes.dump(h, "0", "-1"));
+        answers.put("offset 'x'", bytes.read(h, "x", "4"));
+        answers.put("length 'y'", bytes.read(h, "0", "y"));
+        answers.put("offset '1.5'", bytes.write(h, "1.5", "00"));
+        answers.put("source offset '-1'", bytes.copy(h, h, "16", "-1"));
+        answers.put("destination offset '-2'", bytes.copy(h, h, "16", "0", "-2"));
+        answers.put("size 'z'", bytes.copy(h, h, "z"));
+        answers.put("maxSize 'lots'", maintenance.pool("cpu:0", "GENERAL", "maxSize=lots"));
+        answers.put("growthIncrement '-1'", maintenance.pool("cpu:0", "GENERAL", "growthIncrement=-1"));
+        answers.put("offset '-3'", files.load("any.bin", h, "-3"));
+        answers.forEach((what, reply) -> assertTrue(reply.toString().startsWith("error: Invalid " + what + ": use bytes"),
+                what + " -> " + reply));
+        assertEquals(1, fixture.cpu0.handles().size(), "bad input allocated nothing");
+        assertTrue(fixture.cpu1.handles().isEmpty());
     }
 
     @Test
     void withoutARouterAllocSaysWhatToStart() {
         AllocationCommands alone = new AllocationCommands();
         assertEquals("error: No memory router is running: start the bundle io.ferrum.memory.monitor",
-                alone.alloc("GENERAL", "0", "4096").toString());
+                alone.alloc("4096").toString());
     }
 
     @Test
@@ -81,6 +116,30 @@ class AllocationCommandsTest {
         assertFalse(fixture.cpu0.owns(h));
         String again = commands.free(h.toString()).toString();
         assertTrue(again.startsWith("error: ") && again.contains(h.toString()), again);
+    }
+
+    /**
+     * Issue 17: mem:handles lists by device, then oldest first, then by handle, whatever order a
+     * manager gives (here one that answers fixed blocks in a scrambled order); AGE in s/min/h.
+     */
+    @Test
+    void handlesAreSortedByDeviceThenAgeThenHandle() {
+        Instant now = Instant.now();
+        MemoryHandle a = new MemoryHandle(0x30), b = new MemoryHandle(0x10), c = new MemoryHandle(0x20);
+        List<MemoryHandleInfo> scrambled = List.of(
+                new MemoryHandleInfo(c, 64, CPU0, 256, now.minusSeconds(5), false, MemoryType.GENERAL),
+                new MemoryHandleInfo(a, 64, CPU0, 256, now.minusSeconds(7200), false, MemoryType.GENERAL),
+                new MemoryHandleInfo(b, 64, CPU0, 256, now.minusSeconds(5), false, MemoryType.GENERAL));
+        DeviceMemoryManager stub = (DeviceMemoryManager) Proxy.newProxyInstance(getClass().getClassLoader(),
+                new Class<?>[] {DeviceMemoryManager.class}, (proxy, method, args) -> method.getName().equals("handles")
+                        ? scrambled : method.invoke(fixture.cpu0, args));
+        AllocationCommands listing = new AllocationCommands();
+        listing.monitor = new ShellFixture.Directory(Map.of(CPU1, fixture.cpu1, CPU0, stub));
+        MemoryHandle on1 = fixture.cpu1.allocate(4096, CPU1);
+        Table t = assertInstanceOf(Table.class, listing.handles());
+        assertEquals(List.of(a.toString(), b.toString(), c.toString(), on1.toString()), t.column("HANDLE"));
+        assertEquals("2.0 h", t.column("AGE").get(0));
+        assertTrue(t.column("AGE").stream().allMatch(s -> s.matches("\\d+ s|\\d+ min|\\d+\\.\\d h")), t.toString());
     }
 
     @Test

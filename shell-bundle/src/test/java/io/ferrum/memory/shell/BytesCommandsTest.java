@@ -100,12 +100,12 @@ class BytesCommandsTest {
     void writePutsHexOrTextAtTheOffsetByteForByte() {
         String h = block.toString();
         commands.fill(h, "0");
-        assertEquals("wrote 4 bytes to " + h + " at offset 0", commands.write(false, h, "0", "de", "ad", "be", "ef").toString());
-        assertEquals("wrote 4 bytes to " + h + " at offset 4", commands.write(false, h, "4", "0xCAFEbabe").toString());
-        assertEquals("wrote 2 bytes to " + h + " at offset 8", commands.write(false, h, "8", "0x01 ff").toString());
-        assertEquals("wrote 12 bytes to " + h + " at offset 10", commands.write(false, h, "10", "hello  world").toString());
-        assertEquals("wrote 8 bytes to " + h + " at offset 22", commands.write(true, h, "22", "ab", "cd", "é").toString());
-        assertEquals("wrote 2 bytes to " + h + " at offset 30", commands.write(false, h, "30", "hi").toString());
+        assertEquals("wrote 4 bytes to " + h + " at offset 0", commands.write(h, "0", "de", "ad", "be", "ef").toString());
+        assertEquals("wrote 4 bytes to " + h + " at offset 4", commands.write(h, "4", "0xCAFEbabe").toString());
+        assertEquals("wrote 2 bytes to " + h + " at offset 8", commands.write(h, "8", "0x01 ff").toString());
+        assertEquals("wrote 12 bytes to " + h + " at offset 10", commands.write(h, "10", "hello  world").toString());
+        assertEquals("wrote 8 bytes to " + h + " at offset 22", commands.write("--text", h, "22", "ab", "cd", "é").toString());
+        assertEquals("wrote 2 bytes to " + h + " at offset 30", commands.write(h, "30", "hi").toString());
         byte[] expected = new byte[100];
         byte[] head = {(byte) 0xde, (byte) 0xad, (byte) 0xbe, (byte) 0xef, (byte) 0xca, (byte) 0xfe, (byte) 0xba,
             (byte) 0xbe, 0x01, (byte) 0xff};
@@ -119,7 +119,7 @@ class BytesCommandsTest {
     @Test
     void readShowsExactlyTheRangeAsAHexDump() {
         String h = block.toString();
-        assertTrue(commands.write(false, h, "90", "Ferrum mem").toString().startsWith("wrote 10 bytes"));
+        assertTrue(commands.write(h, "90", "Ferrum mem").toString().startsWith("wrote 10 bytes"));
         List<String> read = lines(commands.read(h, "90", "10"));
         assertEquals(List.of("0000005a  46 65 72 72 75 6d 20 6d 65 6d                    |Ferrum mem|"), read);
         List<String> two = lines(commands.read(h, "0", "17"));
@@ -134,16 +134,16 @@ class BytesCommandsTest {
         byte[] before = contents(block);
         List<MemoryHandle> handles = fixture.cpu0.handles().stream().map(i -> i.handle()).toList();
 
-        String outside = commands.write(false, h, "98", "01 02 03").toString();
+        String outside = commands.write(h, "98", "01 02 03").toString();
         assertTrue(outside.startsWith("error: A write of 3 bytes at offset 98 falls outside block " + h), outside);
         assertEquals("error: Invalid hex data 'zz': write bytes as pairs of hex digits (de ad be ef, or 0xdeadbeef),"
-                + " or pass --text to write the words as text", commands.write(false, h, "0", "de", "zz").toString());
+                + " or pass --text to write the words as text", commands.write(h, "0", "de", "zz").toString());
         assertEquals("error: Invalid hex data '0xabc': write bytes as pairs of hex digits (de ad be ef, or 0xdeadbeef),"
-                + " or pass --text to write the words as text", commands.write(false, h, "0", "0xab 0xabc").toString());
-        assertTrue(commands.write(false, h, "0").toString().startsWith("error: No data to write"));
-        assertTrue(commands.write(false, h, "0", "").toString().startsWith("error: No data to write"));
-        assertTrue(commands.write(false, h, "-1", "00").toString().startsWith("error: Invalid size '-1'"));
-        String unknown = commands.write(false, "0x0000000000000001", "0", "00").toString();
+                + " or pass --text to write the words as text", commands.write(h, "0", "0xab 0xabc").toString());
+        assertTrue(commands.write(h, "0").toString().startsWith("error: No data to write"));
+        assertTrue(commands.write(h, "0", "").toString().startsWith("error: No data to write"));
+        assertTrue(commands.write(h, "-1", "00").toString().startsWith("error: Invalid offset '-1'"));
+        String unknown = commands.write("0x0000000000000001", "0", "00").toString();
         assertTrue(unknown.startsWith("error: ") && unknown.contains("0x0000000000000001"), unknown);
         String pastEnd = commands.read(h, "96", "5").toString();
         assertTrue(pastEnd.startsWith("error: A read of 5 bytes at offset 96 falls outside block " + h), pastEnd);
@@ -158,7 +158,7 @@ class BytesCommandsTest {
     @Test
     void fillCoversABlockLargerThanOneWrite() {
         MemoryHandle big = fixture.cpu1.allocate(3 * ShellFixture.MiB + 5, CPU1);
-        assertEquals("filled " + (3 * ShellFixture.MiB + 5) + " bytes of " + big + " with 0x11",
+        assertEquals("filled 3.0 MiB (" + (3 * ShellFixture.MiB + 5) + " bytes) of " + big + " with 0x11",
                 commands.fill(big.toString(), "17").toString());
         byte[] expected = new byte[(int) (3 * ShellFixture.MiB + 5)];
         Arrays.fill(expected, (byte) 0x11);

@@ -8,9 +8,12 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
+import java.util.Map;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.MemoryType;
 
 class DeviceCommandsTest {
     private final ShellFixture fixture = new ShellFixture();
@@ -53,6 +56,26 @@ class DeviceCommandsTest {
         assertEquals("cpu:0 (test-arena)", info.get(0));
         assertTrue(info.contains("  allocations  1"), info.toString());
         assertTrue(info.contains("  pressure     LOW"), info.toString());
+    }
+
+    /** Issue 17: mem:info shows, under the device's reserved bytes, what each memory type's pool reserved and uses. */
+    @Test
+    void infoShowsReservedAndUsedPerPool() throws Exception {
+        for (MemoryType t : List.of(MemoryType.GENERAL, MemoryType.TENSOR)) { // small pools: both fit the test device
+            fixture.cpu0.configurePool(CPU0, t, fixture.cpu0.poolConfig(t).toBuilder().initialSize(4 * MiB)
+                    .growthIncrement(4 * MiB).build());
+        }
+        fixture.cpu0.allocate(MiB, MemoryType.GENERAL, CPU0);
+        fixture.cpu0.allocate(64 * 1024, MemoryType.TENSOR, CPU0);
+        fixture.cpu0.allocate(64 * 1024, MemoryType.TENSOR, CPU0);
+        List<String> info = lines(commands().info("cpu:0"));
+        int reserved = info.indexOf(info.stream().filter(l -> l.startsWith("  reserved ")).findFirst().orElseThrow());
+        Map<io.ferrum.memory.api.MemoryType, Long> byType = fixture.cpu0.reservedByType();
+        assertEquals("    GENERAL    " + Sizes.human(byType.get(MemoryType.GENERAL)) + " reserved, 1.0 MiB in 1 block",
+                info.get(reserved + 1), info.toString());
+        assertEquals("    TENSOR     " + Sizes.human(byType.get(MemoryType.TENSOR)) + " reserved, 128.0 KiB in 2 blocks",
+                info.get(reserved + 2), info.toString());
+        assertTrue(info.get(reserved + 3).startsWith("  allocations  3"), info.toString());
     }
 
     @Test

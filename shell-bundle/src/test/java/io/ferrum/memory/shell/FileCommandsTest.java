@@ -39,7 +39,7 @@ import io.ferrum.memory.api.MemoryType;
 
 class FileCommandsTest {
     private static final Pattern NEW_BLOCK = Pattern.compile(
-            "loaded (\\d+) bytes \\(.+\\) from (.+) into new block (0x[0-9a-f]{16}) on (cpu:\\d) in [0-9.]+ ms \\([0-9.]+ MB/s\\)");
+            "loaded (.+?) from (.+) into new block (0x[0-9a-f]{16}) on (cpu:\\d) in [0-9.]+ ms \\([0-9.]+ MB/s\\)");
 
     private final ShellFixture fixture = new ShellFixture();
     private final FileCommands commands = new FileCommands();
@@ -92,9 +92,9 @@ class FileCommandsTest {
         byte[] weights = random((int) (5 * MiB + 123), 15);
         Path in = file("weights.bin", weights);
 
-        Reply loaded = commands.load("cpu:1", "tensor", in.toString());
+        Reply loaded = commands.load("-d", "cpu:1", "-t", "tensor", in.toString());
         MemoryHandle h = newBlock(loaded, "cpu:1");
-        assertTrue(loaded.toString().startsWith("loaded 5243003 bytes (5.0 MiB) from " + in + " into new block "), loaded.toString());
+        assertTrue(loaded.toString().startsWith("loaded 5.0 MiB (5243003 bytes) from " + in + " into new block "), loaded.toString());
         MemoryHandleInfo info = fixture.cpu1.handleInfo(h).orElseThrow();
         assertEquals(weights.length, info.size());
         assertEquals(MemoryType.TENSOR, info.memoryType());
@@ -102,7 +102,7 @@ class FileCommandsTest {
 
         Path out = dir.resolve("saved.bin");
         String saved = commands.save(h.toString(), out.toString()).toString();
-        assertTrue(saved.matches("saved 5243003 bytes \\(5\\.0 MiB\\) of " + h + " on cpu:1 to " + Pattern.quote(out.toString())
+        assertTrue(saved.matches("saved 5\\.0 MiB \\(5243003 bytes\\) of " + h + " on cpu:1 to " + Pattern.quote(out.toString())
                 + " in [0-9.]+ ms \\([0-9.]+ MB/s\\)"), saved);
         assertEquals(-1, Files.mismatch(in, out));
         assertEquals(List.of("saved.bin", "weights.bin"), folder());
@@ -111,7 +111,7 @@ class FileCommandsTest {
     @Test
     void withoutAHandleOrADeviceTheRouterChoosesTheDevice() throws IOException {
         byte[] bytes = random(3000, 1);
-        MemoryHandle h = newBlock(commands.load("", "", file("small.bin", bytes).toString()), "cpu:0");
+        MemoryHandle h = newBlock(commands.load(file("small.bin", bytes).toString()), "cpu:0");
         assertArrayEquals(bytes, contents(h));
         assertEquals(MemoryType.GENERAL, fixture.cpu0.handleInfo(h).orElseThrow().memoryType());
     }
@@ -119,7 +119,7 @@ class FileCommandsTest {
     @Test
     void theRouterAllocatesTheNewBlockWithTheTypeGiven() throws IOException {
         byte[] bytes = random(3000, 6);
-        MemoryHandle h = newBlock(commands.load("", "cache", file("small.bin", bytes).toString()), "cpu:0");
+        MemoryHandle h = newBlock(commands.load("-t", "cache", file("small.bin", bytes).toString()), "cpu:0");
         assertEquals(MemoryType.CACHE, fixture.cpu0.handleInfo(h).orElseThrow().memoryType());
         assertArrayEquals(bytes, contents(h));
     }
@@ -130,15 +130,15 @@ class FileCommandsTest {
         fixture.directory.write(block, 0, MemorySegment.ofArray(new byte[(int) (3 * MiB)]));
         byte[] bytes = random((int) (2 * MiB + 7), 2);
         Path in = file("part.bin", bytes);
-        String loaded = commands.load("", "", in.toString(), block.toString(), "1000").toString();
-        assertTrue(loaded.startsWith("loaded 2097159 bytes (2.0 MiB) from " + in + " into " + block + " on cpu:0 at offset"
+        String loaded = commands.load(in.toString(), block.toString(), "1000").toString();
+        assertTrue(loaded.startsWith("loaded 2.0 MiB (2097159 bytes) from " + in + " into " + block + " on cpu:0 at offset"
                 + " 1000 in "), loaded);
         byte[] expected = new byte[(int) (3 * MiB)];
         System.arraycopy(bytes, 0, expected, 1000, bytes.length);
         assertArrayEquals(expected, contents(block));
         assertEquals(List.of(block), handles());
 
-        String whole = commands.load("", "", in.toString(), block.toString()).toString();
+        String whole = commands.load(in.toString(), block.toString()).toString();
         assertTrue(whole.contains(" into " + block + " on cpu:0 at offset 0 in "), whole);
     }
 
@@ -153,27 +153,27 @@ class FileCommandsTest {
         Path empty = file("empty.bin", new byte[0]);
         Path missing = dir.resolve("missing.bin");
 
-        assertEquals("error: No file " + missing + "; nothing loaded", commands.load("", "", missing.toString()).toString());
-        assertEquals("error: No file " + missing + "; nothing loaded", commands.load("", "", missing.toString(), h).toString());
-        assertEquals("error: " + dir + " is a folder, not a file; nothing loaded", commands.load("", "", dir.toString()).toString());
+        assertEquals("error: No file " + missing + "; nothing loaded", commands.load(missing.toString()).toString());
+        assertEquals("error: No file " + missing + "; nothing loaded", commands.load(missing.toString(), h).toString());
+        assertEquals("error: " + dir + " is a folder, not a file; nothing loaded", commands.load(dir.toString()).toString());
         assertEquals("error: File " + ten + " (10 bytes) does not fit in block " + h + " at offset 95: the block has 100"
-                + " bytes, 5 of them from there; nothing loaded", commands.load("", "", ten.toString(), h, "95").toString());
+                + " bytes, 5 of them from there; nothing loaded", commands.load(ten.toString(), h, "95").toString());
         assertEquals("error: Offset 101 is past the end of " + h + " (100 bytes)",
-                commands.load("", "", ten.toString(), h, "101").toString());
+                commands.load(ten.toString(), h, "101").toString());
         assertEquals("error: --device and --type are for a new block; with a handle the file goes into that block: drop"
-                + " them, or drop the handle", commands.load("cpu:0", "", ten.toString(), h).toString());
+                + " them, or drop the handle", commands.load("-d", "cpu:0", ten.toString(), h).toString());
         assertEquals("error: File " + empty + " is empty: there is nothing to load into a new block; nothing allocated",
-                commands.load("", "", empty.toString()).toString());
+                commands.load(empty.toString()).toString());
         assertEquals("error: No device cpu:7 is registered; mem:devices lists the devices there are",
-                commands.load("cpu:7", "", ten.toString()).toString());
-        assertTrue(commands.load("", "SHINY", ten.toString()).toString().startsWith("error: Invalid memory type 'SHINY'"));
-        String unknown = commands.load("", "", ten.toString(), "0x0000000000000001").toString();
+                commands.load("-d", "cpu:7", ten.toString()).toString());
+        assertTrue(commands.load("-t", "SHINY", ten.toString()).toString().startsWith("error: Invalid memory type 'SHINY'"));
+        String unknown = commands.load(ten.toString(), "0x0000000000000001").toString();
         assertEquals("error: Handle 0x0000000000000001 is not known to any device (freed, or never allocated)", unknown);
         Path huge = dir.resolve("huge.bin");
         try (RandomAccessFile sparse = new RandomAccessFile(huge.toFile(), "rw")) {
             sparse.setLength(65 * MiB); // more than the device holds
         }
-        String tooBig = commands.load("cpu:1", "", huge.toString()).toString();
+        String tooBig = commands.load("-d", "cpu:1", huge.toString()).toString();
         assertTrue(tooBig.startsWith("error: ") && tooBig.contains("cpu:1"), tooBig);
 
         assertArrayEquals(before, contents(block));
@@ -200,7 +200,7 @@ class FileCommandsTest {
     void aLoadThatFailsAfterItsNewBlockWasAllocatedFreesTheBlock() throws IOException {
         commands.router = failing("write", 2);
         List<MemoryHandle> before = handles();
-        String failed = commands.load("", "", file("three.bin", random((int) (3 * MiB), 4)).toString()).toString();
+        String failed = commands.load(file("three.bin", random((int) (3 * MiB), 4)).toString()).toString();
         assertEquals("error: cpu:1 went away in the middle of the transfer", failed);
         assertEquals(before, handles(), "the new block is freed again");
     }
@@ -251,7 +251,7 @@ class FileCommandsTest {
         AtomicLong now = new AtomicLong();
         commands.progressOutput = () -> terminal;
         commands.clock = () -> now.getAndAdd(TransferProgress.REFRESH_NANOS); // every chunk is due a line
-        MemoryHandle h = newBlock(commands.load("", "", file("four.bin", random((int) (4 * MiB), 5)).toString()), "cpu:0");
+        MemoryHandle h = newBlock(commands.load(file("four.bin", random((int) (4 * MiB), 5)).toString()), "cpu:0");
 
         String out = shown.toString(StandardCharsets.UTF_8);
         List<String> lines = List.of(out.split("\r"));

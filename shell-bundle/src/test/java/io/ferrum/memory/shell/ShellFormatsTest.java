@@ -17,6 +17,22 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
 
 class ShellFormatsTest {
 
+    /** Issue 17: success lines give amounts as the tables do, exact where the human form rounds. */
+    @Test
+    void amountsReadAsTheTablesShowSizes() {
+        assertEquals("1 byte", Sizes.amount(1));
+        assertEquals("100 bytes", Sizes.amount(100));
+        assertEquals("1.0 KiB (1024 bytes)", Sizes.amount(1024));
+        assertEquals("50.0 MiB (52428800 bytes)", Sizes.amount(52428800));
+    }
+
+    /** Issue 17: ages in s, min and h, rounded down. */
+    @ParameterizedTest
+    @CsvSource({"0, 0 s", "59, 59 s", "60, 1 min", "3599, 59 min", "3600, 1.0 h", "9000, 2.5 h", "86399, 23.9 h"})
+    void agesReadInSecondsMinutesOrHours(long seconds, String shown) {
+        assertEquals(shown, Sizes.age(seconds));
+    }
+
     @ParameterizedTest
     @CsvSource({"4096, 4096", "64k, 65536", "64K, 65536", "64KiB, 65536", "64kb, 65536", "512MiB, 536870912",
         "512m, 536870912", "2g, 2147483648", "2GiB, 2147483648", "1t, 1099511627776", "100B, 100", "' 7 ', 7", "0, 0"})

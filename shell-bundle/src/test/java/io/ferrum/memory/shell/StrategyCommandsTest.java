@@ -2,6 +2,7 @@ package io.ferrum.memory.shell;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Hashtable;
 import java.util.List;
@@ -51,13 +52,18 @@ class StrategyCommandsTest {
     @Test
     void strategiesListsEveryStrategyAndMarksTheActiveOne() throws Exception {
         StrategyCommands c = commands();
-        register(fixture.framework(), "first-device", 10);
         register(fixture.framework(), "other", 0);
+        register(fixture.framework(), "first-device", 10);
+        register(fixture.framework(), "zeta", 100);
         Table t = assertInstanceOf(Table.class, c.strategies());
-        assertEquals(List.of("*", ""), t.column(""));
-        assertEquals(List.of("first-device", "other"), t.column("STRATEGY"));
-        assertEquals(List.of("10", "0"), t.column("RANKING"));
-        assertEquals(List.of("org.apache.felix.framework", "org.apache.felix.framework"), t.column("BUNDLE"));
+        // Issue 17: by name, whatever the ranking or registration order, the active one marked in its row.
+        assertEquals(List.of("first-device", "other", "zeta"), t.column("STRATEGY"));
+        assertEquals(List.of("*", "", ""), t.column("ACTIVE"));
+        assertEquals(List.of("10", "0", "100"), t.column("RANKING"));
+        assertEquals(List.of("org.apache.felix.framework", "org.apache.felix.framework", "org.apache.felix.framework"),
+                t.column("BUNDLE"));
+        assertTrue(t.toString().lines().skip(1).findFirst().orElseThrow().matches("\\*\\s+first-device\\s+10\\s.*"),
+                t.toString());
     }
 
     @Test

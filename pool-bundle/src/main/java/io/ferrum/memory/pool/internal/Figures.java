@@ -2,7 +2,9 @@ package io.ferrum.memory.pool.internal;
 
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalDouble;
 import java.util.concurrent.atomic.LongAdder;
@@ -12,6 +14,7 @@ import io.ferrum.memory.api.MemoryAccessStats;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryHandleInfo;
 import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.MemoryUsageHint;
 
 /**
@@ -98,6 +101,22 @@ final class Figures {
         used = Math.max(0, used - cached[0]);
         live = Math.max(0, live - cached[1]);
         return new MemoryInfo(capacity, used, Math.max(0, capacity - used), reserved, live, fragmentation, bandwidth());
+    }
+
+    /** @return each pool's reserved bytes, for the pools that hold any; each read under its pool's lock */
+    Map<MemoryType, Long> reservedByType() {
+        Map<MemoryType, Long> out = new EnumMap<>(MemoryType.class);
+        for (Pool pool : pools) {
+            pool.acquire();
+            try {
+                if (pool.reserved > 0) {
+                    out.put(pool.type, pool.reserved);
+                }
+            } finally {
+                pool.lock.unlock();
+            }
+        }
+        return out;
     }
 
     private OptionalDouble bandwidth() {

@@ -3,6 +3,7 @@ package io.ferrum.memory.pool.internal;
 import java.lang.foreign.MemorySegment;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
@@ -226,6 +227,12 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
     @Override
     public CompletionStage<Void> readAsync(MemoryHandle src, long srcOffset, MemorySegment dst, StreamHandle stream) {
         return transfers.hostCopyAsync(resolve(src), src, srcOffset, dst, false, stream);
+    }
+
+    @Override
+    public Map<MemoryType, Long> reservedByType() {
+        checkOpen();
+        return figures.reservedByType();
     }
 
     @Override

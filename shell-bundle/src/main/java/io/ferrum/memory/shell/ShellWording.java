@@ -1,0 +1,74 @@
+package io.ferrum.memory.shell;
+
+import java.util.List;
+import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Puts the advice in the messages of the API's exceptions into the shell's words. The managers and
+ * the router speak to programs ("raise maxSize with configurePool", "map it with mapMemory"); a
+ * person at the {@code g!} prompt needs the command that does it ({@code mem:pool cpu:0 GENERAL
+ * maxSize=SIZE}, {@code mem:map}). The API's messages and semantics stay as they are: only what the
+ * shell prints is reworded, and a message with none of these phrases passes unchanged.
+ */
+final class ShellWording {
+    /** One rewording: where the phrase is, and what replaces it (the groups name the device and the pool). */
+    private record Rule(Pattern phrase, Function<Matcher, String> shell) {
+    }
+
+    private static final List<Rule> RULES = List.of(
+            // Checks: a size over a pool's maxSize.
+            new Rule(Pattern.compile("on (\\S+) exceeds the (\\w+) pool's maxSize of (.*); raise maxSize with configurePool"),
+                    m -> "on " + m.group(1) + " exceeds the " + m.group(2) + " pool's maxSize of " + m.group(3)
+                            + "; raise it with mem:pool " + m.group(1) + " " + m.group(2) + " maxSize=SIZE (0: unlimited),"
+                            + " or in the device's configuration to keep it"),
+            // Checks: a size over the initial size of a pool that may not grow.
+            new Rule(Pattern.compile("on (\\S+) exceeds the (\\w+) pool's initialSize of (.*) and the pool may not grow"
+                    + " \\(enableAutoExpansion=false\\)"),
+                    m -> "on " + m.group(1) + " exceeds the " + m.group(2) + " pool's initialSize of " + m.group(3)
+                            + " and the pool may not grow; let it with mem:pool " + m.group(1) + " " + m.group(2)
+                            + " autoExpansion=true"),
+            // Checks: out of memory in a pool.
+            new Rule(Pattern.compile("Out of memory on (\\S+): cannot allocate (.*) in the (\\w+) pool: (.*); free blocks,"
+                    + " raise the limit, or defragment"),
+                    m -> "Out of memory on " + m.group(1) + ": cannot allocate " + m.group(2) + " in the " + m.group(3)
+                            + " pool: " + m.group(4).replace("enableAutoExpansion=false", "autoExpansion=false")
+                            + "; free blocks (mem:handles, mem:free), raise the limit (mem:pool " + m.group(1) + " "
+                            + m.group(3) + " maxSize=SIZE), or defragment (mem:defrag " + m.group(1) + ")"),
+            // Checks: unmapping a block that is not mapped.
+            new Rule(Pattern.compile("is not mapped; map it with mapMemory before unmapping"),
+                    m -> "is not mapped; map it with mem:map before mem:unmap"),
+            // Checks: a block pinned by a program's scoped view.
+            new Rule(Pattern.compile("a withMapped action"), m -> "a program's scoped view (withMapped)"),
+            new Rule(Pattern.compile("withMapped actions, reads or writes"), m -> "scoped views, reads or writes"),
+            // The router: stopped while a command ran.
+            new Rule(Pattern.compile(": (\\w+)\\(.*\\) was not carried out\\. (.*); get the running MemoryRouter or"
+                    + " GlobalMemoryMonitor service and call it there"),
+                    m -> ": nothing was done. " + m.group(2) + "; run the command again once the bundle"
+                            + " io.ferrum.memory.monitor is active"),
+            // The router: no device could allocate.
+            new Rule(Pattern.compile("\\. Free memory or add a device$"),
+                    m -> ". Free blocks (mem:handles, mem:free) or add a device (mem:backends)"));
+
+    private ShellWording() {
+    }
+
+    /**
+     * @param message a message as an exception gave it, or null
+     * @return the message with each program's advice replaced by the shell's, or null for null
+     */
+    static String of(String message) {
+        if (message == null) {
+            return null;
+        }
+        String out = message;
+        for (Rule r : RULES) {
+            Matcher m = r.phrase.matcher(out);
+            if (m.find()) {
+                out = out.substring(0, m.start()) + r.shell.apply(m) + out.substring(m.end());
+            }
+        }
+        return out;
+    }
+}

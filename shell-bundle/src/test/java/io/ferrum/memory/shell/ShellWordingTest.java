@@ -1,0 +1,86 @@
+package io.ferrum.memory.shell;
+
+import static io.ferrum.memory.shell.ShellFixture.CPU0;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.MemoryHandle;
+
+/** Issue 17: what the shell prints names shell commands, not the Java methods the API's messages name. */
+class ShellWordingTest {
+    /** Java methods and API spellings a person at the prompt cannot call. */
+    private static final List<String> JAVA = List.of("configurePool", "mapMemory", "enableAutoExpansion", "withMapped action",
+            "MemoryRouter", "call it there");
+
+    private final ShellFixture fixture = new ShellFixture();
+    private final AllocationCommands allocation = new AllocationCommands();
+    private final BytesCommands bytes = new BytesCommands();
+    private final MaintenanceCommands maintenance = new MaintenanceCommands();
+
+    ShellWordingTest() {
+        allocation.monitor = fixture.directory;
+        allocation.router = fixture.directory;
+        bytes.monitor = fixture.directory;
+        bytes.router = fixture.directory;
+        maintenance.monitor = fixture.directory;
+    }
+
+    @AfterEach
+    void close() throws Exception {
+        fixture.close();
+    }
+
+    private static void speaksShell(String reply) {
+        assertTrue(reply.startsWith("error: "), reply);
+        JAVA.forEach(j -> assertFalse(reply.contains(j), reply));
+    }
+
+    @Test
+    void aSizeOverMaxSizeSaysWhichMemPoolCallRaisesIt() {
+        String pool = maintenance.pool("cpu:0", "GENERAL", "initialSize=1m", "maxSize=1m").toString();
+        assertTrue(pool.contains("maxSize          1.0 MiB"), pool);
+        String over = allocation.alloc("2m", "cpu:0").toString();
+        speaksShell(over);
+        assertTrue(over.contains("; raise it with mem:pool cpu:0 GENERAL maxSize=SIZE (0: unlimited)"), over);
+        assertTrue(fixture.cpu0.handles().isEmpty());
+    }
+
+    @Test
+    void aPoolThatMayNotGrowSaysWhichSettingLetsIt() {
+        maintenance.pool("cpu:0", "TENSOR", "autoExpansion=false", "initialSize=1m");
+        String over = allocation.alloc("-t", "TENSOR", "2m", "cpu:0").toString();
+        speaksShell(over);
+        assertTrue(over.contains("let it with mem:pool cpu:0 TENSOR autoExpansion=true"), over);
+    }
+
+    @Test
+    void unmappingABlockThatIsNotMappedPointsToMemMap() {
+        MemoryHandle h = fixture.cpu0.allocate(4096, CPU0);
+        String unmap = bytes.unmap(h.toString()).toString();
+        speaksShell(unmap);
+        assertTrue(unmap.endsWith("is not mapped; map it with mem:map before mem:unmap"), unmap);
+    }
+
+    @Test
+    void outOfMemoryAndAStoppedRouterAreAdvisedInCommands() {
+        String oom = ShellWording.of("Out of memory on cpu:0: cannot allocate 1.0 GiB in the GENERAL pool: the pool holds"
+                + " 64.0 MiB and may not grow (enableAutoExpansion=false). Free 1.0 MiB of 64.0 MiB; free blocks, raise the"
+                + " limit, or defragment");
+        assertEquals("Out of memory on cpu:0: cannot allocate 1.0 GiB in the GENERAL pool: the pool holds 64.0 MiB and may"
+                + " not grow (autoExpansion=false). Free 1.0 MiB of 64.0 MiB; free blocks (mem:handles, mem:free), raise"
+                + " the limit (mem:pool cpu:0 GENERAL maxSize=SIZE), or defragment (mem:defrag cpu:0)", oom);
+        String stopped = ShellWording.of("The memory router and global monitor (io.ferrum.memory.monitor) is stopped:"
+                + " deallocate(0x0000100000000001) was not carried out. Blocks allocated through it are untouched and stay"
+                + " live on their managers; get the running MemoryRouter or GlobalMemoryMonitor service and call it there");
+        assertEquals("The memory router and global monitor (io.ferrum.memory.monitor) is stopped: nothing was done. Blocks"
+                + " allocated through it are untouched and stay live on their managers; run the command again once the"
+                + " bundle io.ferrum.memory.monitor is active", stopped);
+        assertEquals("Invalid size 'x'", ShellWording.of("Invalid size 'x'"), "other messages pass unchanged");
+    }
+}
