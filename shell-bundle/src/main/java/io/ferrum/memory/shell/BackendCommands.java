@@ -51,7 +51,7 @@ public final class BackendCommands {
     public Reply backends(@Descriptor("none") String... args) {
         return Reply.attempt(() -> {
             BACKENDS.parse(args);
-            Table t = new Table("ID", "BACKEND", "KIND", "STATE", "DEVICES", "NOTE");
+            Table t = new Table("ID", "BACKEND", "KIND", "STATE", "DEVICES", "NOTE").text("NOTE");
             for (Bundle b : context.getBundles()) {
                 String kind = b.getHeaders().get(BACKEND_HEADER);
                 if (kind == null) {

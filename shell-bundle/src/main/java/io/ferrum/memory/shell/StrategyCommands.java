@@ -67,7 +67,7 @@ public final class StrategyCommands {
             STRATEGIES.parse(args);
             MemoryRouter r = router;
             Optional<String> active = r == null ? Optional.empty() : r.activeStrategy();
-            Table t = new Table("ACTIVE", "STRATEGY", "RANKING", "BUNDLE");
+            Table t = new Table("ACTIVE", "STRATEGY", "RANKING", "BUNDLE").text("STRATEGY", "BUNDLE");
             List<ServiceReference<AllocationStrategy>> refs = new ArrayList<>(
                     context.getServiceReferences(AllocationStrategy.class, null));
             // By name, then the highest ranking first: an order that does not change with the order

@@ -6,15 +6,38 @@ import java.util.List;
 
 /**
  * A plain text table as a command's {@link Reply}: a header row, then one row per item; the first
- * column left-aligned, the others right-aligned (they are mostly numbers), two spaces between,
- * no trailing blanks and no final line end. Tests read its cells with {@link #column}.
+ * column left-aligned, the others right-aligned (they are mostly numbers) unless named text columns
+ * ({@link #text}), two spaces between, no trailing blanks and no final line end. Tests read its
+ * cells with {@link #column}.
  */
 final class Table implements Reply {
     private final String[] header;
     private final List<String[]> rows = new ArrayList<>();
+    /** Columns aligned left, like the first: free text (a note, a bundle name) reads from its start. */
+    private final boolean[] left;
 
     Table(String... header) {
         this.header = header;
+        this.left = new boolean[header.length];
+        if (header.length > 0) {
+            left[0] = true;
+        }
+    }
+
+    /**
+     * @param names headers of columns that hold text, aligned left
+     * @return this table
+     * @throws IllegalArgumentException if the table has no such column
+     */
+    Table text(String... names) {
+        for (String n : names) {
+            int i = Arrays.asList(header).indexOf(n);
+            if (i < 0) {
+                throw new IllegalArgumentException("No column '" + n + "' in " + List.of(header));
+            }
+            left[i] = true;
+        }
+        return this;
     }
 
     /**
@@ -58,21 +81,21 @@ final class Table implements Reply {
             }
         }
         List<String> lines = new ArrayList<>(rows.size() + 1);
-        lines.add(line(header, w));
+        lines.add(line(header, w, left));
         for (String[] r : rows) {
-            lines.add(line(r, w));
+            lines.add(line(r, w, left));
         }
         return String.join(System.lineSeparator(), lines);
     }
 
-    private static String line(String[] cells, int[] w) {
+    private static String line(String[] cells, int[] w, boolean[] left) {
         StringBuilder sb = new StringBuilder();
         for (int i = 0; i < cells.length; i++) {
             if (i > 0) {
                 sb.append("  ");
             }
             String pad = " ".repeat(w[i] - cells[i].length());
-            sb.append(i == 0 ? cells[i] + pad : pad + cells[i]);
+            sb.append(left[i] ? cells[i] + pad : pad + cells[i]);
         }
         return sb.toString().stripTrailing();
     }

@@ -63,6 +63,15 @@ class ShellFormatsTest {
         assertEquals("DEVICE    TOTAL" + nl + "cpu:0   1.0 GiB" + nl + "cpu:12      5 B", t);
     }
 
+    /** A text column (mem:backends' NOTE) reads from its start: a long note does not push the header right. */
+    @Test
+    void textColumnsAlignLeft() {
+        String t = new Table("ID", "STATE", "NOTE").text("NOTE").row("2", "ACTIVE", "").row("3", "ACTIVE", "inactive: no CUDA driver")
+                .toString();
+        String nl = System.lineSeparator();
+        assertEquals("ID   STATE  NOTE" + nl + "2   ACTIVE" + nl + "3   ACTIVE  inactive: no CUDA driver", t);
+    }
+
     @Test
     void hexDumpShowsOffsetsBytesAndText() {
         try (Arena a = Arena.ofConfined()) {
