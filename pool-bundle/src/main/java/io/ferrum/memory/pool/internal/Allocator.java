@@ -74,22 +74,22 @@ final class Allocator {
         }
         long blockSize = SizeClasses.classSize(pool.blockSize(size), unit);
         ThreadCache tc = blockSize <= SizeClasses.MAX_BLOCK ? caches.cache() : null;
-        if (tc != null && tc.shared) {
-            // A virtual thread's lease on a shared cache lasts this call's cached path only: a carve
-            // from the pool (which may grow it) runs without it.
+        if (tc != null) {
+            MemoryHandle h;
             try {
-                MemoryHandle h = fromCache(tc, pool, size, unit, blockSize, cfg);
-                if (h != null) {
-                    return h;
-                }
+                h = fromCache(tc, pool, size, unit, blockSize, cfg);
             } finally {
-                tc.endLease();
+                if (tc.shared) {
+                    tc.endLease();
+                }
             }
-            tc = null;
-        } else if (tc != null) {
-            MemoryHandle h = fromCache(tc, pool, size, unit, blockSize, cfg);
             if (h != null) {
                 return h;
+            }
+            if (tc.shared) {
+                // A virtual thread's lease on a shared cache lasts the cached path only: a carve from
+                // the pool (which may grow it) runs without it.
+                tc = null;
             }
         }
         return allocateIn(pool, size, unit, blockSize, tc, 1, null);
