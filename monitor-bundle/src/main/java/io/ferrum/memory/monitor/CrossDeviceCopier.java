@@ -1,11 +1,13 @@
 package io.ferrum.memory.monitor;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 
 import io.ferrum.memory.api.AdvancedMemoryManager;
+import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.InvalidHandleException;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
@@ -15,13 +17,17 @@ import io.ferrum.memory.api.MemoryTransfer;
 import io.ferrum.memory.api.StreamHandle;
 
 /**
- * Copies between blocks of two different managers, through host-mapped views of both: a copy within
- * one manager never comes here (that manager copies it itself).
+ * Copies between blocks of two different managers: a copy within one manager never comes here (that
+ * manager copies it itself). The bytes go through the managers' data path ({@code write}, {@code
+ * read}, {@code withMapped}), which pins each block only while its bytes move: from host memory (a
+ * {@code cpu} device) a view of the source is written into the destination; into host memory the
+ * source is read into a view of the destination; between two other devices through a host buffer of
+ * at most {@value #BOUNCE_BYTES} bytes at a time. No block is mapped whole (a GPU block's mapping is
+ * a staging copy of all of it), and a block the caller has mapped stays mapped.
  *
  * <p>Invariants: a copy is checked in full ({@link #plan}: both blocks live, both ranges inside their
- * blocks, both managers able to map) before a byte moves; it closes only the views it opened, so a
- * block the caller had mapped stays mapped; an asynchronous copy runs on the monitor's worker pool,
- * and stream ordering applies within one device only.
+ * blocks) before a byte moves; an asynchronous copy runs on the monitor's
+ * worker pool, and stream ordering applies within one device only.
  */
 final class CrossDeviceCopier {
 
@@ -37,6 +43,9 @@ final class CrossDeviceCopier {
         }
     }
 
+    /** The most bytes a copy between two devices that are not host memory holds in host memory at once. */
+    static final long BOUNCE_BYTES = 4L << 20;
+
     private final Executor workers;
 
     CrossDeviceCopier(Executor workers) {
@@ -45,7 +54,7 @@ final class CrossDeviceCopier {
 
     /**
      * @throws InvalidHandleException        if a block is no longer live on its manager
-     * @throws InvalidMemoryRequestException if a range falls outside its block, or a manager cannot map
+     * @throws InvalidMemoryRequestException if a range falls outside its block
      */
     Route plan(MemoryTransfer transfer, DeviceMemoryManager src, DeviceMemoryManager dst) {
         MemoryHandleInfo si = src.handleInfo(transfer.src()).orElseThrow(() -> new InvalidHandleException(
@@ -54,10 +63,6 @@ final class CrossDeviceCopier {
                 transfer.dst(), "Handle " + transfer.dst() + " is no longer live on " + dst.device()));
         checkRange(si, transfer.srcOffset(), transfer.size(), "source");
         checkRange(di, transfer.dstOffset(), transfer.size(), "destination");
-        if (!(src instanceof AdvancedMemoryManager) || !(dst instanceof AdvancedMemoryManager)) {
-            throw new InvalidMemoryRequestException("A copy from " + si.device() + " to " + di.device()
-                    + " needs both managers to map memory (AdvancedMemoryManager)");
-        }
         return new Route(src, dst, si, di);
     }
 
@@ -85,27 +90,36 @@ final class CrossDeviceCopier {
         if (t.size() == 0) {
             return;
         }
-        AdvancedMemoryManager src = (AdvancedMemoryManager) r.src();
-        AdvancedMemoryManager dst = (AdvancedMemoryManager) r.dst();
-        boolean srcWasMapped = r.srcInfo().mapped();
-        MemorySegment from = src.mapMemory(t.src(), MemoryAccess.READ_ONLY);
-        try {
-            // Read after mapping the source, not before: the two handles of one MemoryMapping (two
-            // managers, one block) share one mapping, so mapping the source mapped the destination
-            // too, and unmapping both would close the shared views twice ("not mapped").
-            boolean dstWasMapped = dst.handleInfo(t.dst()).map(MemoryHandleInfo::mapped).orElse(false);
-            MemorySegment to = dst.mapMemory(t.dst(), MemoryAccess.WRITE_ONLY);
-            try {
-                MemorySegment.copy(from, t.srcOffset(), to, t.dstOffset(), t.size());
-            } finally {
-                if (!dstWasMapped) {
-                    dst.unmapMemory(t.dst());
+        DeviceMemoryManager src = r.src();
+        DeviceMemoryManager dst = r.dst();
+        if (isHost(r.srcInfo()) && src instanceof AdvancedMemoryManager host) {
+            // Host memory at the source: a view of it for this call goes straight into the destination.
+            host.withMapped(t.src(), MemoryAccess.READ_ONLY, view -> {
+                dst.write(t.dst(), t.dstOffset(), view.asSlice(t.srcOffset(), t.size()));
+                return null;
+            });
+        } else if (isHost(r.dstInfo()) && dst instanceof AdvancedMemoryManager host) {
+            host.withMapped(t.dst(), MemoryAccess.WRITE_ONLY, view -> {
+                src.read(t.src(), t.srcOffset(), view.asSlice(t.dstOffset(), t.size()));
+                return null;
+            });
+        } else {
+            // Neither is host memory a view reaches: through a host buffer, a bounded piece at a time.
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment bounce = arena.allocate(Math.min(BOUNCE_BYTES, t.size()), 64);
+                for (long done = 0; done < t.size(); ) {
+                    long n = Math.min(bounce.byteSize(), t.size() - done);
+                    MemorySegment piece = bounce.asSlice(0, n);
+                    src.read(t.src(), t.srcOffset() + done, piece);
+                    dst.write(t.dst(), t.dstOffset() + done, piece);
+                    done += n;
                 }
             }
-        } finally {
-            if (!srcWasMapped) {
-                src.unmapMemory(t.src());
-            }
         }
+    }
+
+    /** @return whether the block is host memory, which a view reaches without a staging copy */
+    private static boolean isHost(MemoryHandleInfo info) {
+        return Device.CPU.equals(info.device().kind());
     }
 }

@@ -9,6 +9,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.annotation.Annotation;
 import java.lang.foreign.MemorySegment;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,6 +26,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 
+import io.ferrum.memory.api.AdvancedMemoryManager;
 import io.ferrum.memory.api.AllocationRequirements;
 import io.ferrum.memory.api.AllocationStrategy;
 import io.ferrum.memory.api.DefragmentationStats;
@@ -539,6 +542,61 @@ class MemoryMonitorTest {
         assertThrows(InvalidMemoryRequestException.class, () -> mon.copy(MemoryTransfer.of(src, dst, 2).withSrcOffset(Long.MAX_VALUE)));
         assertThrows(InvalidMemoryRequestException.class,
                 () -> mon.copyAsync(MemoryTransfer.of(src, dst, 2).withDstOffset(MiB - 1), null));
+    }
+
+    /** {@code m} seen through a proxy that records the name of every method called on it. */
+    private static DeviceMemoryManager recorded(PooledMemoryManager m, List<String> calls) {
+        return (DeviceMemoryManager) Proxy.newProxyInstance(AdvancedMemoryManager.class.getClassLoader(),
+                new Class<?>[] {AdvancedMemoryManager.class}, (proxy, method, args) -> {
+                    calls.add(method.getName());
+                    try {
+                        return method.invoke(m, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
+
+    /**
+     * Issues 15 and 16: a copy between devices goes through the managers' data path, so no block is
+     * mapped whole (on a GPU that is a staging copy of all of it): from host memory a view of the
+     * source is written, into host memory the source is read, and between two other devices the
+     * bytes go through a bounded host buffer, piece by piece; every route keeps the bytes and offsets.
+     */
+    @Test
+    void copiesBetweenDevicesGoThroughTheDataPathWithoutMappingABlock() throws Exception {
+        MemoryMonitor mon = monitor("");
+        Device gpu1 = Device.cuda(1);
+        Device gpu2 = Device.cuda(2);
+        List<String> calls = new CopyOnWriteArrayList<>();
+        DeviceMemoryManager host = recorded(device(CPU1, 32 * MiB), calls);
+        DeviceMemoryManager g1 = recorded(device(gpu1, 32 * MiB), calls);
+        DeviceMemoryManager g2 = recorded(device(gpu2, 32 * MiB), calls);
+        mon.addManager(host, props(CPU1, 0));
+        mon.addManager(g1, props(gpu1, 0));
+        mon.addManager(g2, props(gpu2, 0));
+        int n = (int) (2 * CrossDeviceCopier.BOUNCE_BYTES + 123); // three pieces through the bounce buffer
+        byte[] data = new byte[n];
+        new java.util.SplittableRandom(7).nextBytes(data);
+        MemoryHandle hc = host.allocate(n + 64, CPU1);
+        MemoryHandle h1 = g1.allocate(n + 64, gpu1);
+        MemoryHandle h2 = g2.allocate(n + 64, gpu2);
+        host.write(hc, 0, MemorySegment.ofArray(data));
+        calls.clear();
+
+        mon.copy(MemoryTransfer.of(hc, h1, n).withDstOffset(64)); // from host memory
+        mon.copy(MemoryTransfer.of(h1, h2, n).withSrcOffset(64).withDstOffset(32)); // between two GPUs
+        mon.copyAsync(MemoryTransfer.of(h2, hc, n).withSrcOffset(32).withDstOffset(64), null) // into host memory
+                .toCompletableFuture().get(10, TimeUnit.SECONDS);
+        List<String> made = List.copyOf(calls);
+
+        byte[] back = new byte[n];
+        host.read(hc, 64, MemorySegment.ofArray(back));
+        assertArrayEquals(data, back);
+        assertFalse(made.contains("mapMemory") || made.contains("unmapMemory"), "a block was mapped: " + made);
+        assertEquals(2, made.stream().filter("withMapped"::equals).count(), "one view per host-side copy: " + made);
+        assertEquals(1 + 3, made.stream().filter("write"::equals).count(), "the host view, then three pieces: " + made);
+        assertEquals(3 + 1, made.stream().filter("read"::equals).count(), "three pieces, then into the host view: " + made);
     }
 
     /** Two managers of one backend (cpu:1, cpu:2) that know each other, so that a mapping may span them. */
