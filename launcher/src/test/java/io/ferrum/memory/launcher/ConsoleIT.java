@@ -232,7 +232,7 @@ class ConsoleIT {
     }
 
     @Test
-    void atATerminalTabCompletesHistoryIsKeptAndCtrlCDropsTheLine() throws Exception {
+    void atATerminalTabCompletesCommandsTypesDevicesHandlesAndStrategiesHistoryIsKeptAndCtrlCDropsTheLine() throws Exception {
         assumeTrue(Files.isExecutable(Path.of("/usr/bin/script")), "util-linux 'script' is not installed: no pseudo-terminal to test with");
         Path dir = DistributionIT.freshDir("terminal");
         Path history = dir.resolve("history");
@@ -247,6 +247,18 @@ class ConsoleIT {
             t.await("mem:alloc 1m");
             t.type("\u0003"); // Ctrl-C: the line is dropped, not run
             t.await("g! ");
+            t.type("mem:alloc -t TEN\t"); // a memory type
+            t.await("TENSOR");
+            t.type("64k cp\t"); // a device
+            t.await("cpu:0");
+            t.type("\r");
+            String allocated = t.await(" on cpu:0");
+            var handle = java.util.regex.Pattern.compile("0x[0-9a-f]{16}").matcher(allocated);
+            assertTrue(handle.find(), allocated);
+            t.type("mem:free 0x\t"); // a live handle: the only one
+            t.await(handle.group());
+            t.type("\r");
+            t.await("freed " + handle.group());
             t.type("mem:strategy mo\t");
             t.await("most-free");
             t.type("\r");
