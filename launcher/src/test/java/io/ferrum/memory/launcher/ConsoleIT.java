@@ -96,6 +96,39 @@ class ConsoleIT {
         assertResultsOnly(r.out());
     }
 
+    /**
+     * A failure anywhere in a line counts: after a {@code ;} on a piped line, inside a pipeline or a
+     * {@code &&} chain (whose values Gogo drops); a value that merely reads "error: ..." is a value.
+     */
+    @Test
+    void aFailureAnywhereInALineIsShownAndCounted() throws Exception {
+        Path dir = DistributionIT.freshDir("failure-in-line");
+        Run piped = run(dir, "mem:free 0x99; mem:devices\n");
+        assertEquals(1, piped.code(), piped.toString());
+        assertEquals(1, piped.errLines().size(), piped.err());
+        assertTrue(piped.out().contains("DEVICE  BACKEND"), "the statement after the failure ran: " + piped.out());
+        for (String line : List.of("mem:free 0x99 | mem:pressure", "mem:free 0x99 && mem:pressure")) {
+            Run r = run(dir, "", "-c", line);
+            assertEquals(1, r.code(), line + ": " + r);
+            assertEquals(1, r.errLines().size(), line + ": " + r.err());
+            assertTrue(r.errLines().get(0).startsWith("error: Handle 0x0000000000000099"), r.err());
+        }
+        Run value = run(dir, "", "-c", "msg = \"error: nothing wrong\"; mem:gc");
+        assertEquals(0, value.code(), value.toString());
+        assertTrue(value.out().contains("error: nothing wrong"), value.out());
+    }
+
+    /** Comments and quotes split as Gogo reads them: nothing commented out runs, a quoted backslash hides no quote. */
+    @Test
+    void commentsAndSingleQuotedBackslashesSplitAsGogoReadsThem() throws Exception {
+        Run r = run(DistributionIT.freshDir("comments"), "", "-c",
+                "# mem:free 0x99; mem:free 0x98\nh = mem:alloc 64 cpu:0; mem:write --text $h 0 'a\\'; mem:free 0x99 # c; mem:free 0x98");
+        assertEquals(1, r.code(), r.toString());
+        assertEquals(List.of("error: Handle 0x0000000000000099 is not known to any device: it was freed, or it was never allocated"),
+                r.errLines(), "only the statement outside comments failed, and it ran");
+        assertTrue(r.out().contains("wrote 2 bytes"), "a\\ is two bytes, as Gogo reads it: " + r.out());
+    }
+
     @Test
     void aWrongCallOfAnyCommandIsOneLineNamingIt() throws Exception {
         Run r = run(DistributionIT.freshDir("wrong-call"), "uninstall 9999\n");
@@ -228,6 +261,34 @@ class ConsoleIT {
         @Override
         public void close() {
             process.destroyForcibly();
+        }
+    }
+
+    /**
+     * At a terminal, a history that cannot be kept is one line and the session goes on with its exit
+     * code; Ctrl-C while a command runs interrupts that command, not the process (JLine's default
+     * would end the JVM, and every live block with it).
+     */
+    @Test
+    void atATerminalAnUnusableHistoryIsOneLineAndCtrlCStopsOnlyTheRunningCommand() throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/script")), "util-linux 'script' is not installed: no pseudo-terminal to test with");
+        Path dir = DistributionIT.freshDir("terminal-ctrl-c");
+        Path notAFile = Files.createDirectories(dir.resolve("history-folder"));
+        try (Terminal t = new Terminal(dir, notAFile)) {
+            t.await("ferrum: no history is kept: " + notAFile + ": not a writable file");
+            t.await("g! ");
+            t.type("h = mem:alloc 3g cpu:0\r");
+            t.await(" on cpu:0");
+            t.type("mem:fill $h 1; mem:fill $h 2; mem:fill $h 3; mem:fill $h 4\r");
+            t.await("mem:fill $h 4");
+            Thread.sleep(300); // the fills are running (several seconds on 2 cores)
+            t.type("\u0003");
+            String interrupted = t.await("g! ");
+            assertFalse(interrupted.contains("filled"), "Ctrl-C stopped the fill and dropped the rest of the line: " + interrupted);
+            t.type("mem:devices\r");
+            t.await("DEVICE  BACKEND");
+            t.type("exit 5\r");
+            assertEquals(5, t.exitCode(), "the process outlived Ctrl-C and left with its exit code");
         }
     }
 

@@ -2,6 +2,10 @@ package io.ferrum.memory.shell;
 
 import java.util.List;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.apache.felix.service.command.CommandSession;
+import org.apache.felix.service.command.Job;
 
 /**
  * What a command answers. Commands print nothing: Gogo prints the returned value with {@code
@@ -28,15 +32,43 @@ sealed interface Reply permits Table, Reply.Text, Reply.Failure {
      * @return what the body answered, or a {@link Failure} with the message of what it threw
      */
     static Reply attempt(Body body) {
+        Failure failed;
         try {
             return body.run();
         } catch (CompletionException e) {
-            return Failure.of(e.getCause() != null ? e.getCause() : e);
+            failed = Failure.of(e.getCause() != null ? e.getCause() : e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return Failure.of(e);
+            failed = Failure.of(e);
         } catch (Exception e) {
-            return Failure.of(e);
+            failed = Failure.of(e);
+        }
+        recordInSession(failed);
+        return failed;
+    }
+
+    /**
+     * The Gogo session variable listing the {@code error:} lines of this session's failed commands,
+     * in order: a console reads it after each line it runs, so that a failure inside a pipeline or a
+     * {@code &&} chain, whose value Gogo drops, still counts and is shown.
+     */
+    String FAILURES = ".ferrum.failures";
+
+    /** Appends {@code failed} to {@link #FAILURES} of the Gogo session running this command, if any. */
+    @SuppressWarnings("unchecked")
+    private static void recordInSession(Failure failed) {
+        Job job = Job.Utils.current();
+        CommandSession session = job == null ? null : job.session();
+        if (session == null) {
+            return; // called outside Gogo (tests, another shell)
+        }
+        synchronized (session) {
+            Object list = session.get(FAILURES);
+            if (!(list instanceof List<?>)) {
+                list = new CopyOnWriteArrayList<String>();
+                session.put(FAILURES, list);
+            }
+            ((List<String>) list).add(failed.toString());
         }
     }
 
@@ -70,9 +102,10 @@ sealed interface Reply permits Table, Reply.Text, Reply.Failure {
             return new Failure(e.getMessage() != null ? ShellWording.of(e.getMessage()) : e.getClass().getSimpleName());
         }
 
+        /** One line whatever the message holds (an argument may be a whole table). */
         @Override
         public String toString() {
-            return "error: " + message;
+            return "error: " + message.replaceAll("\\s*\\R\\s*", " ");
         }
     }
 }

@@ -1,6 +1,7 @@
 package io.ferrum.memory.shell;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -113,15 +114,19 @@ final class Syntax {
         Map<String, String> values = new HashMap<>();
         List<String> positional = new ArrayList<>();
         boolean optionsEnded = false;
-        List<String> words = args == null ? List.of() : List.of(args);
+        List<String> words = args == null ? List.of() : Arrays.asList(args);
+        int unset = words.indexOf(null);
+        if (unset >= 0) {
+            throw wrong(command + " got no value for its word " + (unset + 1) + " (a variable that is not set?)");
+        }
         for (int i = 0; i < words.size(); i++) {
             String w = words.get(i);
             if (!optionsEnded && w.equals("--")) {
                 optionsEnded = true;
             } else if (!optionsEnded && OPTION.matcher(w).matches()) {
-                int eq = w.startsWith("--") ? w.indexOf('=') : -1;
+                int eq = w.indexOf('=');
                 Option o = find(eq > 0 ? w.substring(0, eq) : w);
-                if (eq > 0) { // --type=TENSOR
+                if (eq > 0) { // --type=TENSOR, -t=TENSOR
                     if (o.value == null) {
                         throw wrong("Option " + w.substring(0, eq) + " of " + command + " takes no value");
                     }

@@ -29,6 +29,25 @@ class SyntaxTest {
                 .required("OFFSET").rest("DATA").usage());
     }
 
+    /** An unset Gogo variable arrives as null: one line naming the word, not a NullPointerException. */
+    @Test
+    void anUnsetVariableIsNamedNotANullPointer() {
+        InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class, () -> ALLOC.parse("4k", null));
+        assertTrue(e.getMessage().startsWith("mem:alloc got no value for its word 2 (a variable that is not set?)"), e.getMessage());
+    }
+
+    @Test
+    void shortOptionsTakeTheirValueAfterAnEqualsSignToo() {
+        assertEquals("CACHE", ALLOC.parse("-t=CACHE", "1m").option("--type", "GENERAL"));
+    }
+
+    /** A failure is one line whatever its message holds (an argument may be a whole table). */
+    @Test
+    void aFailureIsOneLine() {
+        assertEquals("error: Invalid handle 'DEVICE TOTAL cpu:0 1 GiB': expected 0x",
+                new Reply.Failure("Invalid handle 'DEVICE  TOTAL\ncpu:0  1 GiB': expected 0x").toString().replace("  ", " "));
+    }
+
     @Test
     void optionsGoAnywhereAndNegativeNumbersArePositional() {
         Syntax.Words w = ALLOC.parse("4k", "--type", "tensor", "cpu:1", "-a", "-8");

@@ -8,11 +8,11 @@ import java.io.PrintStream;
 import java.nio.charset.Charset;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.concurrent.CountDownLatch;
 
 import org.apache.felix.service.command.CommandProcessor;
 import org.apache.felix.service.command.CommandSession;
+import org.apache.felix.service.command.Job;
 import org.jline.reader.EndOfFileException;
 import org.jline.reader.LineReader;
 import org.jline.reader.LineReaderBuilder;
@@ -49,6 +49,8 @@ public final class Console {
     static final String COMMAND_PROPERTY = "ferrum.command";
     /** Where the terminal history is kept, if not {@code ~/.ferrum/history}. */
     static final String HISTORY_PROPERTY = "ferrum.history";
+    /** Set in the JVM once a script's console has started: a console started again must not rerun it. */
+    static final String STARTED_PROPERTY = "ferrum.console.started";
     /** The prompt at a terminal. */
     static final String PROMPT = "g! ";
 
@@ -62,6 +64,8 @@ public final class Console {
         }
     };
     private volatile Terminal terminal;
+    /** Set when the component deactivates: the loops end at their next statement. */
+    private volatile boolean stopping;
 
     @Activate
     public Console(BundleContext context, @Reference CommandProcessor processor) {
@@ -76,6 +80,7 @@ public final class Console {
     @Deactivate
     void deactivate() throws IOException {
         context.removeFrameworkListener(startedListener);
+        stopping = true;
         thread.interrupt();
         Terminal t = terminal;
         if (t != null) {
@@ -88,13 +93,26 @@ public final class Console {
             awaitFrameworkStarted();
             String script = context.getProperty(COMMAND_PROPERTY);
             java.io.Console c = System.console();
+            boolean atTerminal = script == null && c != null && c.isTerminal();
+            if (!atTerminal && System.getProperties().putIfAbsent(STARTED_PROPERTY, "true") != null) {
+                // This bundle was refreshed or restarted under a script: the script's place is lost
+                // (statements before it ran), so the run ends here rather than running any twice.
+                System.err.println("error: the console restarted (its bundle was stopped, updated or refreshed);"
+                        + " the script ends here");
+                SessionExit.outcome(1);
+                stopFramework();
+                return;
+            }
             int code;
             if (script != null) {
-                code = script(Statements.split(script));
-            } else if (c != null && c.isTerminal()) {
+                code = script(script);
+            } else if (atTerminal) {
                 code = terminal();
             } else {
                 code = piped();
+            }
+            if (stopping) {
+                return; // the framework or this bundle is stopping: the outcome is already set
             }
             SessionExit.outcome(code);
         } catch (InterruptedException e) {
@@ -106,11 +124,16 @@ public final class Console {
         stopFramework();
     }
 
-    private int script(List<String> statements) {
+    /** A script's runner: each failure sets the process's exit code at once. */
+    private LineRunner scriptRunner(CommandSession s) {
+        return new LineRunner(s, System.out, System.err, failures -> SessionExit.outcome(1));
+    }
+
+    private int script(String script) {
         try (CommandSession s = quietSession()) {
-            LineRunner runner = new LineRunner(s, System.out, System.err);
-            for (String statement : statements) {
-                if (runner.run(statement) == LineRunner.Next.EXIT) {
+            LineRunner runner = scriptRunner(s);
+            for (String statement : Statements.split(script)) {
+                if (stopping || runner.run(statement) == LineRunner.Next.EXIT) {
                     break;
                 }
             }
@@ -120,10 +143,10 @@ public final class Console {
 
     private int piped() throws IOException {
         try (CommandSession s = quietSession()) {
-            LineRunner runner = new LineRunner(s, System.out, System.err);
+            LineRunner runner = scriptRunner(s);
             BufferedReader in = new BufferedReader(new InputStreamReader(System.in, Charset.defaultCharset()));
-            for (String line; (line = in.readLine()) != null && !Thread.currentThread().isInterrupted(); ) {
-                if (runner.run(line) == LineRunner.Next.EXIT) {
+            for (String line; !stopping && (line = in.readLine()) != null; ) {
+                if (runner.runLine(line) == LineRunner.Next.EXIT) {
                     break;
                 }
             }
@@ -140,18 +163,35 @@ public final class Console {
         ClassLoader previous = Thread.currentThread().getContextClassLoader();
         // JLine finds its terminal providers through the context class loader: its own bundle's.
         Thread.currentThread().setContextClassLoader(TerminalBuilder.class.getClassLoader());
+        // JLine reports its own troubles (a history it cannot read or write) as multi-line warnings
+        // with stack traces: the console says what matters in one line instead.
+        java.util.logging.Logger.getLogger("org.jline").setLevel(java.util.logging.Level.OFF);
         try (Terminal t = TerminalBuilder.builder().name("ferrum").system(true).build()) {
             terminal = t;
             PrintStream out = new PrintStream(t.output(), true, t.encoding());
             try (CommandSession s = processor.createSession(t.input(), out, out)) {
-                LineReader reader = LineReaderBuilder.builder().terminal(t).appName("ferrum")
+                LineRunner runner = new LineRunner(s, out, out, failures -> { });
+                // Ctrl-C while a command runs interrupts that command's job and drops the rest of
+                // its line, not the JVM (JLine's default handler would end the process, and every
+                // live block with it).
+                t.handle(Terminal.Signal.INT, signal -> {
+                    runner.cancel();
+                    Job job = s.foregroundJob();
+                    if (job != null) {
+                        job.interrupt();
+                    }
+                });
+                LineReaderBuilder builder = LineReaderBuilder.builder().terminal(t).appName("ferrum")
                         .completer(new ShellCompleter(context, s))
-                        .variable(LineReader.HISTORY_FILE, historyFile())
                         .option(LineReader.Option.DISABLE_EVENT_EXPANSION, true)
-                        .build();
-                LineRunner runner = new LineRunner(s, out, out);
+                        .option(LineReader.Option.HISTORY_TIMESTAMPED, false);
+                Path history = historyFile(out);
+                if (history != null) {
+                    builder.variable(LineReader.HISTORY_FILE, history);
+                }
+                LineReader reader = builder.build();
                 out.println("Ferrum Memory: 'help' lists the commands, Tab completes, 'exit' or Ctrl-D quits.");
-                while (!Thread.currentThread().isInterrupted()) {
+                while (!stopping) {
                     String line;
                     try {
                         line = reader.readLine(PROMPT);
@@ -160,11 +200,17 @@ public final class Console {
                     } catch (EndOfFileException e) {
                         break; // Ctrl-D
                     }
-                    if (runner.run(line) == LineRunner.Next.EXIT) {
+                    if (runner.runLine(line) == LineRunner.Next.EXIT) {
                         break;
                     }
                 }
-                reader.getHistory().save();
+                if (history != null) {
+                    try {
+                        reader.getHistory().save();
+                    } catch (IOException | RuntimeException e) {
+                        out.println("ferrum: the history could not be saved to " + history + ": " + e.getMessage());
+                    }
+                }
                 return runner.exitCode(false);
             }
         } finally {
@@ -173,11 +219,25 @@ public final class Console {
         }
     }
 
-    private Path historyFile() throws IOException {
+    /**
+     * @param out where to say, in one line, why there is no history
+     * @return the history file, its folder made; null (no history kept) when it cannot be a writable
+     *         file there
+     */
+    private Path historyFile(PrintStream out) {
         String p = context.getProperty(HISTORY_PROPERTY);
         Path file = p != null ? Path.of(p) : Path.of(System.getProperty("user.home"), ".ferrum", "history");
-        Files.createDirectories(file.toAbsolutePath().getParent());
-        return file;
+        try {
+            file = file.toAbsolutePath();
+            Files.createDirectories(file.getParent());
+            if (Files.isDirectory(file) || (Files.exists(file) ? !Files.isWritable(file) : !Files.isWritable(file.getParent()))) {
+                throw new IOException("not a writable file");
+            }
+            return file;
+        } catch (IOException | RuntimeException e) {
+            out.println("ferrum: no history is kept: " + file + ": " + e.getMessage());
+            return null;
+        }
     }
 
     /**

@@ -1,7 +1,10 @@
 package io.ferrum.memory.launcher;
 
 import java.io.PrintStream;
+import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.IntConsumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -9,37 +12,73 @@ import org.apache.felix.service.command.CommandSession;
 import org.apache.felix.service.command.Converter;
 
 /**
- * Runs one line of the console in a Gogo session and prints what it answers: a value on the
+ * Runs the statements of the console in a Gogo session and prints what they answer: a value on the
  * output, formatted as Gogo formats it; a failure as one {@code error:} line on the error stream.
- * A failure is a command that throws (an unknown command, Gogo's own errors) or whose answer starts
- * with {@code error: } (how every {@code mem:*} command reports bad input). It counts failures, so a
- * script can exit non-zero. {@code exit} and {@code quit} (optionally with an exit code) end the
- * session without running anything.
+ * A failure is a command that throws (an unknown command, Gogo's own errors) or a {@code mem:*}
+ * command that failed: those answer an {@code error:} line and also add it to the session variable
+ * {@value #FAILURES} (the shell bundle's {@code Reply}), so a failure inside a pipeline or a
+ * {@code &&} chain, whose value Gogo drops, still counts and is shown. It counts failures, so a
+ * script can exit non-zero, and reports each one at once ({@code onFailure}), so the exit code is
+ * right even when the framework is stopped under the session. {@code exit} and {@code quit}
+ * (optionally with an exit code or a variable holding one) end the session without running anything.
  */
 final class LineRunner {
+    /** What a statement asks of the session. */
+    enum Next { CONTINUE, EXIT }
+
+    /** The session variable where {@code mem:*} commands list their {@code error:} lines (shell bundle's contract). */
+    static final String FAILURES = ".ferrum.failures";
     /** Gogo's answer to a call that fits none of a command's signatures. */
     private static final Pattern WRONG_CALL = Pattern.compile("Cannot coerce (\\S+)\\((.*)\\) to any of \\[(.*)\\]", Pattern.DOTALL);
-    /** What a line asks of the session. */
-    enum Next { CONTINUE, EXIT }
 
     private final CommandSession session;
     private final PrintStream out;
     private final PrintStream err;
+    private final IntConsumer onFailure;
     private int failures;
     private Integer exitCode;
+    /** Ctrl-C: the rest of the line being run is dropped. */
+    private volatile boolean cancelled;
 
-    LineRunner(CommandSession session, PrintStream out, PrintStream err) {
+    /**
+     * @param onFailure told the running failure count after each failure (the console keeps the
+     *                  process's exit code up to date with it)
+     */
+    LineRunner(CommandSession session, PrintStream out, PrintStream err, IntConsumer onFailure) {
         this.session = session;
         this.out = out;
         this.err = err;
+        this.onFailure = onFailure;
     }
 
     /**
-     * @param line one line as typed or piped; blank lines and {@code #} comments do nothing
+     * @param line one line as typed or piped: its statements ({@link Statements}) run in order
      * @return whether the session goes on
      */
-    Next run(String line) {
-        String l = line.strip();
+    Next runLine(String line) {
+        cancelled = false;
+        for (String statement : Statements.split(line)) {
+            if (cancelled) {
+                break;
+            }
+            if (run(statement) == Next.EXIT) {
+                return Next.EXIT;
+            }
+        }
+        return Next.CONTINUE;
+    }
+
+    /** Drops the statements of the current line that have not started (Ctrl-C at a terminal). */
+    void cancel() {
+        cancelled = true;
+    }
+
+    /**
+     * @param statement one statement; blank ones and {@code #} comments do nothing
+     * @return whether the session goes on
+     */
+    Next run(String statement) {
+        String l = statement.strip();
         if (l.isEmpty() || l.startsWith("#")) {
             return Next.CONTINUE;
         }
@@ -48,30 +87,43 @@ final class LineRunner {
         if (first.equals("exit") || first.equals("quit")) {
             return exit(words);
         }
+        List<String> failed = new CopyOnWriteArrayList<>();
+        session.put(FAILURES, failed);
         try {
             Object value = session.execute(l);
+            report(failed);
             if (value != null) {
                 String text = String.valueOf(session.format(value, Converter.INSPECT));
-                if (text.startsWith("error: ")) {
-                    fail(text);
-                } else if (!text.isEmpty()) {
+                if (!text.isEmpty() && !failed.contains(text)) {
                     out.println(text);
                 }
             }
         } catch (Exception e) {
+            report(failed);
             fail("error: " + message(e, l));
+        } finally {
+            session.put(FAILURES, null);
         }
         out.flush();
         return Next.CONTINUE;
     }
 
+    private void report(List<String> failed) {
+        for (String line : failed) {
+            fail(line);
+        }
+    }
+
     /**
-     * @param line the line that failed
+     * @param line the statement that failed
      * @return the failure in words: Gogo's "Cannot coerce f(Token) to any of [(Bundle[])]", which
      *         answers any call whose arguments fit none of the command's signatures, becomes which
      *         command was called wrongly, what it takes and where its help is
      */
     static String message(Exception e, String line) {
+        if (e instanceof InterruptedException) {
+            return "interrupted";
+        }
         String m = e.getMessage();
         if (m == null) {
             return e.getClass().getSimpleName();
@@ -79,20 +131,25 @@ final class LineRunner {
         Matcher wrong = WRONG_CALL.matcher(m);
         if (wrong.matches()) {
             String name = wrong.group(1);
-            int space = line.indexOf(' ');
-            String given = space < 0 ? "no arguments" : "'" + line.substring(space + 1).strip() + "'";
+            Matcher call = Pattern.compile("(?:^|\\s)(?:\\S+:)?" + Pattern.quote(name) + "(?=\\s|$)").matcher(line);
+            String after = call.find() ? line.substring(call.end()).strip() : "";
+            String given = after.isEmpty() ? "no arguments" : "'" + after + "'";
             return name + " cannot take " + given + "; it takes " + wrong.group(3).replace("[]", "...")
                     + "; see: help " + name;
         }
-        return m;
+        return m.replaceAll("\\s*\\R\\s*", " ");
     }
 
     private Next exit(String[] words) {
         if (words.length == 1) {
             return Next.EXIT;
         }
+        String arg = words[1];
+        if (arg.startsWith("$") && session.get(arg.substring(1)) != null) {
+            arg = String.valueOf(session.get(arg.substring(1)));
+        }
         try {
-            int code = Integer.parseInt(words[1]);
+            int code = Integer.parseInt(arg);
             if (words.length == 2 && code >= 0 && code <= 255) {
                 exitCode = code;
                 return Next.EXIT;
@@ -100,8 +157,8 @@ final class LineRunner {
         } catch (NumberFormatException e) {
             // answered below
         }
-        fail("error: Invalid exit code '" + String.join(" ", words).substring(words[0].length()).strip()
-                + "': use exit or quit, optionally with a code 0-255");
+        String given = String.join(" ", words).substring(words[0].length()).strip();
+        fail("error: Invalid exit code '" + given + "': use exit or quit, optionally with a code 0-255");
         return Next.CONTINUE;
     }
 
@@ -110,6 +167,7 @@ final class LineRunner {
         out.flush();
         err.println(line);
         err.flush();
+        onFailure.accept(failures);
     }
 
     /**

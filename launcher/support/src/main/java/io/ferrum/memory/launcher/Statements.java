@@ -7,8 +7,10 @@ import java.util.List;
  * Splits a script ({@code -c} of the distribution) into the lines the console runs one by one, so
  * that each command's answer is printed and each failure counted, as for piped input. A statement
  * ends at a new line or at a {@code ;} outside quotes ({@code '}, {@code "}) and outside brackets
- * ({@code {}}, {@code ()}, {@code []}), where Gogo itself would not split it; a backslash keeps the
- * next character. Blank statements are dropped.
+ * ({@code {}}, {@code ()}, {@code []}), where Gogo itself would not split it; outside single quotes
+ * a backslash keeps the next character (inside them, as in Gogo, it is itself). A {@code #} that
+ * starts a word outside quotes and brackets begins a comment to the end of the line. Blank
+ * statements are dropped.
  */
 final class Statements {
     private Statements() {
@@ -25,7 +27,7 @@ final class Statements {
         int depth = 0;
         for (int i = 0; i < script.length(); i++) {
             char c = script.charAt(i);
-            if (c == '\\' && i + 1 < script.length()) {
+            if (c == '\\' && quote != '\'' && i + 1 < script.length()) {
                 cur.append(c).append(script.charAt(++i));
                 continue;
             }
@@ -35,6 +37,11 @@ final class Statements {
                 }
             } else if (c == '\'' || c == '"') {
                 quote = c;
+            } else if (c == '#' && depth == 0 && (cur.isEmpty() || Character.isWhitespace(cur.charAt(cur.length() - 1)))) {
+                while (i + 1 < script.length() && script.charAt(i + 1) != '\n') {
+                    i++; // a comment, to the end of the line
+                }
+                continue;
             } else if (c == '{' || c == '(' || c == '[') {
                 depth++;
             } else if ((c == '}' || c == ')' || c == ']') && depth > 0) {

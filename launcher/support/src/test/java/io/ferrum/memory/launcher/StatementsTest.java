@@ -20,6 +20,20 @@ class StatementsTest {
                 Statements.split("mem:write $h 0 \"a;b\"; each [1;2] { echo $it; }; echo 'x;y'; echo a\\;b"));
     }
 
+    /** As Gogo reads them: a backslash inside single quotes is itself, so the quote still ends there. */
+    @Test
+    void aBackslashInsideSingleQuotesDoesNotHideTheQuoteEnd() {
+        assertEquals(List.of("mem:write --text $h 0 'a\\'", "mem:free 0x99"),
+                Statements.split("mem:write --text $h 0 'a\\'; mem:free 0x99"));
+    }
+
+    @Test
+    void aHashThatStartsAWordCommentsOutTheRestOfItsLine() {
+        assertEquals(List.of("mem:pressure", "mem:devices"),
+                Statements.split("# whole; mem:free 0x99\nmem:pressure # c; mem:gc\nmem:devices"));
+        assertEquals(List.of("mem:write $h 0 a#b", "echo '# kept'"), Statements.split("mem:write $h 0 a#b; echo '# kept'"));
+    }
+
     @Test
     void anEmptyScriptHasNoStatements() {
         assertEquals(List.of(), Statements.split(" ;\n; "));
