@@ -34,7 +34,10 @@ public interface MemoryRouter {
 
     /**
      * Copies synchronously between handles of any two devices, with the same checks as {@link
-     * DeviceMemoryManager#copy}.
+     * DeviceMemoryManager#copy} before a byte moves. Between two devices the bytes move in pieces,
+     * each block pinned while a piece moves: a free of either block between two pieces is accepted,
+     * and the copy then fails with {@link InvalidHandleException}, having written part of the
+     * destination (no byte reaches a block of another owner).
      *
      * @param transfer what to copy
      */

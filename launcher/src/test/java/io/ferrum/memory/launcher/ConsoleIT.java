@@ -113,6 +113,12 @@ class ConsoleIT {
             assertEquals(1, r.errLines().size(), line + ": " + r.err());
             assertTrue(r.errLines().get(0).startsWith("error: Handle 0x0000000000000099"), r.err());
         }
+        Run list = run(dir, "", "-c", "[(mem:free 0x99) (mem:free 0x98)]");
+        assertEquals(2, list.errLines().size(), "each failure once, on standard error: " + list);
+        assertFalse(list.out().contains("error:"), "not again on standard output: " + list.out());
+        Run stopped = run(dir, "", "-c", "stop 0; mem:devices");
+        assertEquals(0, stopped.code(), "the framework stopping under a statement is no failure: " + stopped);
+        assertEquals(List.of(), stopped.errLines());
         Run value = run(dir, "", "-c", "msg = \"error: nothing wrong\"; mem:gc");
         assertEquals(0, value.code(), value.toString());
         assertTrue(value.out().contains("error: nothing wrong"), value.out());

@@ -105,14 +105,17 @@ final class CrossDeviceCopier {
             });
         } else {
             // Neither is host memory a view reaches: through a host buffer, a bounded piece at a time.
+            // The two handles of one mapping name one block, so the ranges may overlap: pieces go
+            // back to front when the destination lies after the source, as memmove does.
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment bounce = arena.allocate(Math.min(BOUNCE_BYTES, t.size()), 64);
-                for (long done = 0; done < t.size(); ) {
-                    long n = Math.min(bounce.byteSize(), t.size() - done);
-                    MemorySegment piece = bounce.asSlice(0, n);
-                    src.read(t.src(), t.srcOffset() + done, piece);
-                    dst.write(t.dst(), t.dstOffset() + done, piece);
-                    done += n;
+                long pieces = (t.size() + bounce.byteSize() - 1) / bounce.byteSize();
+                boolean backwards = t.dstOffset() > t.srcOffset();
+                for (long k = 0; k < pieces; k++) {
+                    long at = (backwards ? pieces - 1 - k : k) * bounce.byteSize();
+                    MemorySegment piece = bounce.asSlice(0, Math.min(bounce.byteSize(), t.size() - at));
+                    src.read(t.src(), t.srcOffset() + at, piece);
+                    dst.write(t.dst(), t.dstOffset() + at, piece);
                 }
             }
         }

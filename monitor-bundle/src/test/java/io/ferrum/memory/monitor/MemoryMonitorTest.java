@@ -601,20 +601,52 @@ class MemoryMonitorTest {
 
     /** Two managers of one backend (cpu:1, cpu:2) that know each other, so that a mapping may span them. */
     private TwoDevices twoPeers() {
+        return twoPeers(CPU1, CPU2, 8 * MiB);
+    }
+
+    private TwoDevices twoPeers(Device d1, Device d2, long capacity) {
         Map<Device, PooledMemoryManager> running = new ConcurrentHashMap<>();
-        PoolSettings settings = PoolSettings.defaults().withCapacity(8 * MiB).withPeers(running::get);
+        PoolSettings settings = PoolSettings.defaults().withCapacity(capacity).withPeers(running::get);
         MemoryManagerConfig config = MemoryManagerConfig.defaults().withAutoGc(false, 0.85).withPoolConfig(MemoryType.GENERAL,
                 MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB).build());
-        PooledMemoryManager a = PooledMemoryManager.create(new ArenaUpstream(CPU1, 64 * MiB, true), config, settings, null);
+        PooledMemoryManager a = PooledMemoryManager.create(new ArenaUpstream(d1, 64 * MiB, true), config, settings, null);
         toClose.add(a);
-        PooledMemoryManager b = PooledMemoryManager.create(new ArenaUpstream(CPU2, 64 * MiB, true), config, settings, null);
+        PooledMemoryManager b = PooledMemoryManager.create(new ArenaUpstream(d2, 64 * MiB, true), config, settings, null);
         toClose.add(b);
-        running.put(CPU1, a);
-        running.put(CPU2, b);
+        running.put(d1, a);
+        running.put(d2, b);
         MemoryMonitor mon = monitor("");
-        mon.addManager(a, props(CPU1, 0));
-        mon.addManager(b, props(CPU2, 0));
+        mon.addManager(a, props(d1, 0));
+        mon.addManager(b, props(d2, 0));
         return new TwoDevices(mon, a, b);
+    }
+
+    /**
+     * The two handles of one mapping between two GPUs name one block: a copy between them whose
+     * ranges overlap goes through the bounce buffer piece by piece and must still be a memmove,
+     * forwards and backwards (a review saw 1,044,509 wrong bytes when the pieces always went front to back).
+     */
+    @Test
+    void anOverlappingCopyBetweenTheTwoHandlesOfOneGpuMappingIsAMemmove() {
+        TwoDevices t = twoPeers(Device.cuda(1), Device.cuda(2), 64 * MiB);
+        int n = (int) (2 * CrossDeviceCopier.BOUNCE_BYTES + 4096 + 7);
+        int size = n + 3 * (int) MiB;
+        for (long shift : new long[] {MiB + 5, -(MiB + 5)}) {
+            MemoryMapping mapping = t.a().createMapping(Device.cuda(1), Device.cuda(2), size);
+            byte[] before = new byte[size];
+            new java.util.SplittableRandom(shift).nextBytes(before);
+            t.a().write(mapping.source(), 0, MemorySegment.ofArray(before));
+            long src = shift > 0 ? 0 : -shift;
+            long dst = src + shift;
+            t.mon().copy(MemoryTransfer.of(mapping.source(), mapping.target(), n).withSrcOffset(src).withDstOffset(dst));
+            byte[] expected = before.clone();
+            System.arraycopy(before, (int) src, expected, (int) dst, n);
+            byte[] after = new byte[size];
+            t.b().read(mapping.target(), 0, MemorySegment.ofArray(after));
+            assertArrayEquals(expected, after, "shift " + shift);
+            t.b().deallocate(mapping.target());
+            t.a().deallocate(mapping.source());
+        }
     }
 
     @Test

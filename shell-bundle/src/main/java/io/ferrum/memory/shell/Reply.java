@@ -2,7 +2,6 @@ package io.ferrum.memory.shell;
 
 import java.util.List;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.apache.felix.service.command.CommandSession;
 import org.apache.felix.service.command.Job;
@@ -54,20 +53,16 @@ sealed interface Reply permits Table, Reply.Text, Reply.Failure {
      */
     String FAILURES = ".ferrum.failures";
 
-    /** Appends {@code failed} to {@link #FAILURES} of the Gogo session running this command, if any. */
+    /**
+     * Appends {@code failed} to {@link #FAILURES} of the Gogo session running this command, when a
+     * console listens there (it puts a list before each statement and takes it away after); a
+     * failure after that (a job left in the background with {@code &}) is not followed.
+     */
     @SuppressWarnings("unchecked")
     private static void recordInSession(Failure failed) {
         Job job = Job.Utils.current();
         CommandSession session = job == null ? null : job.session();
-        if (session == null) {
-            return; // called outside Gogo (tests, another shell)
-        }
-        synchronized (session) {
-            Object list = session.get(FAILURES);
-            if (!(list instanceof List<?>)) {
-                list = new CopyOnWriteArrayList<String>();
-                session.put(FAILURES, list);
-            }
+        if (session != null && session.get(FAILURES) instanceof List<?> list) {
             ((List<String>) list).add(failed.toString());
         }
     }

@@ -126,7 +126,7 @@ public final class Console {
 
     /** A script's runner: each failure sets the process's exit code at once. */
     private LineRunner scriptRunner(CommandSession s) {
-        return new LineRunner(s, System.out, System.err, failures -> SessionExit.outcome(1));
+        return new LineRunner(s, System.out, System.err, failures -> SessionExit.outcome(1), () -> stopping);
     }
 
     private int script(String script) {
@@ -170,7 +170,7 @@ public final class Console {
             terminal = t;
             PrintStream out = new PrintStream(t.output(), true, t.encoding());
             try (CommandSession s = processor.createSession(t.input(), out, out)) {
-                LineRunner runner = new LineRunner(s, out, out, failures -> { });
+                LineRunner runner = new LineRunner(s, out, out, failures -> { }, () -> stopping);
                 // Ctrl-C while a command runs interrupts that command's job and drops the rest of
                 // its line, not the JVM (JLine's default handler would end the process, and every
                 // live block with it).

@@ -4,7 +4,9 @@ import java.io.PrintStream;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.BooleanSupplier;
 import java.util.function.IntConsumer;
+import java.util.stream.Collectors;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -35,6 +37,7 @@ final class LineRunner {
     private final PrintStream out;
     private final PrintStream err;
     private final IntConsumer onFailure;
+    private final BooleanSupplier ending;
     private int failures;
     private Integer exitCode;
     /** Ctrl-C: the rest of the line being run is dropped. */
@@ -43,12 +46,15 @@ final class LineRunner {
     /**
      * @param onFailure told the running failure count after each failure (the console keeps the
      *                  process's exit code up to date with it)
+     * @param ending    true once the session is being ended under it (the framework or the console
+     *                  stopping): a statement cut short then is not a failure, and none runs after
      */
-    LineRunner(CommandSession session, PrintStream out, PrintStream err, IntConsumer onFailure) {
+    LineRunner(CommandSession session, PrintStream out, PrintStream err, IntConsumer onFailure, BooleanSupplier ending) {
         this.session = session;
         this.out = out;
         this.err = err;
         this.onFailure = onFailure;
+        this.ending = ending;
     }
 
     /**
@@ -87,19 +93,28 @@ final class LineRunner {
         if (first.equals("exit") || first.equals("quit")) {
             return exit(words);
         }
+        if (ending.getAsBoolean()) {
+            return Next.EXIT;
+        }
         List<String> failed = new CopyOnWriteArrayList<>();
         session.put(FAILURES, failed);
         try {
             Object value = session.execute(l);
             report(failed);
             if (value != null) {
-                String text = String.valueOf(session.format(value, Converter.INSPECT));
-                if (!text.isEmpty() && !failed.contains(text)) {
+                // The failures were shown on the error stream: a value made of them (a list of
+                // results, say) is not shown again.
+                String text = String.valueOf(session.format(value, Converter.INSPECT)).lines()
+                        .filter(line -> !failed.contains(line)).collect(Collectors.joining(System.lineSeparator()));
+                if (!text.isBlank()) {
                     out.println(text);
                 }
             }
         } catch (Exception e) {
             report(failed);
+            if (ending.getAsBoolean()) {
+                return Next.EXIT; // cut short by the session's end, not a failure of the statement
+            }
             fail("error: " + message(e, l));
         } finally {
             session.put(FAILURES, null);

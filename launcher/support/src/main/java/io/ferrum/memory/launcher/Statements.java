@@ -9,8 +9,8 @@ import java.util.List;
  * ends at a new line or at a {@code ;} outside quotes ({@code '}, {@code "}) and outside brackets
  * ({@code {}}, {@code ()}, {@code []}), where Gogo itself would not split it; outside single quotes
  * a backslash keeps the next character (inside them, as in Gogo, it is itself). A {@code #} that
- * starts a word outside quotes and brackets begins a comment to the end of the line. Blank
- * statements are dropped.
+ * starts a word outside quotes begins a comment to the end of the line, inside a closure too (its
+ * quotes and brackets are not read). Blank statements are dropped.
  */
 final class Statements {
     private Statements() {
@@ -37,7 +37,7 @@ final class Statements {
                 }
             } else if (c == '\'' || c == '"') {
                 quote = c;
-            } else if (c == '#' && depth == 0 && (cur.isEmpty() || Character.isWhitespace(cur.charAt(cur.length() - 1)))) {
+            } else if (c == '#' && (cur.isEmpty() || Character.isWhitespace(cur.charAt(cur.length() - 1)))) {
                 while (i + 1 < script.length() && script.charAt(i + 1) != '\n') {
                     i++; // a comment, to the end of the line
                 }

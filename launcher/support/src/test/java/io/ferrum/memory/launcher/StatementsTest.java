@@ -34,6 +34,12 @@ class StatementsTest {
         assertEquals(List.of("mem:write $h 0 a#b", "echo '# kept'"), Statements.split("mem:write $h 0 a#b; echo '# kept'"));
     }
 
+    /** Inside a closure too: a quote or bracket in a comment opens nothing. */
+    @Test
+    void aCommentInsideAClosureHidesItsQuotesAndBrackets() {
+        assertEquals(List.of("f = { mem:devices \n}", "exit 3"), Statements.split("f = { mem:devices # don't (\n}\nexit 3"));
+    }
+
     @Test
     void anEmptyScriptHasNoStatements() {
         assertEquals(List.of(), Statements.split(" ;\n; "));
