@@ -51,6 +51,11 @@ public final class Console {
     static final String HISTORY_PROPERTY = "ferrum.history";
     /** Set in the JVM once a script's console has started: a console started again must not rerun it. */
     static final String STARTED_PROPERTY = "ferrum.console.started";
+    /**
+     * JLine's logger, held here: java.util.logging keeps loggers weakly, so a level set on one that
+     * nothing holds can be lost with it.
+     */
+    private static final java.util.logging.Logger JLINE_LOG = java.util.logging.Logger.getLogger("org.jline");
     /** The prompt at a terminal. */
     static final String PROMPT = "g! ";
 
@@ -132,11 +137,7 @@ public final class Console {
     private int script(String script) {
         try (CommandSession s = quietSession()) {
             LineRunner runner = scriptRunner(s);
-            for (String statement : Statements.split(script)) {
-                if (stopping || runner.run(statement) == LineRunner.Next.EXIT) {
-                    break;
-                }
-            }
+            runner.runLine(script); // its statements, new lines included, as one piped line's
             return runner.exitCode(true);
         }
     }
@@ -165,7 +166,7 @@ public final class Console {
         Thread.currentThread().setContextClassLoader(TerminalBuilder.class.getClassLoader());
         // JLine reports its own troubles (a history it cannot read or write) as multi-line warnings
         // with stack traces: the console says what matters in one line instead.
-        java.util.logging.Logger.getLogger("org.jline").setLevel(java.util.logging.Level.OFF);
+        JLINE_LOG.setLevel(java.util.logging.Level.OFF);
         try (Terminal t = TerminalBuilder.builder().name("ferrum").system(true).build()) {
             terminal = t;
             PrintStream out = new PrintStream(t.output(), true, t.encoding());
