@@ -47,6 +47,10 @@ public class VirtualThreadBenchmark {
     @Param({"false"})
     public boolean yield;
 
+    /** {@code mixed} (the row) or a fixed size in bytes (extra rows, to see where the time goes). */
+    @Param({"mixed"})
+    public String size;
+
     Churner churner;
     long[] sizes;
     final Thread[] threads = new Thread[THREADS];
@@ -55,7 +59,7 @@ public class VirtualThreadBenchmark {
     @Setup(Level.Trial)
     public void setup() {
         churner = Churner.of(contender);
-        sizes = Contenders.sizes("mixed");
+        sizes = Contenders.sizes(size);
     }
 
     @TearDown(Level.Trial)

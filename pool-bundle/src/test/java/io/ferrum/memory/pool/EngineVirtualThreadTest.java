@@ -2,6 +2,7 @@ package io.ferrum.memory.pool;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -46,12 +47,42 @@ class EngineVirtualThreadTest extends EngineTestSupport {
         assertEquals(0, up.liveBytes());
     }
 
+    @Test
+    void aVirtualThreadsFreedLargeBlockIsReusedThroughASharedCache() throws Exception {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, pool(4 * MiB, 4 * MiB));
+        // Several blocks live, so that a block given back to the pool would not be carved again first.
+        boolean reused = onVirtualThread(() -> {
+            for (int attempt = 0; attempt < 100; attempt++) {
+                MemoryHandle x = m.allocate(512 * KiB, CPU);
+                MemoryHandle a = m.allocate(512 * KiB, CPU);
+                MemoryHandle y = m.allocate(512 * KiB, CPU);
+                long first = m.withMapped(a, MemoryAccess.READ_ONLY, MemorySegment::address);
+                m.deallocate(x);
+                m.deallocate(a); // on top of x in the cache; in the pool, x's place comes first
+                MemoryHandle b = m.allocate(512 * KiB, CPU); // the shared cache's last block: a's
+                long second = m.withMapped(b, MemoryAccess.READ_ONLY, MemorySegment::address);
+                m.deallocate(b);
+                m.deallocate(y);
+                if (first == second) {
+                    return true;
+                }
+                // The thread moved to another CPU between the free and the allocate: its cache was another.
+            }
+            return false;
+        });
+        assertTrue(reused, "a 512 KiB block a virtual thread frees waits in a shared cache");
+        assertEquals(0, m.memoryInfo().usedBytes());
+        m.trim();
+        assertEquals(0, up.liveBytes());
+    }
+
     /** Seeded stress, not a forced interleaving (those are in {@code ThreadCachesTest}). */
     @Test
     void sixtyFourVirtualThreadsKeepTheirOwnBytesAndLeaveNothingBehind() throws Exception {
-        ArenaUpstream up = new ArenaUpstream(256 * MiB);
+        ArenaUpstream up = new ArenaUpstream(1024 * MiB);
         PooledMemoryManager m = manager(up, pool(4 * MiB, 4 * MiB));
-        long[] sizes = {64, 200, 4 * KiB, 5000, 64 * KiB};
+        long[] sizes = {64, 200, 4 * KiB, 5000, 64 * KiB, 300 * KiB, MiB}; // the last two: large blocks
         AtomicReference<Throwable> failed = new AtomicReference<>();
         List<Thread> threads = new ArrayList<>();
         for (int t = 0; t < 64; t++) {

@@ -39,9 +39,10 @@ import java.lang.invoke.VarHandle;
  *
  * <p><b>Shared caches.</b> Virtual threads have no cache of their own; they use a few shared ones
  * ({@link #shared}), each held by one thread at a time through a lease ({@link #tryLease}): while it
- * holds the lease, that thread is the owner in every rule above. A shared cache holds blocks up to
- * MAX_CLASS only, has no inbound stack in use (no block records it as its allocator) and never ends
- * before the manager closes.
+ * holds the lease, that thread is the owner in every rule above. A shared cache caches large blocks
+ * from the start ({@link #cachesLarge}: virtual threads run on every carrier, so their pools are
+ * always shared between cores), has no inbound stack in use (no block records it as its allocator)
+ * and never ends before the manager closes.
  */
 final class ThreadCache extends ThreadCacheCounters {
     private static final long MAX_CLASS = SizeClasses.MAX_CLASS;
@@ -126,6 +127,9 @@ final class ThreadCache extends ThreadCacheCounters {
     ThreadCache(int pools, long capacityBytes, int epoch, boolean shared) {
         this.shared = shared;
         this.home = shared ? null : this;
+        // Virtual threads run on every carrier: a pool they use is always shared between cores, the
+        // case in which the large-block rule caches large blocks (docs/PERFORMANCE.md item 21).
+        this.cachesLarge = shared;
         this.capacityBytes = capacityBytes;
         this.stacks = new Block[pools][];
         this.depths = new byte[pools][];

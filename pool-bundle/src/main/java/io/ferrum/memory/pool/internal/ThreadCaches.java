@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.IntSupplier;
 
 /**
  * The registry of one manager's per-thread caches ({@link ThreadCache}): finding or making the
@@ -25,9 +26,11 @@ import java.util.concurrent.CopyOnWriteArrayList;
  *
  * <p><b>Virtual threads</b> get no cache of their own (there may be millions, and a cache per
  * virtual thread would hold its blocks after it ends): they share {@link #shared}, about two per
- * processor, each taken for one call by lease ({@link ThreadCache#tryLease}): the one the thread's
- * id picks, else the next; both held, the call takes the pool path. Nothing is kept per virtual
- * thread or per carrier. Shared caches are drained like the others (by whoever holds or can take
+ * processor, each taken for one call by lease ({@link ThreadCache#tryLease}): the one of the CPU the
+ * call runs on ({@link #cpu}; the thread's id where the CPU cannot be known), else the next; both
+ * held, the call takes the pool path. Picking by CPU keeps a cache's blocks, and the lines of their
+ * bytes, with one core: picked by thread id, the virtual threads of every carrier used every cache
+ * in turn (docs/PERFORMANCE.md item 21). Nothing is kept per virtual thread or per carrier. Shared caches are drained like the others (by whoever holds or can take
  * the lease), counted in every figure, and emptied at close.
  *
  * <p><b>Invariants.</b> Every live cache is in {@link #caches} or {@link #shared}; after close none
@@ -45,11 +48,20 @@ final class ThreadCaches {
     private final CopyOnWriteArrayList<ThreadCache> caches = new CopyOnWriteArrayList<>();
     /** The caches virtual threads share; a power of two of them, made on first use. */
     private final ThreadCache[] shared;
+    /** The CPU the caller runs on (a hint), or a negative number where it cannot be known. */
+    private final IntSupplier cpu;
     /** Bumped to make every thread drain its cache on its next call. */
     private volatile int cacheEpoch;
 
     ThreadCaches(Pool[] pools, HandleTable handles, Lifecycle lifecycle, LargeBlockPolicy largeBlocks,
                  long bytesPerThread, boolean enabled) {
+        this(pools, handles, lifecycle, largeBlocks, bytesPerThread, enabled, CurrentCpu::id);
+    }
+
+    /** @param cpu the CPU the caller runs on, or a negative number where unknown (tests choose it) */
+    ThreadCaches(Pool[] pools, HandleTable handles, Lifecycle lifecycle, LargeBlockPolicy largeBlocks,
+                 long bytesPerThread, boolean enabled, IntSupplier cpu) {
+        this.cpu = cpu;
         this.pools = pools;
         this.handles = handles;
         this.lifecycle = lifecycle;
@@ -86,13 +98,17 @@ final class ThreadCaches {
         return tc;
     }
 
-    /** @return the shared cache {@code t}'s id picks, or the next, leased to the caller and drained if asked; or null */
+    /**
+     * @return the shared cache of the CPU the caller runs on (or the one {@code t}'s id picks), or the
+     *         next, leased to the caller and drained if asked; or null
+     */
     private ThreadCache lease(Thread t) {
         if (lifecycle.closed) {
             return null;
         }
         int mask = shared.length - 1;
-        int at = (int) (t.threadId() * 0x9E3779B97F4A7C15L >>> 40) & mask;
+        int c = cpu.getAsInt();
+        int at = (c >= 0 ? c : (int) (t.threadId() * 0x9E3779B97F4A7C15L >>> 40)) & mask;
         for (int i = 0; i < 2; i++) {
             ThreadCache tc = sharedAt((at + i) & mask);
             if (tc.tryLease()) {

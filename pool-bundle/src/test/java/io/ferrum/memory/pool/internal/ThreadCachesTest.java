@@ -14,6 +14,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.AfterEach;
@@ -39,6 +40,8 @@ class ThreadCachesTest {
     private final HandleTable handles = new HandleTable();
     private final Lifecycle lifecycle;
     private final ThreadCaches caches;
+    /** The CPU the registry is told the caller runs on; -1: unknown, the thread's id picks. */
+    private final AtomicInteger cpuNow = new AtomicInteger(-1);
     private final List<Thread> threads = new ArrayList<>();
     private final CountDownLatch end = new CountDownLatch(1);
 
@@ -49,7 +52,7 @@ class ThreadCachesTest {
         }
         pools[GENERAL].addChunk(HeapUpstream.chunk(1024 * KiB, 1L << 20));
         lifecycle = new Lifecycle(new HeapUpstream(), account, null, pools);
-        caches = new ThreadCaches(pools, handles, lifecycle, SharedPoolRule.INSTANCE, 1024 * KiB, true);
+        caches = new ThreadCaches(pools, handles, lifecycle, SharedPoolRule.INSTANCE, 1024 * KiB, true, cpuNow::get);
     }
 
     @AfterEach
@@ -197,6 +200,33 @@ class ThreadCachesTest {
         assertTrue(first.tryLease());
         first.endLease();
         second.endLease();
+    }
+
+    @Test
+    void aVirtualThreadLeasesTheSharedCacheOfTheCpuItRunsOnWhateverItsId() throws Exception {
+        cpuNow.set(0);
+        ThreadCache onZero = onVirtualThread(caches::cache);
+        onZero.endLease();
+        cpuNow.set(1);
+        ThreadCache onOne = onVirtualThread(caches::cache);
+        onOne.endLease();
+        assertNotNull(onZero);
+        assertFalse(onZero == onOne, "two CPUs, two caches");
+        for (int i = 0; i < 16; i++) {
+            ThreadCache again = onVirtualThread(caches::cache); // a new thread, a new id: the same CPU's cache
+            again.endLease();
+            assertSame(onOne, again);
+        }
+        assertTrue(onOne.tryLease());
+        ThreadCache next = onVirtualThread(caches::cache);
+        next.endLease();
+        assertNotNull(next);
+        assertFalse(next == onOne, "the CPU's cache held: the next one");
+        onOne.endLease();
+        cpuNow.set(-1);
+        ThreadCache byId = onVirtualThread(caches::cache);
+        assertNotNull(byId, "the CPU unknown: the thread's id picks");
+        byId.endLease();
     }
 
     @Test
