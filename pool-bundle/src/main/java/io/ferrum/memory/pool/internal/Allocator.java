@@ -84,6 +84,7 @@ final class Allocator {
                 }
             }
             if (h != null) {
+                pressure.checkOnCachePath(); // outside the lease: a callback may trim or allocate
                 return h;
             }
             if (tc.shared) {
@@ -118,7 +119,6 @@ final class Allocator {
                 reclaimer.returnToPool(b); // a full handle table: the block must not be lost
                 throw e;
             }
-            pressure.checkOnCachePath();
             return new MemoryHandle(id);
         }
         return null;

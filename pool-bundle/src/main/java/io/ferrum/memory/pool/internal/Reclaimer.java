@@ -93,33 +93,39 @@ final class Reclaimer {
         ThreadCache tc = caches.enabled() && pool.type != MemoryType.MAPPED ? caches.cache() : null;
         if (tc != null && tc.shared) {
             // A virtual thread's lease on a shared cache lasts this free only.
+            boolean cached;
             try {
-                freeClaimed(b, id, left, pool, tc);
+                cached = freeClaimed(b, id, left, pool, tc);
             } finally {
                 tc.endLease();
             }
-        } else {
-            freeClaimed(b, id, left, pool, tc);
+            if (cached) {
+                pressure.checkOnCachePath(); // outside the lease: a callback may trim or allocate
+            } else if (left == 0) {
+                lastNameGone(b, null);
+            }
+        } else if (freeClaimed(b, id, left, pool, tc)) {
+            pressure.checkOnCachePath();
+        } else if (left == 0) {
+            lastNameGone(b, tc);
         }
     }
 
     /** The rest of a free whose name {@code id} the caller claimed, {@code left} names remaining; {@code tc}: the caller's cache, or null. */
-    private void freeClaimed(Block b, long id, int left, Pool pool, ThreadCache tc) {
+    private boolean freeClaimed(Block b, long id, int left, Pool pool, ThreadCache tc) {
         // Read after the claim: a pin or a map that raced with it either is seen here or sees the claim.
         ThreadCache home = b.cachedBy;
         if (home != null && home != tc && cacheable(b, left, pool, true) && home.owner.isAlive()
                 && cache(b, id, pool, home, true)) {
             // Allocated by another thread from its cache: back to that cache, so that a pipeline
             // (one thread allocates, another frees) keeps both off the pool's lock.
-            return;
+            return true;
         }
         if (tc != null && cacheable(b, left, pool, tc.cachesLarge) && cache(b, id, pool, tc, false)) {
-            return;
+            return true;
         }
         handles.recycle(id, tc);
-        if (left == 0) {
-            lastNameGone(b, tc == null || tc.shared ? null : tc);
-        }
+        return false;
     }
 
     /**
@@ -155,7 +161,6 @@ final class Reclaimer {
             if (!keep) {
                 handles.retire();
             }
-            pressure.checkOnCachePath();
             return true;
         }
         b.keptId = 0;
