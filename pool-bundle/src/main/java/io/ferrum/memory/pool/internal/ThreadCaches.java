@@ -30,8 +30,10 @@ import java.util.function.IntSupplier;
  * call runs on ({@link #cpu}; the thread's id where the CPU cannot be known), else the next; both
  * held, the call takes the pool path. Picking by CPU keeps a cache's blocks, and the lines of their
  * bytes, with one core: picked by thread id, the virtual threads of every carrier used every cache
- * in turn (docs/PERFORMANCE.md item 21). Nothing is kept per virtual thread or per carrier. Shared caches are drained like the others (by whoever holds or can take
- * the lease), counted in every figure, and emptied at close.
+ * in turn (docs/PERFORMANCE.md item 21). Nothing is kept per virtual thread or per carrier. Shared
+ * caches are drained like the others (by whoever holds or can take the lease), counted in every
+ * figure, and emptied at close. A caller runs nothing of the user's while it holds a lease (pressure
+ * callbacks come after it is given back), so whatever a callback does can drain that cache too.
  *
  * <p><b>Invariants.</b> Every live cache is in {@link #caches} or {@link #shared}; after close none
  * is used and every holder is empty. Caches are off (this registry answers "none") when the
