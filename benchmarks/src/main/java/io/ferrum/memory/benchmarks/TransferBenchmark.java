@@ -67,6 +67,10 @@ public class TransferBenchmark {
     @Param({"64", "4096", "1048576", "268435456"})
     public int size;
 
+    /** Access statistics on the Ferrum manager (on in the rows; off shows what they cost). */
+    @Param({"true"})
+    public boolean stats;
+
     AdvancedMemoryManager ferrum;
     MemoryHandle block;
     MemoryHandle block2;
@@ -84,7 +88,7 @@ public class TransferBenchmark {
 
     @Setup(Level.Trial)
     public void setup() {
-        ferrum = Contenders.ferrum(true);
+        ferrum = Contenders.ferrum(stats);
         block = ferrum.allocate(size, Contenders.CPU);
         block2 = ferrum.allocate(size, Contenders.CPU);
         view = ferrum.mapMemory(block, MemoryAccess.READ_WRITE);

@@ -1,8 +1,11 @@
 package io.ferrum.memory.pool.internal;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Instant;
 
 import io.ferrum.memory.api.AccessPatternType;
+import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryAccessStats;
 
 /**
@@ -13,6 +16,12 @@ import io.ferrum.memory.api.MemoryAccessStats;
  * least {@value #IDLE_NANOS} ns without any, is BURST (while the run lasts); otherwise, of the
  * accesses after the first, the share that started where the previous one ended decides: at least
  * 75 % SEQUENTIAL, at most 25 % RANDOM, in between MIXED.
+ *
+ * <p><b>The lock.</b> Records and snapshots run under a lock of one word ({@link #busy}): taken by one
+ * compare-and-set, given back by a release store. An uncontended {@code synchronized} costs two
+ * atomic operations on the object's header, and a {@code withMapped} with statistics on paid four of
+ * them for its two records, more than the rest of the call (docs/PERFORMANCE.md item 22). Nothing
+ * inside the lock waits or calls out, so a waiter spins briefly, then yields.
  */
 final class AccessTracker {
     static final int MIN_SAMPLES = 4;
@@ -29,6 +38,22 @@ final class AccessTracker {
     private long lastNanos;
     private long run;
     private boolean runAfterIdle;
+    /** 1 while a record or a snapshot runs; changed only through {@link #BUSY}. */
+    @SuppressWarnings("unused")
+    private int busy;
+
+    private static final VarHandle BUSY;
+
+    static {
+        try {
+            BUSY = MethodHandles.lookup().findVarHandle(AccessTracker.class, "busy", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** Spins a waiter makes before it yields between tries. */
+    private static final int SPINS = 64;
 
     /**
      * Starts over for a new allocation of the same block (a block taken from a thread cache keeps its
@@ -53,7 +78,36 @@ final class AccessTracker {
     }
 
     /** @param createdNanos when the block was allocated (the start of the first gap) */
-    synchronized void record(boolean write, long offset, long length, long nanos, long createdNanos) {
+    void record(boolean write, long offset, long length, long nanos, long createdNanos) {
+        lock();
+        try {
+            add(write, offset, length, nanos, createdNanos);
+        } finally {
+            unlock();
+        }
+    }
+
+    /**
+     * Records a view of the whole block opened for {@code access}: a read unless write-only, then a
+     * write unless read-only, under one acquisition of the lock.
+     *
+     * @param createdNanos when the block was allocated (the start of the first gap)
+     */
+    void recordView(MemoryAccess access, long length, long nanos, long createdNanos) {
+        lock();
+        try {
+            if (access != MemoryAccess.WRITE_ONLY) {
+                add(false, 0, length, nanos, createdNanos);
+            }
+            if (access != MemoryAccess.READ_ONLY) {
+                add(true, 0, length, nanos, createdNanos);
+            }
+        } finally {
+            unlock();
+        }
+    }
+
+    private void add(boolean write, long offset, long length, long nanos, long createdNanos) {
         long count = reads + writes;
         if (count == 0) {
             lastNanos = createdNanos;
@@ -80,10 +134,49 @@ final class AccessTracker {
     }
 
     /** @param createdNanos when the block was allocated (the last access time until there is one) */
-    synchronized MemoryAccessStats snapshot(Instant epoch, long epochNanos, long createdNanos) {
-        long last = reads + writes == 0 ? createdNanos : lastNanos;
-        return new MemoryAccessStats(reads, writes, reads == 0 ? 0 : readBytes / reads,
-                writes == 0 ? 0 : writeBytes / writes, epoch.plusNanos(last - epochNanos), pattern());
+    MemoryAccessStats snapshot(Instant epoch, long epochNanos, long createdNanos) {
+        long r;
+        long w;
+        long rb;
+        long wb;
+        long last;
+        AccessPatternType pattern;
+        lock();
+        try {
+            r = reads;
+            w = writes;
+            rb = readBytes;
+            wb = writeBytes;
+            last = r + w == 0 ? createdNanos : lastNanos;
+            pattern = pattern();
+        } finally {
+            unlock();
+        }
+        return new MemoryAccessStats(r, w, r == 0 ? 0 : rb / r, w == 0 ? 0 : wb / w,
+                epoch.plusNanos(last - epochNanos), pattern);
+    }
+
+    /** Takes the lock: one compare-and-set when free. */
+    void lock() {
+        if (!BUSY.compareAndSet(this, 0, 1)) {
+            lockContended();
+        }
+    }
+
+    private void lockContended() {
+        int tries = 0;
+        while (!BUSY.compareAndSet(this, 0, 1)) {
+            if (++tries < SPINS) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
+        }
+    }
+
+    /** Gives the lock back: the release store publishes what was written under it. */
+    void unlock() {
+        BUSY.setRelease(this, 0);
     }
 
     private AccessPatternType pattern() {

@@ -211,13 +211,7 @@ final class DataPath {
     private void track(Block b, MemoryAccess access) {
         AccessTracker t = b.access;
         if (t != null) {
-            long now = accessClock.getAsLong();
-            if (access != MemoryAccess.WRITE_ONLY) {
-                t.record(false, 0, b.requested, now, b.allocatedAtNanos);
-            }
-            if (access != MemoryAccess.READ_ONLY) {
-                t.record(true, 0, b.requested, now, b.allocatedAtNanos);
-            }
+            t.recordView(access, b.requested, accessClock.getAsLong(), b.allocatedAtNanos);
         }
     }
 }

@@ -88,13 +88,7 @@ final class Mappings {
             }
             AccessTracker t = b.access;
             if (t != null) {
-                long now = clock.getAsLong();
-                if (access != MemoryAccess.WRITE_ONLY) {
-                    t.record(false, 0, b.requested, now, b.allocatedAtNanos);
-                }
-                if (access != MemoryAccess.READ_ONLY) {
-                    t.record(true, 0, b.requested, now, b.allocatedAtNanos);
-                }
+                t.recordView(access, b.requested, clock.getAsLong(), b.allocatedAtNanos);
             }
             return access == MemoryAccess.READ_ONLY ? view.asReadOnly() : view;
         } finally {

@@ -1,0 +1,128 @@
+package io.ferrum.memory.pool.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryAccessStats;
+
+/**
+ * The tracker's one-word lock ({@link AccessTracker#lock}) and the view record: a record waits
+ * while the lock is held, counts from racing threads add up, and a view's record equals its read
+ * and write recorded one after the other.
+ */
+class AccessTrackerTest {
+    private static final Instant EPOCH = Instant.EPOCH;
+
+    private static MemoryAccessStats stats(AccessTracker t) {
+        return t.snapshot(EPOCH, 0, 0);
+    }
+
+    @Test
+    void aRecordWaitsWhileAnotherThreadHoldsTheLockAndLandsAfterIt() throws InterruptedException {
+        AccessTracker t = new AccessTracker();
+        CountDownLatch started = new CountDownLatch(1);
+        t.lock();
+        Thread recorder = new Thread(() -> {
+            started.countDown();
+            t.record(true, 0, 64, 10, 0);
+        });
+        try {
+            recorder.start();
+            started.await();
+            recorder.join(200);
+            assertTrue(recorder.isAlive(), "the record must wait for the lock");
+        } finally {
+            t.unlock();
+        }
+        recorder.join();
+        MemoryAccessStats s = stats(t);
+        assertEquals(1, s.writeCount());
+        assertEquals(0, s.readCount());
+        assertEquals(64, s.avgWriteSize());
+    }
+
+    @Test
+    void aSnapshotWaitsWhileTheLockIsHeld() throws InterruptedException {
+        AccessTracker t = new AccessTracker();
+        t.record(false, 0, 32, 10, 0);
+        MemoryAccessStats[] seen = new MemoryAccessStats[1];
+        t.lock();
+        Thread reader = new Thread(() -> seen[0] = stats(t));
+        try {
+            reader.start();
+            reader.join(200);
+            assertTrue(reader.isAlive(), "the snapshot must wait for the lock");
+        } finally {
+            t.unlock();
+        }
+        reader.join();
+        assertEquals(1, seen[0].readCount());
+    }
+
+    @Test
+    void aReadWriteViewRecordsWhatAReadThenAWriteRecord() {
+        AccessTracker view = new AccessTracker();
+        AccessTracker twice = new AccessTracker();
+        for (int i = 0; i < 5; i++) {
+            long now = 1_000L * i;
+            view.recordView(MemoryAccess.READ_WRITE, 4096, now, 0);
+            twice.record(false, 0, 4096, now, 0);
+            twice.record(true, 0, 4096, now, 0);
+        }
+        assertEquals(stats(twice), stats(view));
+        assertEquals(5, stats(view).readCount());
+        assertEquals(5, stats(view).writeCount());
+    }
+
+    @Test
+    void aReadOnlyViewRecordsAReadAndAWriteOnlyViewAWrite() {
+        AccessTracker t = new AccessTracker();
+        t.recordView(MemoryAccess.READ_ONLY, 100, 5, 0);
+        t.recordView(MemoryAccess.WRITE_ONLY, 300, 6, 0);
+        MemoryAccessStats s = stats(t);
+        assertEquals(1, s.readCount());
+        assertEquals(1, s.writeCount());
+        assertEquals(100, s.avgReadSize());
+        assertEquals(300, s.avgWriteSize());
+    }
+
+    /** A random stress, kept beside the forced orders above: counts from four racing threads add up. */
+    @Test
+    void countsFromRacingThreadsAddUp() throws InterruptedException {
+        AccessTracker t = new AccessTracker();
+        int threads = 4;
+        int each = 50_000;
+        CountDownLatch go = new CountDownLatch(1);
+        List<Thread> all = new ArrayList<>();
+        for (int i = 0; i < threads; i++) {
+            boolean write = i % 2 == 0;
+            Thread th = new Thread(() -> {
+                try {
+                    go.await();
+                } catch (InterruptedException e) {
+                    return;
+                }
+                for (int k = 0; k < each; k++) {
+                    t.record(write, k, 8, k, 0);
+                }
+            });
+            th.start();
+            all.add(th);
+        }
+        go.countDown();
+        for (Thread th : all) {
+            th.join();
+        }
+        MemoryAccessStats s = stats(t);
+        assertEquals((long) threads / 2 * each, s.readCount());
+        assertEquals((long) threads / 2 * each, s.writeCount());
+    }
+}
