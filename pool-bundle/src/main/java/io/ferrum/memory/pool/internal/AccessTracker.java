@@ -18,10 +18,16 @@ import io.ferrum.memory.api.MemoryAccessStats;
  * 75 % SEQUENTIAL, at most 25 % RANDOM, in between MIXED.
  *
  * <p><b>The lock.</b> Records and snapshots run under a lock of one word ({@link #busy}): taken by one
- * compare-and-set, given back by a release store. An uncontended {@code synchronized} costs two
+ * compare-and-set, given back by a volatile store of 0. An uncontended {@code synchronized} costs two
  * atomic operations on the object's header, and a {@code withMapped} with statistics on paid four of
  * them for its two records, more than the rest of the call (docs/PERFORMANCE.md item 22). Nothing
  * inside the lock waits or calls out, so a waiter spins briefly, then yields.
+ *
+ * <p>Every {@code finally} gives the lock back by writing the field itself, not through a method: a
+ * call there needs stack, so a {@code StackOverflowError} in the caller could land on it and leave
+ * the lock held for good (a monitor is released by the JVM as the stack unwinds; this word is not).
+ * Once the compare-and-set has succeeded, only returns lead into the {@code try}, and returns take
+ * no new stack.
  */
 final class AccessTracker {
     static final int MIN_SAMPLES = 4;
@@ -38,9 +44,8 @@ final class AccessTracker {
     private long lastNanos;
     private long run;
     private boolean runAfterIdle;
-    /** 1 while a record or a snapshot runs; changed only through {@link #BUSY}. */
-    @SuppressWarnings("unused")
-    private int busy;
+    /** 1 while a record or a snapshot runs: taken through {@link #BUSY}, given back by storing 0. */
+    private volatile int busy;
 
     private static final VarHandle BUSY;
 
@@ -83,7 +88,7 @@ final class AccessTracker {
         try {
             add(write, offset, length, nanos, createdNanos);
         } finally {
-            unlock();
+            busy = 0;
         }
     }
 
@@ -103,7 +108,7 @@ final class AccessTracker {
                 add(true, 0, length, nanos, createdNanos);
             }
         } finally {
-            unlock();
+            busy = 0;
         }
     }
 
@@ -150,7 +155,7 @@ final class AccessTracker {
             last = r + w == 0 ? createdNanos : lastNanos;
             pattern = pattern();
         } finally {
-            unlock();
+            busy = 0;
         }
         return new MemoryAccessStats(r, w, r == 0 ? 0 : rb / r, w == 0 ? 0 : wb / w,
                 epoch.plusNanos(last - epochNanos), pattern);
@@ -174,9 +179,17 @@ final class AccessTracker {
         }
     }
 
-    /** Gives the lock back: the release store publishes what was written under it. */
+    /** @return whether a record or a snapshot holds the lock now (for tests) */
+    boolean held() {
+        return busy != 0;
+    }
+
+    /**
+     * Gives the lock back (for tests; the tracker's own {@code finally} blocks store the field
+     * directly, see the class comment). The volatile store publishes what was written under the lock.
+     */
     void unlock() {
-        BUSY.setRelease(this, 0);
+        busy = 0;
     }
 
     private AccessPatternType pattern() {
