@@ -17,9 +17,10 @@ import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryAccessStats;
 
 /**
- * The tracker's one-word lock ({@link AccessTracker#lock}) and the view record: a record waits
- * while the lock is held, counts from racing threads add up, and a view's record equals its read
- * and write recorded one after the other.
+ * The tracker's one-word lock ({@link AccessTracker#lock}) and the view record: a record or a
+ * snapshot waits while the lock is held, a stack overflow in the caller leaves the lock free, counts
+ * from racing threads add up, and a view's record equals its read and write recorded one after the
+ * other.
  */
 class AccessTrackerTest {
     private static final Instant EPOCH = Instant.EPOCH;
