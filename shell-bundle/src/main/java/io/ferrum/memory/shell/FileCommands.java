@@ -3,15 +3,11 @@ package io.ferrum.memory.shell;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.channels.FileChannel;
-import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
-import java.nio.file.InvalidPathException;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.Locale;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
@@ -39,11 +35,11 @@ import io.ferrum.memory.api.MemoryType;
  * TransferProgress}), and answer one line saying what they did.
  *
  * <p>Invariants: every check that can fail before the first byte moves is made before it moves (the
- * file exists and is readable, it fits the block, the target's folder exists and is writable), so a
- * refused command changes nothing; a new block of a load that fails later is freed again; a save
- * writes a hidden temporary file beside the target and renames it over the target only when every
- * byte is written, so a failed save leaves no file and an existing file unchanged. Relative paths
- * are resolved against the framework's working folder, and replies name the absolute path.
+ * file, by {@link FilePaths}; it fits the block), so a refused command changes nothing; a new block
+ * of a load that fails later is freed again; a save writes a hidden temporary file beside the target
+ * and renames it over the target only when every byte is written, so a failed save leaves no file
+ * and an existing file unchanged. Relative paths are resolved against the framework's working
+ * folder, and replies name the absolute path.
  */
 @Component(service = FileCommands.class)
 @MemCommand(function = {"load", "save"})
@@ -90,9 +86,9 @@ public final class FileCommands {
             MemoryRouter r = Services.router(router);
             MemoryHandleInfo block = BlockAccess.info(r, h);
             BlockAccess.clamp(h, block.size(), at, 0);
-            Path p = path(file);
-            try (FileChannel in = openToLoad(p)) {
-                long size = in.size();
+            Path p = FilePaths.path(file);
+            try (FileChannel in = FilePaths.openToLoad(file, p)) {
+                long size = FilePaths.sizeOf(in, p);
                 if (size > block.size() - at) {
                     throw new InvalidMemoryRequestException("File " + p + " (" + size + " bytes) does not fit in block " + h
                             + " at offset " + at + ": the block has " + block.size() + " bytes, " + (block.size() - at)
@@ -111,8 +107,9 @@ public final class FileCommands {
             String file = w.get("FILE");
             MemoryRouter r = Services.router(router);
             MemoryHandleInfo block = BlockAccess.info(r, h);
-            Path p = path(file);
-            Path tmp = openToSave(p);
+            Path p = FilePaths.path(file);
+            Path target = FilePaths.saveTarget(file, p);
+            Path tmp = FilePaths.openToSave(p, target);
             boolean saved = false;
             try {
                 TransferProgress progress = new TransferProgress(progressOutput.get(), "saving", block.size(), clock);
@@ -121,10 +118,12 @@ public final class FileCommands {
                 } finally {
                     progress.finish();
                 }
-                Files.move(tmp, p, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+                Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
                 saved = true;
                 return Reply.line("saved " + Sizes.amount(block.size()) + " of " + h + " on " + block.device() + " to " + p
                         + " " + speed(block.size(), progress.elapsedNanos()));
+            } catch (IOException e) {
+                throw new InvalidMemoryRequestException("Cannot save to " + p + ": " + FilePaths.why(e) + "; nothing saved");
             } finally {
                 if (!saved) {
                     Files.deleteIfExists(tmp);
@@ -138,9 +137,9 @@ public final class FileCommands {
         MemoryType t = type.isEmpty() ? MemoryType.GENERAL : Arguments.memoryType(type);
         Device d = device.isEmpty() ? null : Device.parse(device);
         DeviceMemoryManager m = d == null ? null : Services.manager(monitor, d);
-        Path p = path(file);
-        try (FileChannel in = openToLoad(p)) {
-            long size = in.size();
+        Path p = FilePaths.path(file);
+        try (FileChannel in = FilePaths.openToLoad(file, p)) {
+            long size = FilePaths.sizeOf(in, p);
             if (size == 0) {
                 throw new InvalidMemoryRequestException("File " + p + " is empty: there is nothing to load into a new"
                         + " block; nothing allocated");
@@ -166,59 +165,15 @@ public final class FileCommands {
         TransferProgress progress = new TransferProgress(progressOutput.get(), "loading", size, clock);
         try {
             new FileTransfer(r, chunk).load(in, p, size, h, at, progress);
+        } catch (IOException e) {
+            // A new block is freed by the caller; an existing one keeps what arrived before the failure.
+            throw new InvalidMemoryRequestException("Cannot read " + p + ": " + FilePaths.why(e)
+                    + (newBlock ? "; nothing loaded" : "; block " + h + " may hold part of it"));
         } finally {
             progress.finish();
         }
         return Reply.line("loaded " + Sizes.amount(size) + " from " + p + " into " + (newBlock ? "new block " : "") + h + " on "
                 + on + (newBlock ? "" : " at offset " + at) + " " + speed(size, progress.elapsedNanos()));
-    }
-
-    /** @return the path, absolute */
-    private static Path path(String file) {
-        try {
-            return Path.of(file).toAbsolutePath().normalize();
-        } catch (InvalidPathException e) {
-            throw new InvalidMemoryRequestException("Invalid file name '" + file + "': " + e.getReason());
-        }
-    }
-
-    /** @return the file, open for reading; every refusal names the file and says nothing was loaded */
-    private static FileChannel openToLoad(Path p) throws IOException {
-        if (Files.isDirectory(p)) {
-            throw new InvalidMemoryRequestException(p + " is a folder, not a file; nothing loaded");
-        }
-        try {
-            return FileChannel.open(p, StandardOpenOption.READ);
-        } catch (NoSuchFileException e) {
-            throw new InvalidMemoryRequestException("No file " + p + "; nothing loaded");
-        } catch (AccessDeniedException e) {
-            throw new InvalidMemoryRequestException("Cannot read " + p + ": permission denied; nothing loaded");
-        }
-    }
-
-    /**
-     * @return a new, empty, hidden file beside {@code p}, to be renamed over it once complete
-     * @throws InvalidMemoryRequestException naming what is wrong if {@code p} cannot be written
-     */
-    private static Path openToSave(Path p) throws IOException {
-        Path folder = p.getParent();
-        if (Files.isDirectory(p)) {
-            throw new InvalidMemoryRequestException(p + " is a folder; give a file name; nothing saved");
-        }
-        if (folder == null || !Files.isDirectory(folder)) {
-            throw new InvalidMemoryRequestException("No folder " + folder + " for " + p + "; create it first; nothing saved");
-        }
-        if (Files.exists(p) && !Files.isWritable(p)) {
-            throw new InvalidMemoryRequestException("File " + p + " is not writable; nothing saved");
-        }
-        Path tmp = folder.resolve("." + p.getFileName() + "." + Long.toHexString(ThreadLocalRandom.current().nextLong())
-                + ".part");
-        try {
-            Files.newByteChannel(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE).close();
-        } catch (AccessDeniedException e) {
-            throw new InvalidMemoryRequestException("Cannot write in " + folder + ": permission denied; nothing saved");
-        }
-        return tmp;
     }
 
     /** @return e.g. {@code in 6.2 ms (846.9 MB/s)} */

@@ -47,8 +47,8 @@ final class FileTransfer {
      * @param offset   where in the block the first byte goes
      * @param progress told after every chunk
      * @throws IOException                   if the file cannot be read
-     * @throws InvalidMemoryRequestException if the file ends before {@code size} bytes (it was
-     *                                       cut while loading)
+     * @throws InvalidMemoryRequestException if the file ends before {@code size} bytes or has more
+     *                                       after them (it changed while loading)
      */
     void load(FileChannel in, Path file, long size, MemoryHandle dst, long offset, TransferProgress progress)
             throws IOException {
@@ -68,6 +68,11 @@ final class FileTransfer {
                 router.write(dst, offset + done, buffer.asSlice(0, n));
                 done += n;
                 progress.advance(done);
+            }
+            io.clear().limit(1);
+            if (in.read(io, size) > 0) {
+                throw new InvalidMemoryRequestException("File " + file + " grew past " + size + " bytes: it changed while"
+                        + " loading");
             }
         }
     }

@@ -84,6 +84,12 @@ final class TransferProgress {
      * @return e.g. {@code 812.3 MB/s}, or {@code - MB/s} if no time could be measured
      */
     static String rate(long bytes, long nanos) {
-        return nanos <= 0 ? "- MB/s" : String.format(Locale.ROOT, "%.1f MB/s", bytes * 1e3 / nanos);
+        if (nanos <= 0) {
+            return "- MB/s";
+        }
+        double mbPerSecond = bytes * 1e3 / nanos;
+        // A few bytes in a few milliseconds would read 0.0 MB/s: name the rate in kB/s instead.
+        return mbPerSecond >= 0.1 || bytes == 0 ? String.format(Locale.ROOT, "%.1f MB/s", mbPerSecond)
+                : String.format(Locale.ROOT, "%.1f kB/s", mbPerSecond * 1e3);
     }
 }

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -19,6 +20,7 @@ import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -270,6 +272,132 @@ class FileCommandsTest {
         assertNull(TransferProgress.terminal(), "the test JVM's standard streams are no terminal");
         assertEquals("- MB/s", TransferProgress.rate(10, 0));
         assertEquals("1000.0 MB/s", TransferProgress.rate(1_000_000, 1_000_000));
+        assertEquals("0.1 MB/s", TransferProgress.rate(100, 1_000_000));
+        assertEquals("2.3 kB/s", TransferProgress.rate(16, 7_100_000), "16 bytes in 7.1 ms are not 0.0 MB/s");
+        assertEquals("0.0 MB/s", TransferProgress.rate(0, 1_000_000));
+    }
+
+    /** Makes a named pipe at {@code p}, or skips the test where {@code mkfifo} is missing. */
+    private static void mkfifo(Path p) throws IOException, InterruptedException {
+        Process mk;
+        try {
+            mk = new ProcessBuilder("mkfifo", p.toString()).inheritIO().start();
+        } catch (IOException e) {
+            assumeTrue(false, "no mkfifo here: " + e.getMessage());
+            return;
+        }
+        assumeTrue(mk.waitFor() == 0 && Files.exists(p), "mkfifo failed");
+    }
+
+    @Test
+    void specialFilesAreRefusedByNameAndNothingChanges() throws Exception {
+        Path devNull = Path.of("/dev/null");
+        Path procStatus = Path.of("/proc/self/status");
+        assumeTrue(Files.exists(devNull) && Files.exists(procStatus), "a Linux /dev and /proc");
+        MemoryHandle block = fixture.cpu0.allocate(100, CPU0);
+        fixture.directory.write(block, 0, MemorySegment.ofArray(random(100, 6)));
+        byte[] before = contents(block);
+        List<MemoryHandle> handles = handles();
+        String h = block.toString();
+
+        // A device opens and reads as empty: without the check, "loaded 0 bytes" or "is empty".
+        String notRegular = " is not a regular file (a device, a pipe or a socket); mem:load reads regular files only;"
+                + " nothing loaded";
+        assertEquals("error: " + devNull + notRegular, commands.load(devNull.toString(), h).toString());
+        assertEquals("error: " + devNull + notRegular, commands.load(devNull.toString()).toString());
+        // A pipe would block the open until a writer comes: the check comes before the open.
+        Path fifo = dir.resolve("pipe");
+        mkfifo(fifo);
+        assertEquals("error: " + fifo + notRegular, commands.load(fifo.toString(), h).toString());
+        // /proc's files say 0 bytes and have more.
+        String lies = " has more than the 0 bytes its size says (a special file, as in /proc, or one being written);"
+                + " nothing loaded";
+        assertEquals("error: File " + procStatus + lies, commands.load(procStatus.toString(), h).toString());
+        assertEquals("error: File " + procStatus + lies, commands.load(procStatus.toString()).toString());
+
+        // A save would rename its file over the pipe: refused, and the pipe stays a pipe.
+        assertEquals("error: " + fifo + " is not a regular file (a device, a pipe or a socket); mem:save writes regular"
+                + " files only; nothing saved", commands.save(h, fifo.toString()).toString());
+        assertTrue(Files.exists(fifo) && !Files.isRegularFile(fifo) && !Files.isSymbolicLink(fifo));
+
+        assertArrayEquals(before, contents(block));
+        assertEquals(handles, handles());
+        assertEquals(List.of("pipe"), folder());
+    }
+
+    @Test
+    void aSaveThroughASymbolicLinkReplacesTheFileItNamesAndKeepsTheLink() throws IOException {
+        MemoryHandle block = fixture.cpu0.allocate(64, CPU0);
+        byte[] bytes = random(64, 7);
+        fixture.directory.write(block, 0, MemorySegment.ofArray(bytes));
+        Files.createDirectory(dir.resolve("other"));
+        Path target = file("other/target.bin", "original".getBytes(StandardCharsets.UTF_8));
+        Path link = Files.createSymbolicLink(dir.resolve("link.bin"), Path.of("other/target.bin"));
+
+        String saved = commands.save(block.toString(), link.toString()).toString();
+        assertTrue(saved.startsWith("saved 64 bytes of " + block + " on cpu:0 to " + link + " in "), saved);
+        assertTrue(Files.isSymbolicLink(link), "the link is kept");
+        assertArrayEquals(bytes, Files.readAllBytes(target));
+
+        Path dangling = Files.createSymbolicLink(dir.resolve("dangling.bin"), Path.of("nowhere/x.bin"));
+        assertEquals("error: " + dangling + " is a symbolic link to nowhere/x.bin, which does not exist; nothing saved",
+                commands.save(block.toString(), dangling.toString()).toString());
+        assertTrue(Files.isSymbolicLink(dangling));
+        assertEquals(List.of("dangling.bin", "link.bin", "other"), folder());
+        try (Stream<Path> other = Files.list(dir.resolve("other"))) {
+            assertEquals(List.of(target), other.toList(), "no temporary file is left beside the target");
+        }
+    }
+
+    @Test
+    void aNameEndingWithASlashNamesAFolder() throws IOException {
+        MemoryHandle block = fixture.cpu0.allocate(64, CPU0);
+        String h = block.toString();
+        Path plain = file("plain.bin", new byte[8]);
+        String out = dir.resolve("out") + "/";
+        assertEquals("error: '" + out + "' ends with /, so it names a folder; give a file name; nothing saved",
+                commands.save(h, out).toString());
+        assertEquals("error: '" + plain + "/' ends with /, so it names a folder; give a file name; nothing saved",
+                commands.save(h, plain + "/").toString());
+        assertEquals("error: '" + plain + "//' ends with /, but " + plain + " is a file, not a folder; nothing loaded",
+                commands.load(plain + "//", h).toString());
+        assertEquals(List.of("plain.bin"), folder());
+        assertArrayEquals(new byte[8], Files.readAllBytes(plain));
+    }
+
+    @Test
+    void aLongFileNameSavesWhereTheFileSystemTakesIt() throws IOException {
+        MemoryHandle block = fixture.cpu0.allocate(64, CPU0);
+        Path target = dir.resolve("a".repeat(250) + ".bin"); // 254 bytes: a name most file systems take
+        String saved = commands.save(block.toString(), target.toString()).toString();
+        assertTrue(saved.startsWith("saved 64 bytes of " + block), saved);
+        assertEquals(64, Files.size(target));
+        Path tooLong = dir.resolve("b".repeat(300));
+        String refused = commands.save(block.toString(), tooLong.toString()).toString();
+        assertTrue(refused.startsWith("error: Cannot save to " + tooLong + ": ") && refused.endsWith("; nothing saved"),
+                refused);
+        assertEquals(List.of(target.getFileName().toString()), folder());
+    }
+
+    @Test
+    void aFileThatGrowsWhileItLoadsIsReportedAndItsNewBlockFreed() throws IOException {
+        Path growing = file("growing.bin", random((int) (2 * MiB), 8));
+        List<MemoryHandle> before = handles();
+        // The first chunk's write appends to the file, as a writer still filling it would.
+        commands.router = (MemoryRouter) Proxy.newProxyInstance(MemoryRouter.class.getClassLoader(),
+                new Class<?>[] {MemoryRouter.class}, (proxy, m, args) -> {
+                    if (m.getName().equals("write") && Files.size(growing) == 2 * MiB) {
+                        Files.write(growing, new byte[] {1}, StandardOpenOption.APPEND);
+                    }
+                    try {
+                        return m.invoke(fixture.directory, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        assertEquals("error: File " + growing + " grew past " + 2 * MiB + " bytes: it changed while loading",
+                commands.load(growing.toString()).toString());
+        assertEquals(before, handles(), "the new block is freed again");
     }
 
     private List<String> folder() throws IOException {

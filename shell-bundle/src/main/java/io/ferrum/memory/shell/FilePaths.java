@@ -1,0 +1,159 @@
+package io.ferrum.memory.shell;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileSystemException;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.concurrent.ThreadLocalRandom;
+
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+
+/**
+ * The files {@code mem:load} reads and {@code mem:save} writes ({@link FileCommands}), each check
+ * made before a byte moves and each refusal naming the file. Regular files only: a device, a pipe or
+ * a socket is refused (opening a pipe would wait for a writer for good; renaming over {@code
+ * /dev/null} would replace it), and so is a file with more bytes than its size says ({@code /proc}'s
+ * say 0). A save goes to a hidden file beside its target, renamed over it when complete; through a
+ * symbolic link, beside the file the link names, so that the link stays.
+ */
+final class FilePaths {
+    private FilePaths() {
+    }
+
+    /** @return the path, absolute */
+    static Path path(String file) {
+        try {
+            return Path.of(file).toAbsolutePath().normalize();
+        } catch (InvalidPathException e) {
+            throw new InvalidMemoryRequestException("Invalid file name '" + file + "': " + e.getReason());
+        }
+    }
+
+    /** @return whether the name as typed ends with a separator, so names a folder ({@code out/}) */
+    static boolean namesFolder(String file) {
+        return file.length() > 1 && (file.endsWith("/") || file.endsWith(File.separator));
+    }
+
+    /**
+     * @param file the name as typed
+     * @param p    its absolute path
+     * @return the file, open for reading; every refusal names the file and says nothing was loaded
+     */
+    static FileChannel openToLoad(String file, Path p) throws IOException {
+        if (Files.isDirectory(p)) {
+            throw new InvalidMemoryRequestException(p + " is a folder, not a file; nothing loaded");
+        }
+        if (!Files.exists(p)) {
+            throw new InvalidMemoryRequestException("No file " + p + "; nothing loaded");
+        }
+        if (namesFolder(file)) {
+            throw new InvalidMemoryRequestException("'" + file + "' ends with " + File.separator + ", but " + p
+                    + " is a file, not a folder; nothing loaded");
+        }
+        if (!Files.isRegularFile(p)) {
+            throw new InvalidMemoryRequestException(p + " is not a regular file (a device, a pipe or a socket); mem:load"
+                    + " reads regular files only; nothing loaded");
+        }
+        try {
+            return FileChannel.open(p, StandardOpenOption.READ);
+        } catch (NoSuchFileException e) {
+            throw new InvalidMemoryRequestException("No file " + p + "; nothing loaded");
+        } catch (IOException e) {
+            throw new InvalidMemoryRequestException("Cannot read " + p + ": " + why(e) + "; nothing loaded");
+        }
+    }
+
+    /**
+     * @return the size of the open file {@code p}
+     * @throws InvalidMemoryRequestException if the file has a byte past that size: a file of {@code
+     *         /proc}, whose size says 0, or one being written; so nothing is loaded from a size that lies
+     */
+    static long sizeOf(FileChannel in, Path p) throws IOException {
+        long size;
+        int past;
+        try {
+            size = in.size();
+            past = in.read(ByteBuffer.allocate(1), size);
+        } catch (IOException e) {
+            throw new InvalidMemoryRequestException("Cannot read " + p + ": " + why(e) + "; nothing loaded");
+        }
+        if (past > 0) {
+            throw new InvalidMemoryRequestException("File " + p + " has more than the " + size + " bytes its size says (a"
+                    + " special file, as in /proc, or one being written); nothing loaded");
+        }
+        return size;
+    }
+
+    /**
+     * @param file the name as typed
+     * @param p    its absolute path
+     * @return the file a save replaces: {@code p}, or the file it links to
+     * @throws InvalidMemoryRequestException naming what is wrong if {@code p} is not a file to save to
+     */
+    static Path saveTarget(String file, Path p) throws IOException {
+        if (Files.isDirectory(p)) {
+            throw new InvalidMemoryRequestException(p + " is a folder; give a file name; nothing saved");
+        }
+        if (namesFolder(file)) {
+            throw new InvalidMemoryRequestException("'" + file + "' ends with " + File.separator + ", so it names a folder;"
+                    + " give a file name; nothing saved");
+        }
+        if (Files.isSymbolicLink(p) && !Files.exists(p)) {
+            throw new InvalidMemoryRequestException(p + " is a symbolic link to " + Files.readSymbolicLink(p) + ", which"
+                    + " does not exist; nothing saved");
+        }
+        if (!Files.exists(p)) {
+            return p;
+        }
+        if (!Files.isRegularFile(p)) {
+            throw new InvalidMemoryRequestException(p + " is not a regular file (a device, a pipe or a socket); mem:save"
+                    + " writes regular files only; nothing saved");
+        }
+        return p.toRealPath();
+    }
+
+    /**
+     * @param p      the file as named (for messages)
+     * @param target the file to replace, or to create: {@link #saveTarget}
+     * @return a new, empty, hidden file beside {@code target}, to be renamed over it once complete
+     * @throws InvalidMemoryRequestException naming what is wrong if {@code target} cannot be written
+     */
+    static Path openToSave(Path p, Path target) throws IOException {
+        Path folder = target.getParent();
+        if (folder == null || !Files.isDirectory(folder)) {
+            throw new InvalidMemoryRequestException("No folder " + folder + " for " + p + "; create it first; nothing saved");
+        }
+        if (Files.exists(target) && !Files.isWritable(target)) {
+            throw new InvalidMemoryRequestException("File " + p + " is not writable; nothing saved");
+        }
+        // A short name of its own: one built from the target's could pass the file system's limit.
+        Path tmp = folder.resolve(".ferrum-save." + Long.toHexString(ThreadLocalRandom.current().nextLong()) + ".part");
+        try {
+            Files.newByteChannel(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE).close();
+        } catch (IOException e) {
+            throw new InvalidMemoryRequestException("Cannot create a file in " + folder + ": " + why(e) + "; nothing saved");
+        }
+        return tmp;
+    }
+
+    /** @return what the file system said, in words: {@code permission denied}, {@code No space left on device} */
+    static String why(IOException e) {
+        if (e instanceof AccessDeniedException) {
+            return "permission denied";
+        }
+        if (e instanceof NoSuchFileException) {
+            return "no such file or folder";
+        }
+        if (e instanceof FileSystemException f && f.getReason() != null) {
+            return f.getReason();
+        }
+        return e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
+    }
+}
