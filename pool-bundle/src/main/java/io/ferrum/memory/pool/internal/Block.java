@@ -139,25 +139,24 @@ public final class Block extends BlockPadding {
     }
 
     /**
-     * @return true if a scope entered (no flag was set); false, changing nothing, if a flag is set or
-     * the count is full (one more would carry into the flags: a free would then see no scope inside)
+     * Enters ({@code delta} 1) or leaves ({@code delta} -1) a scope. One method does both, so that
+     * leaving, called from the frame that entered, needs no more stack than entering did ({@link
+     * Scopes}, "Stack overflows").
+     *
+     * @return the word before the change; or -1, changing nothing, when entering finds a flag set or
+     * the count full (one more would carry into the flags: a free would then see no scope inside)
      */
-    boolean tryEnterScope() {
+    int stepScope(int delta) {
         int s = scopes;
-        // With no flag set the word is the count: a full one is refused like a flag.
-        while ((s & SCOPE_FLAGS) == 0 && s != SCOPE_COUNT) {
-            int seen = (int) SCOPES.compareAndExchange(this, s, s + 1);
+        // With no flag set the word is the count: a full one is refused like a flag. Leaving always goes.
+        while (delta < 0 || ((s & SCOPE_FLAGS) == 0 && s != SCOPE_COUNT)) {
+            int seen = (int) SCOPES.compareAndExchange(this, s, s + delta);
             if (seen == s) {
-                return true;
+                return s;
             }
             s = seen;
         }
-        return false;
-    }
-
-    /** Leaves a scope. @return the word before it left */
-    int exitScope() {
-        return (int) SCOPES.getAndAdd(this, -1);
+        return -1;
     }
 
     /**

@@ -82,6 +82,7 @@ final class DataPath {
         long n = checks.segment(src, "source", false);
         Scopes.enter(b, h.id());
         try {
+            Scopes.checkNamed(b, h.id());
             checks.blockRange(h, b, offset, n, "write");
             if (n == 0) {
                 return;
@@ -108,6 +109,7 @@ final class DataPath {
         long n = checks.segment(dst, "destination", false);
         Scopes.enter(b, h.id());
         try {
+            Scopes.checkNamed(b, h.id());
             checks.blockRange(h, b, offset, n, "read");
             if (n == 0) {
                 return;
@@ -134,6 +136,7 @@ final class DataPath {
     <R> R withMapped(Block b, MemoryHandle h, MemoryAccess access, Function<? super MemorySegment, ? extends R> action) {
         Scopes.enter(b, h.id());
         try (Arena arena = Arena.ofConfined()) {
+            Scopes.checkNamed(b, h.id());
             track(b, access);
             MemorySegment host = b.chunk.host;
             if (host != null) {

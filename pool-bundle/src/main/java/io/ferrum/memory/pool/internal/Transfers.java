@@ -62,10 +62,14 @@ final class Transfers {
         }
         Scopes.enter(s, srcId);
         try {
+            Scopes.checkNamed(s, srcId);
             if (d != s) {
                 Scopes.enter(d, dstId);
             }
             try {
+                if (d != s) {
+                    Scopes.checkNamed(d, dstId);
+                }
                 doCopy(s, srcOffset, d, dstOffset, size);
             } finally {
                 if (d != s) {

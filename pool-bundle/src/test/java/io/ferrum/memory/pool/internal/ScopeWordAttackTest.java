@@ -31,7 +31,7 @@ class ScopeWordAttackTest {
     void aFullCountRefusesTheNextScopeAndStillRefusesAFree() {
         Block bare = new Block(null, 0, 64);
         bare.scopes = Block.SCOPE_COUNT;
-        assertFalse(bare.tryEnterScope(), "a full count takes no more scopes");
+        assertEquals(-1, bare.stepScope(1), "a full count takes no more scopes");
         assertEquals(Block.SCOPE_COUNT, bare.scopes, "the count did not carry into the flags");
 
         HandleTable table = new HandleTable(1024);

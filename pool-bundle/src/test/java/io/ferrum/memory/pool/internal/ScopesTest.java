@@ -58,7 +58,14 @@ class ScopesTest {
             Scopes.exit(b);
             assertEquals(0, m.memoryInfo().usedBytes(), "the last scope to leave gave it back");
             assertEquals(0, b.scopes, "the word is clean for the block's next life");
-            assertThrows(InvalidHandleException.class, () -> Scopes.enter(b, h.id()));
+            assertThrows(InvalidHandleException.class, () -> {
+                Scopes.enter(b, h.id());
+                try {
+                    Scopes.checkNamed(b, h.id());
+                } finally {
+                    Scopes.exit(b);
+                }
+            });
             assertEquals(0, b.scopes, "a refused scope leaves nothing behind");
         }
         assertEquals(0, up.liveBytes());
@@ -70,14 +77,14 @@ class ScopesTest {
         assertFalse(b.flagIfScoped(Block.SCOPE_FREED), "no scope inside: the freer gives the block back itself");
         assertEquals(0, b.scopes);
         assertTrue(b.claimForMove());
-        assertFalse(b.tryEnterScope(), "no scope enters a moving block");
+        assertEquals(-1, b.stepScope(1), "no scope enters a moving block");
         assertFalse(b.claimForMove(), "one move at a time");
         b.endMove();
-        assertTrue(b.tryEnterScope());
+        assertEquals(0, b.stepScope(1));
         assertFalse(b.claimForMove(), "a block with a scope inside does not move");
         assertEquals(1, b.flagScopes(Block.SCOPE_CLOSED), "close counts the scope inside");
-        assertFalse(b.tryEnterScope(), "no scope enters a closed block");
-        int before = b.exitScope();
+        assertEquals(-1, b.stepScope(1), "no scope enters a closed block");
+        int before = b.stepScope(-1);
         assertEquals(Block.SCOPE_CLOSED | 1, before, "the last exit sees the flag it must act on");
         assertEquals(Block.SCOPE_CLOSED, b.scopes);
     }
