@@ -352,4 +352,57 @@ public class MonitorIT {
         router.deallocate(h);
         assertFalse(a.owns(h));
     }
+
+    /**
+     * Defect 1 of the configuration review: a file with bad values at start used to leave no monitor
+     * at all (DS's conversion threw). Now the monitor runs with its defaults, the error line names
+     * every bad value without a stack trace, and the refusal stands as a service for mem:strategy.
+     */
+    @Test
+    public void aBadMonitorConfigurationAtStartLeavesTheMonitorRunningWithItsDefaults() throws Exception {
+        org.osgi.framework.ServiceReference<LogReaderService> logRef = context.getServiceReference(LogReaderService.class);
+        LogReaderService logs = context.getService(logRef);
+        List<String> errors = new CopyOnWriteArrayList<>();
+        LogListener listener = entry -> {
+            if (entry.getBundle() != null && "io.ferrum.memory.monitor".equals(entry.getBundle().getSymbolicName())
+                    && entry.getLogLevel() == org.osgi.service.log.LogLevel.ERROR) {
+                errors.add(entry.getMessage() + (entry.getException() == null ? "" : " WITH A STACK TRACE"));
+            }
+        };
+        logs.addLogListener(listener);
+        Bundle monitorBundle = bundle("io.ferrum.memory.monitor");
+        try {
+            monitorBundle.stop();
+            org.osgi.service.cm.Configuration config = configAdmin.getConfiguration("io.ferrum.memory.monitor", "?");
+            // As FileInstall delivers a file: every value as text.
+            config.update(new Hashtable<>(Map.of("strategy", "most-free", "samplePeriodMs", "abc", "maxAttempts", "0")));
+            monitorBundle.start();
+
+            String rejectedFilter = "(&(ferrum.configuration.rejected=*)(ferrum.configuration.pid=io.ferrum.memory.monitor))";
+            Await.service(context, Object.class, rejectedFilter);
+            MemoryRouter running = Await.service(context, MemoryRouter.class, "(objectClass=" + MemoryRouter.class.getName() + ")");
+            Await.until("best-fit, the default, is active", () -> running.activeStrategy().equals(Optional.of("best-fit")));
+            String reason = (String) context.getServiceReferences((String) null, rejectedFilter)[0].getProperty("ferrum.configuration.rejected");
+            assertTrue(reason, reason.contains("Invalid samplePeriodMs 'abc'") && reason.contains("Invalid maxAttempts '0'")
+                    && reason.endsWith("the monitor starts with its defaults"));
+            Await.until("the error line", () -> !errors.isEmpty());
+            assertEquals(List.of(reason), errors);
+
+            // A good configuration applies whole, and the refusal no longer stands.
+            config.update(new Hashtable<>(Map.of("strategy", "most-free", "samplePeriodMs", "0", "maxAttempts", "2")));
+            Await.until("most-free is active", () -> running.activeStrategy().equals(Optional.of("most-free")));
+            Await.until("the refusal is withdrawn", () -> {
+                try {
+                    return context.getServiceReferences((String) null, rejectedFilter) == null;
+                } catch (org.osgi.framework.InvalidSyntaxException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            assertEquals(1, errors.size());
+            config.delete();
+        } finally {
+            logs.removeLogListener(listener);
+            context.ungetService(logRef);
+        }
+    }
 }

@@ -31,6 +31,8 @@ final class DeviceSampler {
             MemoryMonitor.daemon("ferrum-monitor-sampler"));
     /** Guarded by the monitor's configuration lock (schedule is called from apply only). */
     private ScheduledFuture<?> sampling;
+    /** Guarded like {@link #sampling}: the period it runs at, 0 when none runs. */
+    private long periodMs;
 
     DeviceSampler(DeviceRegistry registry, PressureLevels levels, ObserverNotifier notifier, MonitorLog log) {
         this.registry = registry;
@@ -45,9 +47,15 @@ final class DeviceSampler {
             sampling.cancel(false);
             sampling = null;
         }
+        this.periodMs = Math.max(0, periodMs);
         if (periodMs > 0) {
             sampling = thread.scheduleAtFixedRate(this::sample, periodMs, periodMs, TimeUnit.MILLISECONDS);
         }
+    }
+
+    /** @return milliseconds between samples as last scheduled; 0: no sampling */
+    long periodMs() {
+        return periodMs;
     }
 
     void stop() {

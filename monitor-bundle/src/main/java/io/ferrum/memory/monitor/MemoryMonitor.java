@@ -2,6 +2,7 @@ package io.ferrum.memory.monitor;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Collections;
+import java.util.Hashtable;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -17,7 +18,9 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
+import org.osgi.framework.BundleContext;
 import org.osgi.framework.Constants;
+import org.osgi.framework.ServiceRegistration;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Deactivate;
@@ -61,7 +64,7 @@ import io.ferrum.memory.api.StreamHandle;
  * <li>notifier: {@link ObserverNotifier}, one {@link ObserverLane} per observer;</li>
  * <li>trackers: {@link PressureLevels} (reported or derived levels) and {@link DeviceSampler};</li>
  * <li>the router: {@link Router}, over {@link RoutingSnapshots} and {@link CrossDeviceCopier};</li>
- * <li>shared: {@link RunState}, {@link MonitorLog}, {@link MonitorConfig}.</li>
+ * <li>shared: {@link RunState}, {@link MonitorLog}, {@link MonitorConfig} (checked by {@link MonitorSettings}).</li>
  * </ul>
  * Every room reads managers through the API alone: the monitor imports no backend and no pool.
  *
@@ -78,12 +81,25 @@ import io.ferrum.memory.api.StreamHandle;
  * blocks routed through it stay live on their managers, and the running router (the next instance of
  * this component) serves them.
  *
+ * <p>Configuration (PID {@value #PID}) is checked whole by {@link MonitorSettings} before any of it
+ * applies. A refused one changes nothing: at activation the monitor runs with its defaults, on an
+ * update it keeps its configuration as it was. Either way the refusal is one error line naming every
+ * bad value, and a service with {@value #REJECTED_PROPERTY} (which {@code mem:strategy} shows) stands
+ * until a configuration applies.
+ *
  * <p>Tests and benchmarks build one without a framework through {@link MonitorBuilder}.
  */
 @Component(service = {GlobalMemoryMonitor.class, MemoryRouter.class}, configurationPid = MemoryMonitor.PID, immediate = true)
 @Designate(ocd = MonitorConfig.class)
 public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     static final String PID = "io.ferrum.memory.monitor";
+    /**
+     * Property of the service that stands for a refused configuration, as the backends register it
+     * (the shell shows the reason: the refusal and what runs instead).
+     */
+    static final String REJECTED_PROPERTY = "ferrum.configuration.rejected";
+    /** Property of that service: the PID of the refused configuration, by which the shell finds it. */
+    static final String CONFIGURATION_PID_PROPERTY = "ferrum.configuration.pid";
     /** Notifications that may wait for one observer before further ones are dropped. */
     static final int LANE_CAPACITY = 1024;
 
@@ -97,40 +113,137 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     private final ExecutorService workers = Executors.newCachedThreadPool(daemon("ferrum-monitor-worker"));
     private final DeviceSampler sampler;
     private final Router router;
+    private final BundleContext context;
+    /** Guarded by this: the refusal that stands, its service, and the last absent-strategy warning. */
+    private String rejected;
+    private ServiceRegistration<Object> rejection;
+    private String absentWarned;
 
+    /**
+     * @param context the bundle's context, where a refused configuration is shown as a service (for
+     *                the shell); null outside a framework
+     */
     @Activate
-    public MemoryMonitor(MonitorConfig config,
+    public MemoryMonitor(BundleContext context, MonitorConfig config,
                          @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger logger) {
+        this.context = context;
         log = new MonitorLog(logger);
         notifier = new ObserverNotifier(LANE_CAPACITY, this::levels, log);
         levels = new PressureLevels(notifier);
         sampler = new DeviceSampler(registry, levels, notifier, log);
         router = new Router(registry, strategies, new RoutingSnapshots(levels), new CrossDeviceCopier(workers), state);
-        apply(config);
+        MonitorSettings settings;
+        try {
+            settings = MonitorSettings.of(config);
+        } catch (InvalidMemoryRequestException refused) {
+            settings = MonitorSettings.DEFAULTS;
+            reject(refused.getMessage() + "; the monitor starts with its defaults");
+        }
+        apply(settings);
     }
 
+    /** A changed configuration applies whole, or (with a bad value) not at all. */
     @Modified
-    void modified(MonitorConfig config) {
-        apply(config);
+    synchronized void modified(MonitorConfig config) {
+        MonitorSettings settings;
+        try {
+            settings = MonitorSettings.of(config);
+        } catch (InvalidMemoryRequestException refused) {
+            reject(refused.getMessage() + "; the monitor keeps its configuration as it was");
+            return;
+        }
+        clearRejection();
+        apply(settings);
     }
 
-    private synchronized void apply(MonitorConfig config) {
-        String before = strategies.active() == null ? null : strategies.active().name();
-        strategies.configure(config.strategy());
-        router.maxAttempts(config.maxAttempts());
-        sampler.schedule(config.samplePeriodMs());
-        String after = strategies.active() == null ? null : strategies.active().name();
-        if (!config.strategy().isBlank() && !config.strategy().strip().equals(after)) {
-            log.warn("Configured strategy '" + config.strategy() + "' is not present; using " + after, null);
-        } else if (before != null && !before.equals(after)) {
+    private synchronized void apply(MonitorSettings settings) {
+        String before = activeName();
+        strategies.configure(settings.strategy());
+        router.maxAttempts(settings.maxAttempts());
+        sampler.schedule(settings.samplePeriodMs());
+        String after = activeName();
+        if (!warnIfConfiguredAbsent() && before != null && !before.equals(after)) {
             log.info("Active allocation strategy: " + after + " (was " + before + ")");
         }
+    }
+
+    private String activeName() {
+        StrategyRegistry.Entry e = strategies.active();
+        return e == null ? null : e.name();
+    }
+
+    /**
+     * Warns, once per change, that the configured strategy is absent, naming the one that is used
+     * instead. Called on every configuration and every strategy arriving or leaving: strategies bind
+     * after activation, so at activation none is present yet.
+     *
+     * @return whether the configured strategy is absent while another is used
+     */
+    private synchronized boolean warnIfConfiguredAbsent() {
+        String configured = strategies.configured();
+        String used = activeName();
+        if (configured.isEmpty() || used == null || configured.equals(used)) {
+            absentWarned = null;
+            return false;
+        }
+        String warning = "Configured strategy '" + configured + "' is not present; using " + used;
+        if (!warning.equals(absentWarned)) {
+            absentWarned = warning;
+            log.warn(warning, null);
+        }
+        return true;
+    }
+
+    /** Logs the refusal as one error line and shows it to the shell's mem:strategy until a configuration applies. */
+    private synchronized void reject(String reason) {
+        log.error(reason);
+        rejected = reason;
+        clearRejectionService();
+        if (context != null) {
+            try {
+                Hashtable<String, Object> props = new Hashtable<>();
+                props.put(REJECTED_PROPERTY, reason);
+                props.put(CONFIGURATION_PID_PROPERTY, PID);
+                rejection = context.registerService(Object.class, new Object(), props);
+            } catch (IllegalStateException stopping) {
+                // the bundle stops meanwhile: nothing left to show it to
+            }
+        }
+    }
+
+    private synchronized void clearRejection() {
+        rejected = null;
+        clearRejectionService();
+    }
+
+    private void clearRejectionService() {
+        if (rejection != null) {
+            try {
+                rejection.unregister();
+            } catch (IllegalStateException alreadyGone) {
+                // the bundle stopped meanwhile
+            }
+            rejection = null;
+        }
+    }
+
+    /** @return the settings running now, for tests: the strategy configured, the period, the attempts */
+    synchronized MonitorSettings settings() {
+        return new MonitorSettings(strategies.configured(), sampler.periodMs(), router.maxAttempts());
+    }
+
+    /** @return the refused configuration that stands (the reason and what runs instead), or null */
+    synchronized String rejected() {
+        return rejected;
     }
 
     /** Stops first (every later call is refused), then lets go of the managers and the threads. */
     @Deactivate
     void deactivate() {
         state.stop();
+        synchronized (this) {
+            clearRejection();
+        }
         levels.clear();
         sampler.stop();
         workers.shutdown();
@@ -218,10 +331,12 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         Object name = props.get(AllocationStrategy.NAME_PROPERTY);
         strategies.add(new StrategyRegistry.Entry(strategy, name != null ? name.toString() : strategy.name(),
                 ranking(props), serviceId(props)));
+        warnIfConfiguredAbsent();
     }
 
     void removeStrategy(AllocationStrategy strategy) {
         strategies.remove(strategy);
+        warnIfConfiguredAbsent();
     }
 
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,

@@ -74,9 +74,15 @@ public final class MonitorBuilder {
         return this;
     }
 
-    /** @return a running monitor; close it to stop it (the managers stay open: they are the caller's) */
+    /**
+     * @return a running monitor; close it to stop it (the managers stay open: they are the caller's)
+     * @throws io.ferrum.memory.api.InvalidMemoryRequestException naming every bad value (a negative
+     *                                                            period, fewer than 1 attempt)
+     */
     public Standalone build() {
-        MemoryMonitor m = new MemoryMonitor(config(configuredStrategy, samplePeriodMs, maxAttempts), log);
+        MonitorConfig config = config(configuredStrategy, samplePeriodMs, maxAttempts);
+        MonitorSettings.of(config); // a builder's caller gets the refusal, not a log line
+        MemoryMonitor m = new MemoryMonitor(null, config, log);
         long serviceId = 1;
         for (AllocationStrategy s : strategies) {
             m.addStrategy(s, Map.of(AllocationStrategy.NAME_PROPERTY, s.name(), Constants.SERVICE_ID, serviceId++));
@@ -101,13 +107,13 @@ public final class MonitorBuilder {
             }
 
             @Override
-            public long samplePeriodMs() {
-                return samplePeriodMs;
+            public String samplePeriodMs() {
+                return Long.toString(samplePeriodMs);
             }
 
             @Override
-            public int maxAttempts() {
-                return maxAttempts;
+            public String maxAttempts() {
+                return Integer.toString(maxAttempts);
             }
         };
     }

@@ -26,4 +26,11 @@ record MonitorLog(Logger logger) {
             }
         }
     }
+
+    /** One line, never a stack trace: for refusals whose message says everything. */
+    void error(String message) {
+        if (logger != null) {
+            logger.error(message);
+        }
+    }
 }

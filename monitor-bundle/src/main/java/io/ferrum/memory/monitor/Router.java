@@ -70,6 +70,11 @@ final class Router implements MemoryRouter {
         maxAttempts = Math.max(1, attempts);
     }
 
+    /** @return the devices a routed allocation may try, as last configured */
+    int maxAttempts() {
+        return maxAttempts;
+    }
+
     @Override
     public Optional<String> activeStrategy() {
         if (state.isStopped()) {

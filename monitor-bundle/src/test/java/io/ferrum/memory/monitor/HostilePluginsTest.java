@@ -69,7 +69,7 @@ class HostilePluginsTest {
     }
 
     MemoryMonitor monitor() {
-        MemoryMonitor m = new MemoryMonitor(MemoryMonitorTest.config("", 0), null);
+        MemoryMonitor m = new MemoryMonitor(null, MemoryMonitorTest.config("", 0), null);
         toClose.add(m::deactivate);
         return m;
     }

@@ -68,31 +68,11 @@ class MemoryMonitorTest {
     }
 
     static MonitorConfig config(String strategy, long samplePeriodMs) {
-        return new MonitorConfig() {
-            @Override
-            public Class<? extends Annotation> annotationType() {
-                return MonitorConfig.class;
-            }
-
-            @Override
-            public String strategy() {
-                return strategy;
-            }
-
-            @Override
-            public long samplePeriodMs() {
-                return samplePeriodMs;
-            }
-
-            @Override
-            public int maxAttempts() {
-                return 4;
-            }
-        };
+        return MonitorBuilder.config(strategy, samplePeriodMs, 4);
     }
 
     MemoryMonitor monitor(String strategy) {
-        MemoryMonitor m = new MemoryMonitor(config(strategy, 0), null);
+        MemoryMonitor m = new MemoryMonitor(null, config(strategy, 0), null);
         toClose.add(m::deactivate);
         return m;
     }
@@ -745,7 +725,7 @@ class MemoryMonitorTest {
 
     @Test
     void samplesReachObserversPeriodically() throws Exception {
-        MemoryMonitor mon = new MemoryMonitor(config("", 20), null);
+        MemoryMonitor mon = new MemoryMonitor(null, config("", 20), null);
         toClose.add(mon::deactivate);
         mon.addManager(device(CPU1, 8 * MiB), props(CPU1, 0));
         List<Map<Device, MemoryInfo>> samples = new CopyOnWriteArrayList<>();

@@ -29,7 +29,9 @@ import io.ferrum.memory.api.MemoryRouter;
 
 /**
  * The strategy commands: {@code mem:strategies} lists the {@link AllocationStrategy} services and
- * marks the router's active one; {@code mem:strategy NAME} refuses a name no present strategy has
+ * marks the router's active one; {@code mem:strategy} shows the active one, and a refused monitor
+ * configuration while it stands (the monitor then runs with its defaults or its previous
+ * configuration); {@code mem:strategy NAME} refuses a name no present strategy has
  * (listing those there are, changing nothing), else saves the choice in the monitor's configuration
  * (PID {@value #MONITOR_PID}) and waits briefly for the router to take it. Config Admin keeps it;
  * the distribution also writes it to {@code config/io.ferrum.memory.monitor.cfg}, so it survives a
@@ -40,6 +42,10 @@ import io.ferrum.memory.api.MemoryRouter;
 public final class StrategyCommands {
     /** The monitor's configuration PID; its {@code strategy} property is the chosen strategy's name. */
     static final String MONITOR_PID = "io.ferrum.memory.monitor";
+    /** Property of the monitor's record of a configuration it refused: the reason, one line. */
+    static final String REJECTED_PROPERTY = BackendCommands.REJECTED_PROPERTY;
+    /** Property of that record: the PID of the refused configuration. */
+    static final String CONFIGURATION_PID_PROPERTY = "ferrum.configuration.pid";
     /** How long {@code mem:strategy} waits for the router to switch to a present strategy. */
     private static final long SWITCH_WAIT_SECONDS = 5;
 
@@ -84,6 +90,24 @@ public final class StrategyCommands {
         });
     }
 
+    /**
+     * @return a {@code rejected configuration:} line for each refused monitor configuration that
+     *         stands: a service the monitor registered with {@value #REJECTED_PROPERTY} (the reason
+     *         and what it runs instead) and {@value #CONFIGURATION_PID_PROPERTY} = {@value #MONITOR_PID}
+     */
+    private List<String> monitorRejections() throws InvalidSyntaxException {
+        List<String> out = new ArrayList<>();
+        ServiceReference<?>[] refs = context.getServiceReferences((String) null, "(&(" + REJECTED_PROPERTY + "=*)("
+                + CONFIGURATION_PID_PROPERTY + "=" + MONITOR_PID + "))");
+        if (refs != null) {
+            for (ServiceReference<?> r : refs) {
+                out.add("rejected configuration: " + r.getProperty(REJECTED_PROPERTY));
+            }
+        }
+        out.sort(null);
+        return out;
+    }
+
     /** @return the names of the strategies present, sorted */
     private List<String> presentNames() throws InvalidSyntaxException {
         List<String> names = new ArrayList<>();
@@ -102,8 +126,11 @@ public final class StrategyCommands {
         return Reply.attempt(() -> {
             String name = STRATEGY.parse(args).get("NAME", null);
             if (name == null) {
-                return Reply.line(Services.router(router).activeStrategy().map(n -> "active strategy: " + n)
+                List<String> out = new ArrayList<>();
+                out.add(Services.router(router).activeStrategy().map(n -> "active strategy: " + n)
                         .orElse("no strategy is present: allocation through the router fails"));
+                out.addAll(monitorRejections());
+                return Reply.lines(out);
             }
             ConfigurationAdmin ca = configAdmin;
             if (ca == null) {

@@ -77,6 +77,25 @@ class StrategyCommandsTest {
     }
 
     @Test
+    void strategyShowsARefusedMonitorConfigurationWhileItStands() throws Exception {
+        Hashtable<String, Object> p = new Hashtable<>();
+        p.put(StrategyCommands.REJECTED_PROPERTY, "Configuration io.ferrum.memory.monitor refused: Invalid samplePeriodMs 'abc':"
+                + " use 0 (no sampling) or a whole number of milliseconds; the monitor starts with its defaults");
+        p.put(StrategyCommands.CONFIGURATION_PID_PROPERTY, StrategyCommands.MONITOR_PID);
+        var refused = fixture.framework().registerService(Object.class, new Object(), p);
+        Hashtable<String, Object> device = new Hashtable<>();
+        device.put(StrategyCommands.REJECTED_PROPERTY, "Configuration of cpu:1 refused: Invalid capacity '12XB'");
+        fixture.framework().registerService(Object.class, new Object(), device);
+
+        assertEquals(List.of("active strategy: first-device", "rejected configuration: Configuration io.ferrum.memory.monitor"
+                + " refused: Invalid samplePeriodMs 'abc': use 0 (no sampling) or a whole number of milliseconds; the monitor"
+                + " starts with its defaults"), commands().strategy().toString().lines().toList(), "a device's refusal is mem:backends'");
+
+        refused.unregister();
+        assertEquals("active strategy: first-device", commands().strategy().toString());
+    }
+
+    @Test
     void switchingNeedsConfigAdminToSaveTheChoice() throws Exception {
         assertEquals("error: Config Admin is not running: the strategy cannot be saved",
                 commands().strategy("most-free").toString());

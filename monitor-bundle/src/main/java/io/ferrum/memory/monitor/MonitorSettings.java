@@ -1,0 +1,58 @@
+package io.ferrum.memory.monitor;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Pattern;
+
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+
+/**
+ * A checked {@link MonitorConfig}: every attribute read from its text and checked before any of it
+ * applies, so that a refusal names every bad value at once and a configuration is applied whole or
+ * not at all.
+ *
+ * @param strategy       the configured strategy's name, stripped; empty: by precedence
+ * @param samplePeriodMs milliseconds between samples, 0 or more (0: no sampling)
+ * @param maxAttempts    devices a routed allocation may try, 1 or more
+ */
+record MonitorSettings(String strategy, long samplePeriodMs, int maxAttempts) {
+    /** What the monitor runs with when it has no configuration, or a refused one at start. */
+    static final MonitorSettings DEFAULTS = new MonitorSettings("", 5000, 4);
+
+    private static final Pattern WHOLE = Pattern.compile("[+-]?\\d+");
+
+    /**
+     * @param config a configuration as DS hands it over
+     * @return its settings
+     * @throws InvalidMemoryRequestException naming every bad value, and what to write instead
+     */
+    static MonitorSettings of(MonitorConfig config) {
+        List<String> bad = new ArrayList<>();
+        long period = whole(bad, "samplePeriodMs", config.samplePeriodMs(), 0, Long.MAX_VALUE,
+                "use 0 (no sampling) or a whole number of milliseconds");
+        long attempts = whole(bad, "maxAttempts", config.maxAttempts(), 1, Integer.MAX_VALUE,
+                "use a whole number of devices, 1 or more");
+        if (!bad.isEmpty()) {
+            throw new InvalidMemoryRequestException("Configuration " + MemoryMonitor.PID + " refused: " + String.join("; ", bad));
+        }
+        String strategy = config.strategy();
+        return new MonitorSettings(strategy == null ? "" : strategy.strip(), period, (int) attempts);
+    }
+
+    /** @return the number, or -1 after adding to {@code bad} why {@code text} is none in [min, max] */
+    private static long whole(List<String> bad, String attribute, String text, long min, long max, String advice) {
+        String t = text == null ? "" : text.strip();
+        if (WHOLE.matcher(t).matches()) {
+            try {
+                long v = Long.parseLong(t);
+                if (v >= min && v <= max) {
+                    return v;
+                }
+            } catch (NumberFormatException tooLarge) {
+                // named below like any other bad value
+            }
+        }
+        bad.add("Invalid " + attribute + " '" + text + "': " + advice);
+        return -1;
+    }
+}

@@ -1,0 +1,158 @@
+package io.ferrum.memory.monitor;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.annotation.Annotation;
+import java.lang.reflect.Proxy;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.osgi.framework.Constants;
+import org.osgi.service.log.Logger;
+
+import io.ferrum.memory.api.AllocationStrategy;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.strategy.bestfit.BestFitStrategy;
+
+/**
+ * The monitor's configuration as a file gives it (text): every attribute checked before any
+ * applies, every bad value named in one error line, and a refused configuration changes nothing.
+ */
+class MonitorConfigurationTest {
+    private final List<String> errors = new CopyOnWriteArrayList<>();
+    private final List<String> warnings = new CopyOnWriteArrayList<>();
+    private MemoryMonitor monitor;
+
+    @AfterEach
+    void stop() {
+        if (monitor != null) {
+            monitor.deactivate();
+        }
+    }
+
+    /** @return the configuration DS hands over for these file lines (attributes left out: their defaults) */
+    static MonitorConfig file(Map<String, String> lines) {
+        return new MonitorConfig() {
+            @Override
+            public Class<? extends Annotation> annotationType() {
+                return MonitorConfig.class;
+            }
+
+            @Override
+            public String strategy() {
+                return lines.getOrDefault("strategy", "");
+            }
+
+            @Override
+            public String samplePeriodMs() {
+                return lines.getOrDefault("samplePeriodMs", "5000");
+            }
+
+            @Override
+            public String maxAttempts() {
+                return lines.getOrDefault("maxAttempts", "4");
+            }
+        };
+    }
+
+    /** A Log Service logger that records error and warn lines, and fails a test that logs a stack trace. */
+    private Logger logger() {
+        return (Logger) Proxy.newProxyInstance(Logger.class.getClassLoader(), new Class<?>[] {Logger.class},
+                (proxy, method, args) -> {
+                    String name = method.getName();
+                    if ((name.equals("error") || name.equals("warn")) && args != null) {
+                        if (args.length > 1 && args[args.length - 1] instanceof Throwable t) {
+                            throw new AssertionError("a stack trace was logged", t);
+                        }
+                        (name.equals("error") ? errors : warnings).add(String.valueOf(args[0]));
+                    }
+                    return method.getReturnType() == boolean.class ? false : null;
+                });
+    }
+
+    private MemoryMonitor start(Map<String, String> lines) {
+        monitor = new MemoryMonitor(null, file(lines), logger());
+        return monitor;
+    }
+
+    private static Map<String, Object> strategyProps(String name) {
+        return Map.of(AllocationStrategy.NAME_PROPERTY, name, Constants.SERVICE_ID, 1L);
+    }
+
+    @Test
+    void aBadValueAtStartLeavesTheMonitorRunningWithItsDefaultsAndNamesEveryBadValue() {
+        MemoryMonitor m = start(Map.of("strategy", "most-free", "samplePeriodMs", "abc", "maxAttempts", "0"));
+
+        assertEquals(MonitorSettings.DEFAULTS, m.settings(), "the defaults run; not even the strategy applied");
+        assertEquals(Map.of(), m.globalMemoryInfo(), "the monitor answers");
+        assertEquals(1, errors.size(), "one error line: " + errors);
+        String error = errors.get(0);
+        assertTrue(error.contains("Invalid samplePeriodMs 'abc'") && error.contains("Invalid maxAttempts '0'")
+                && error.contains("the monitor starts with its defaults"), error);
+        assertEquals(error, m.rejected(), "the refusal stands for the shell");
+    }
+
+    @Test
+    void aBadValueAtRunTimeKeepsThePreviousConfigurationWhole() {
+        MemoryMonitor m = start(Map.of("samplePeriodMs", "0", "maxAttempts", "2"));
+        MonitorSettings before = m.settings();
+
+        m.modified(file(Map.of("strategy", "most-free", "samplePeriodMs", "abc")));
+
+        assertEquals(before, m.settings(), "neither the strategy nor anything else applied");
+        assertEquals(1, errors.size(), errors.toString());
+        assertTrue(errors.get(0).contains("Invalid samplePeriodMs 'abc'")
+                && errors.get(0).contains("the monitor keeps its configuration as it was"), errors.get(0));
+        assertEquals(errors.get(0), m.rejected());
+
+        m.modified(file(Map.of("strategy", "most-free", "samplePeriodMs", "250", "maxAttempts", "3")));
+
+        assertEquals(new MonitorSettings("most-free", 250, 3), m.settings(), "a good configuration applies whole");
+        assertNull(m.rejected(), "and the refusal no longer stands");
+    }
+
+    @Test
+    void negativePeriodsAndTooFewAttemptsAreBadValues() {
+        Map<Map<String, String>, List<String>> bad = Map.of(
+                Map.of("samplePeriodMs", "-1"), List.of("Invalid samplePeriodMs '-1'"),
+                Map.of("maxAttempts", "-3"), List.of("Invalid maxAttempts '-3'"),
+                Map.of("maxAttempts", "4.5", "samplePeriodMs", "99999999999999999999"),
+                List.of("Invalid maxAttempts '4.5'", "Invalid samplePeriodMs '99999999999999999999'"),
+                Map.of("maxAttempts", ""), List.of("Invalid maxAttempts ''"));
+        bad.forEach((lines, named) -> {
+            InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class,
+                    () -> MonitorSettings.of(file(lines)));
+            for (String n : named) {
+                assertTrue(e.getMessage().contains(n), lines + ": " + e.getMessage());
+            }
+        });
+        assertEquals(new MonitorSettings("round-robin", 0, 1),
+                MonitorSettings.of(file(Map.of("strategy", " round-robin ", "samplePeriodMs", " 0", "maxAttempts", "1"))));
+    }
+
+    @Test
+    void anAbsentStrategyIsLoggedWithTheStrategyActuallyUsed() {
+        MemoryMonitor m = start(Map.of("strategy", "bogus", "samplePeriodMs", "0"));
+        // As in a framework: strategies bind after activation.
+        m.addStrategy(new BestFitStrategy(), strategyProps("best-fit"));
+
+        assertEquals(Optional.of("best-fit"), m.activeStrategy());
+        assertEquals(List.of("Configured strategy 'bogus' is not present; using best-fit"), warnings);
+        assertTrue(errors.isEmpty(), errors.toString());
+    }
+
+    @Test
+    void aBuilderRefusesBadValuesAtOnce() {
+        InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class,
+                () -> new MonitorBuilder().maxAttempts(0).samplePeriodMs(-5).build());
+        assertTrue(e.getMessage().contains("Invalid maxAttempts '0'") && e.getMessage().contains("Invalid samplePeriodMs '-5'"),
+                e.getMessage());
+    }
+}
