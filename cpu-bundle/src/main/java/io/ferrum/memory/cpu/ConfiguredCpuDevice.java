@@ -27,28 +27,30 @@ public final class ConfiguredCpuDevice extends CpuDevice {
     @Activate
     public ConfiguredCpuDevice(BundleContext context, CpuDeviceConfig config,
                                @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger log) {
-        String refusal = refusal(config, config.index(), indexRefusal(config));
+        String refusal = refusal(config, index(config) == null ? -1 : index(config), indexRefusal(config));
         if (refusal != null) {
             // No exception: DS would log it with a stack trace. One error line, and mem:backends shows it.
             context(context, log);
             reject(refusal, "no device was created");
             return;
         }
-        start(context, config, config.index(), log);
+        start(context, config, index(config), log);
     }
 
     /** @return why a factory configuration may not have its index, or null for an index of 1 or more */
     static String indexRefusal(CpuDeviceConfig config) {
-        if (config.index() >= 1) {
+        Integer index = index(config);
+        if (index != null && index >= 1) {
             return null;
         }
-        return "A " + CpuBackend.DEVICE_FACTORY_PID + " configuration needs index >= 1 (got " + config.index()
-                + "); cpu:0 is configured by the PID " + CpuBackend.DEFAULT_PID;
+        return "A " + CpuBackend.DEVICE_FACTORY_PID + " configuration needs a whole number index >= 1 (got "
+                + (index != null ? index : "'" + config.index() + "'") + "); cpu:0 is configured by the PID " + CpuBackend.DEFAULT_PID;
     }
 
     @Modified
     void modified(CpuDeviceConfig config) {
-        reconfigure(config, config.index(), indexRefusal(config));
+        Integer index = index(config);
+        reconfigure(config, index == null ? -1 : index, indexRefusal(config));
     }
 
     @Deactivate

@@ -1,8 +1,6 @@
 package io.ferrum.memory.cpu;
 
-import java.util.ArrayList;
 import java.util.Hashtable;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -19,6 +17,7 @@ import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.pool.ConfigurationCheck;
 import io.ferrum.memory.pool.DeviceRegistration;
 import io.ferrum.memory.pool.HostStreamManager;
 import io.ferrum.memory.pool.PoolSettings;
@@ -180,57 +179,76 @@ abstract class CpuDevice {
         }
     }
 
-    /** @return whether {@code a} and {@code b} differ only in attributes of the pools (or not at all) */
+    /**
+     * @return whether {@code a} and {@code b} differ only in attributes of the pools (or not at all);
+     *         both must be valid (see {@link #refusal})
+     */
     static boolean onlyPoolsDiffer(CpuDeviceConfig a, CpuDeviceConfig b) {
-        return a.index() == b.index() && capacity(a) == capacity(b) && a.autoGc() == b.autoGc()
-                && a.gcThreshold() == b.gcThreshold() && a.debug() == b.debug()
-                && a.maxConcurrentTransfers() == b.maxConcurrentTransfers()
+        return index(a) == index(b) && capacity(a) == capacity(b)
+                && ConfigurationCheck.toFlag("autoGc", a.autoGc()) == ConfigurationCheck.toFlag("autoGc", b.autoGc())
+                && gcThreshold(a) == gcThreshold(b)
+                && ConfigurationCheck.toFlag("debug", a.debug()) == ConfigurationCheck.toFlag("debug", b.debug())
+                && transfers(a) == transfers(b)
                 && zeroing(a.zeroing()) == zeroing(b.zeroing())
                 && ConfigSizes.parse("threadCacheBytes", a.threadCacheBytes()) == ConfigSizes.parse("threadCacheBytes", b.threadCacheBytes());
     }
 
     /**
+     * Checks every attribute before any applies: each on its own first, then the rules across
+     * attributes whose attributes are good, so that every bad value is named at once.
+     *
      * @param cfg          a configuration
      * @param index        the device index it asks for
      * @param indexRefusal why the component refuses that index, or null when it accepts it
-     * @return why the configuration cannot apply, naming the bad value and what to do, or null if it can
+     * @return why the configuration cannot apply, naming every bad value and what to do, or null if it can
      */
     static String refusal(CpuDeviceConfig cfg, int index, String indexRefusal) {
-        if (indexRefusal != null) {
-            return indexRefusal;
+        ConfigurationCheck check = new ConfigurationCheck();
+        Long capacity = check.read(() -> ConfigSizes.parse("capacity", cfg.capacity()));
+        Long initial = check.read(() -> ConfigSizes.parse("initialSize", cfg.initialSize()));
+        Long maxSize = check.read(() -> ConfigSizes.parse("maxSize", cfg.maxSize()));
+        Long growth = check.read(() -> ConfigSizes.parse("growthIncrement", cfg.growthIncrement()));
+        Long alignment = check.read(() -> ConfigSizes.parse("alignment", cfg.alignment()));
+        Long threadCache = check.read(() -> ConfigSizes.parse("threadCacheBytes", cfg.threadCacheBytes()));
+        check.read(() -> zeroing(cfg.zeroing()));
+        Boolean autoExpansion = check.flag("autoExpansion", cfg.autoExpansion());
+        check.flag("preAllocate", cfg.preAllocate());
+        check.flag("stats", cfg.stats());
+        check.flag("autoGc", cfg.autoGc());
+        check.flag("debug", cfg.debug());
+        Double gcThreshold = check.decimal("gcThreshold", cfg.gcThreshold());
+        Integer transfers = check.integer("maxConcurrentTransfers", cfg.maxConcurrentTransfers());
+
+        check.poolRules(initial, maxSize, growth, autoExpansion, alignment);
+        check.managerRules(gcThreshold, transfers);
+        if (threadCache != null) {
+            check.read(() -> PoolSettings.defaults().withThreadCache(threadCache));
         }
-        // Each attribute on its own first, so that every bad value is named at once.
-        List<String> bad = new ArrayList<>();
-        Map<String, String> sizes = new LinkedHashMap<>();
-        sizes.put("capacity", cfg.capacity());
-        sizes.put("initialSize", cfg.initialSize());
-        sizes.put("maxSize", cfg.maxSize());
-        sizes.put("growthIncrement", cfg.growthIncrement());
-        sizes.put("alignment", cfg.alignment());
-        sizes.put("threadCacheBytes", cfg.threadCacheBytes());
-        sizes.forEach((name, text) -> check(bad, () -> ConfigSizes.parse(name, text)));
-        check(bad, () -> zeroing(cfg.zeroing()));
-        if (bad.isEmpty()) {
-            check(bad, () -> {
-                MemoryManagerConfig manager = managerConfig(cfg);
-                long capacity = capacity(cfg);
-                PoolSettings.defaults().withCapacity(capacity).withThreadCache(ConfigSizes.parse("threadCacheBytes", cfg.threadCacheBytes()));
-                long initial = manager.poolConfig(MemoryType.GENERAL).initialSize();
-                if (capacity > 0 && initial > capacity) {
-                    throw new InvalidMemoryRequestException("initialSize " + initial + " bytes is larger than capacity "
-                            + capacity + " bytes");
-                }
-            });
+        if (capacity != null && initial != null && capacity > 0 && initial > capacity) {
+            check.problem("initialSize " + initial + " bytes is larger than capacity " + capacity + " bytes");
+        }
+        List<String> bad = check.problems();
+        if (indexRefusal != null) {
+            return bad.isEmpty() ? indexRefusal : indexRefusal + "; " + String.join("; ", bad);
         }
         return bad.isEmpty() ? null : "Configuration of cpu:" + index + " refused: " + String.join("; ", bad);
     }
 
-    private static void check(List<String> bad, Runnable validation) {
+    /** @return the configuration's index, or null when it is no whole number (a bad value its component names) */
+    static Integer index(CpuDeviceConfig cfg) {
         try {
-            validation.run();
-        } catch (InvalidMemoryRequestException e) {
-            bad.add(e.getMessage());
+            return ConfigurationCheck.toInteger("index", cfg.index());
+        } catch (InvalidMemoryRequestException notANumber) {
+            return null;
         }
+    }
+
+    private static double gcThreshold(CpuDeviceConfig cfg) {
+        return ConfigurationCheck.toDecimal("gcThreshold", cfg.gcThreshold());
+    }
+
+    private static int transfers(CpuDeviceConfig cfg) {
+        return ConfigurationCheck.toInteger("maxConcurrentTransfers", cfg.maxConcurrentTransfers());
     }
 
     static long capacity(CpuDeviceConfig cfg) {
@@ -250,14 +268,17 @@ abstract class CpuDevice {
         return PooledMemoryManager.create(upstream, managerConfig(cfg), settings, streams);
     }
 
+    /** @param cfg a valid configuration (see {@link #refusal}) @return the manager's configuration */
     static MemoryManagerConfig managerConfig(CpuDeviceConfig cfg) {
         long maxSize = ConfigSizes.parse("maxSize", cfg.maxSize());
         MemoryPoolConfig pool = new MemoryPoolConfig(ConfigSizes.parse("initialSize", cfg.initialSize()),
                 maxSize > 0 ? OptionalLong.of(maxSize) : OptionalLong.empty(),
-                ConfigSizes.parse("growthIncrement", cfg.growthIncrement()), cfg.autoExpansion(),
-                ConfigSizes.parse("alignment", cfg.alignment()), cfg.preAllocate(), cfg.stats());
-        return new MemoryManagerConfig(Map.of(MemoryType.GENERAL, pool), true, cfg.autoGc(), cfg.gcThreshold(),
-                cfg.debug(), cfg.maxConcurrentTransfers());
+                ConfigSizes.parse("growthIncrement", cfg.growthIncrement()),
+                ConfigurationCheck.toFlag("autoExpansion", cfg.autoExpansion()),
+                ConfigSizes.parse("alignment", cfg.alignment()), ConfigurationCheck.toFlag("preAllocate", cfg.preAllocate()),
+                ConfigurationCheck.toFlag("stats", cfg.stats()));
+        return new MemoryManagerConfig(Map.of(MemoryType.GENERAL, pool), true, ConfigurationCheck.toFlag("autoGc", cfg.autoGc()),
+                gcThreshold(cfg), ConfigurationCheck.toFlag("debug", cfg.debug()), transfers(cfg));
     }
 
     static ZeroingPolicy zeroing(String value) {

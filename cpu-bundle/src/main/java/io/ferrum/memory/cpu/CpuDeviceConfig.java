@@ -1,6 +1,7 @@
 package io.ferrum.memory.cpu;
 
 import org.osgi.service.metatype.annotations.AttributeDefinition;
+import org.osgi.service.metatype.annotations.AttributeType;
 import org.osgi.service.metatype.annotations.ObjectClassDefinition;
 
 /**
@@ -8,15 +9,21 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
  * each factory configuration of {@code io.ferrum.memory.cpu.device} adds a {@code cpu:<index>}
  * (for tenants, NUMA nodes or tests of multi-device strategies). Sizes are bytes with an optional
  * binary unit ({@code 4096}, {@code 64k}, {@code 256m}, {@code 2GiB}), read by {@link ConfigSizes}.
+ *
+ * <p>Flags and numbers are {@code String} attributes, typed for Metatype only: DS's own conversion
+ * would turn {@code autoExpansion=yes} into {@code false} silently and fail {@code index=abc} with a
+ * stack trace. {@link CpuDevice#refusal} reads them with {@link
+ * io.ferrum.memory.pool.ConfigurationCheck} (flags: true, yes, on, false, no, off; a Config Admin
+ * user's {@code Boolean}, {@code Integer} or {@code Double} arrives as its text).
  */
 @ObjectClassDefinition(name = "Ferrum Memory CPU device",
         description = "A logical host-memory device (cpu:<index>) served through Java's FFM API.")
 @interface CpuDeviceConfig {
 
-    @AttributeDefinition(description = "Device index: the device is cpu:<index>. The PID io.ferrum.memory.cpu configures"
+    @AttributeDefinition(type = AttributeType.INTEGER, description = "Device index: the device is cpu:<index>. The PID io.ferrum.memory.cpu configures"
             + " cpu:0 only and refuses any other index; factory configurations (io.ferrum.memory.cpu.device) need 1 or more."
             + " A refused configuration is logged as an error and changes nothing.")
-    int index() default 0;
+    String index() default "0";
 
     @AttributeDefinition(description = "Capacity this device may use (its totalBytes), in bytes or with a binary unit"
             + " (256m, 8g); 0 means all physical RAM.")
@@ -34,29 +41,29 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
             + " more gets a chunk of its own size, so reserved stays within one increment of used per pool).")
     String growthIncrement() default "64m";
 
-    @AttributeDefinition(description = "Whether the pool may grow beyond its initial size.")
-    boolean autoExpansion() default true;
+    @AttributeDefinition(type = AttributeType.BOOLEAN, description = "Whether the pool may grow beyond its initial size.")
+    String autoExpansion() default "true";
 
     @AttributeDefinition(description = "Minimum alignment of every block in bytes, a power of two.")
     String alignment() default "256";
 
-    @AttributeDefinition(description = "Reserve the initial size at start instead of on first use.")
-    boolean preAllocate() default false;
+    @AttributeDefinition(type = AttributeType.BOOLEAN, description = "Reserve the initial size at start instead of on first use.")
+    String preAllocate() default "false";
 
-    @AttributeDefinition(description = "Keep access statistics and bandwidth figures.")
-    boolean stats() default true;
+    @AttributeDefinition(type = AttributeType.BOOLEAN, description = "Keep access statistics and bandwidth figures.")
+    String stats() default "true";
 
-    @AttributeDefinition(description = "Trim and compact automatically when growth fails, and once each time an allocation takes a pool's utilisation above gcThreshold.")
-    boolean autoGc() default true;
+    @AttributeDefinition(type = AttributeType.BOOLEAN, description = "Trim and compact automatically when growth fails, and once each time an allocation takes a pool's utilisation above gcThreshold.")
+    String autoGc() default "true";
 
-    @AttributeDefinition(description = "Utilisation in [0, 1] (used over the pool's maxSize, or over the device) above which auto-GC runs; 1 never.")
-    double gcThreshold() default 0.85;
+    @AttributeDefinition(type = AttributeType.DOUBLE, description = "Utilisation in [0, 1] (used over the pool's maxSize, or over the device) above which auto-GC runs; 1 never.")
+    String gcThreshold() default "0.85";
 
-    @AttributeDefinition(description = "Record allocation sites; leaks found at stop are reported with them.")
-    boolean debug() default false;
+    @AttributeDefinition(type = AttributeType.BOOLEAN, description = "Record allocation sites; leaks found at stop are reported with them.")
+    String debug() default "false";
 
-    @AttributeDefinition(description = "Asynchronous copies in flight at once.")
-    int maxConcurrentTransfers() default 4;
+    @AttributeDefinition(type = AttributeType.INTEGER, description = "Asynchronous copies in flight at once.")
+    String maxConcurrentTransfers() default "4";
 
     @AttributeDefinition(description = "Clearing between owners: none (fastest), on-allocate (new blocks read as zeros)"
             + " or on-free (freed data does not linger).")

@@ -36,12 +36,17 @@ public final class DefaultCpuDevice extends CpuDevice {
 
     /** @return why this component refuses the configuration's index, or null for index 0 */
     static String indexRefusal(CpuDeviceConfig config) {
-        if (config.index() == 0) {
+        Integer index = index(config);
+        if (index != null && index == 0) {
             return null;
         }
-        return "Configuration " + CpuBackend.DEFAULT_PID + " refused: index=" + config.index()
-                + ", but this PID configures cpu:0 only (leave index out or set it to 0); for cpu:" + config.index()
-                + " create a factory configuration of " + CpuBackend.DEVICE_FACTORY_PID + " with index=" + config.index();
+        if (index == null) {
+            return "Configuration " + CpuBackend.DEFAULT_PID + " refused: index='" + config.index()
+                    + "', but this PID configures cpu:0 only (leave index out or set it to 0)";
+        }
+        return "Configuration " + CpuBackend.DEFAULT_PID + " refused: index=" + index
+                + ", but this PID configures cpu:0 only (leave index out or set it to 0); for cpu:" + index
+                + " create a factory configuration of " + CpuBackend.DEVICE_FACTORY_PID + " with index=" + index;
     }
 
     @Modified

@@ -190,4 +190,83 @@ class DeviceConfigurationTest {
             device.deactivate();
         }
     }
+
+    /** Review defects 2 and 3: flags and numbers are checked by our code, and a refusal names every bad value. */
+    @Test
+    void aRefusalNamesEveryBadValueFlagsAndNumbersIncluded() {
+        ConfiguredCpuDevice device = new ConfiguredCpuDevice(fw.context(), TestConfigs.small(Map.of("index", "1",
+                "alignment", "3", "maxSize", "1m", "initialSize", "2m", "growthIncrement", "-5",
+                "autoExpansion", "maybe", "stats", "perhaps", "gcThreshold", "abc", "maxConcurrentTransfers", "0")), fw.logger());
+        try {
+            assertTrue(fw.services.values().stream().noneMatch(n -> n.contains("DeviceMemoryManager")), "no device: " + fw.services);
+            assertEquals(1, fw.errors.size(), "one error line: " + fw.errors);
+            String error = fw.errors.get(0);
+            for (String named : List.of("alignment 3 is not a power of two", "maxSize 1048576 bytes is smaller than initialSize 2097152",
+                    "Invalid growthIncrement '-5'", "Invalid autoExpansion 'maybe'", "Invalid stats 'perhaps'",
+                    "Invalid gcThreshold 'abc'", "maxConcurrentTransfers 0 must be one or more", "no device was created")) {
+                assertTrue(error.contains(named), named + " in: " + error);
+            }
+            assertEquals(List.of(error), fw.rejections(), "mem:backends shows the same line");
+        } finally {
+            device.deactivate();
+        }
+    }
+
+    @Test
+    void aBadIndexIsNamedWithTheOtherBadValuesAndNothingThrows() {
+        ConfiguredCpuDevice device = new ConfiguredCpuDevice(fw.context(),
+                TestConfigs.small(Map.of("index", "abc", "debug", "sometimes")), fw.logger());
+        try {
+            assertEquals(1, fw.errors.size(), fw.errors.toString());
+            assertTrue(fw.errors.get(0).contains("got 'abc'") && fw.errors.get(0).contains("Invalid debug 'sometimes'"),
+                    fw.errors.get(0));
+        } finally {
+            device.deactivate();
+        }
+    }
+
+    /** Flags take the words of the shell's mem:pool, as text (a file) or as Boolean (Config Admin). */
+    @Test
+    void flagsTakeTheShellsWordsAsTextOrTypedAndAnythingElseIsABadValue() {
+        for (Object yes : List.of("yes", "on", " TRUE ", Boolean.TRUE)) {
+            assertEquals(null, CpuDevice.refusal(TestConfigs.small(Map.of("autoExpansion", yes, "preAllocate", yes)), 0, null), yes.toString());
+            assertTrue(CpuDevice.managerConfig(TestConfigs.small(Map.of("preAllocate", yes))).poolConfig(io.ferrum.memory.api.MemoryType.GENERAL)
+                    .preAllocate(), yes.toString());
+        }
+        for (Object no : List.of("no", "off", "False", Boolean.FALSE)) {
+            assertEquals(null, CpuDevice.refusal(TestConfigs.small(Map.of("autoExpansion", no)), 0, null), no.toString());
+            assertFalse(CpuDevice.managerConfig(TestConfigs.small(Map.of("autoExpansion", no))).poolConfig(io.ferrum.memory.api.MemoryType.GENERAL)
+                    .enableAutoExpansion(), no.toString());
+        }
+        for (String bad : List.of("maybe", "1", "", "y")) {
+            String r = CpuDevice.refusal(TestConfigs.small(Map.of("autoGc", bad)), 0, null);
+            assertTrue(r != null && r.contains("Invalid autoGc '" + bad + "': use true or false"), bad + ": " + r);
+        }
+        // Typed numbers from the Config Admin API are accepted like their text.
+        assertEquals(null, CpuDevice.refusal(TestConfigs.small(Map.of("index", 0, "gcThreshold", 0.5d,
+                "maxConcurrentTransfers", 8, "debug", false)), 0, null));
+        var m = CpuDevice.managerConfig(TestConfigs.small(Map.of("gcThreshold", 0.5d, "maxConcurrentTransfers", 8L)));
+        assertEquals(0.5, m.gcThreshold());
+        assertEquals(8, m.maxConcurrentTransfers());
+    }
+
+    @Test
+    void anUpdateWithABadFlagChangesNothing() {
+        DefaultCpuDevice cpu0 = new DefaultCpuDevice(fw.context(), TestConfigs.small(), fw.logger());
+        try {
+            DeviceMemoryManager before = fw.manager();
+            fw.events.clear();
+
+            cpu0.modified(TestConfigs.small(Map.of("autoExpansion", "perhaps", "growthIncrement", "8m")));
+
+            assertEquals(List.of("register " + Rejection.class.getName()), fw.events, "only the rejection was registered");
+            assertSame(before, fw.manager());
+            assertEquals(4 * MiB, before.poolConfig(io.ferrum.memory.api.MemoryType.GENERAL).growthIncrement(), "not applied");
+            assertTrue(before.poolConfig(io.ferrum.memory.api.MemoryType.GENERAL).enableAutoExpansion());
+            assertTrue(fw.errors.get(0).contains("Invalid autoExpansion 'perhaps'") && fw.errors.get(0).contains("cpu:0 keeps running as it was"),
+                    fw.errors.get(0));
+        } finally {
+            cpu0.deactivate();
+        }
+    }
 }

@@ -1,0 +1,193 @@
+package io.ferrum.memory.pool;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.OptionalLong;
+import java.util.function.Supplier;
+import java.util.regex.Pattern;
+
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryPoolConfig;
+
+/**
+ * Reads and checks the attributes of a device configuration before any of it applies, collecting
+ * every problem, so that a refusal names every bad value at once (docs/DEPLOYING.md).
+ *
+ * <p>Values arrive as a FileInstall file gives them (text) or as a Config Admin user set them
+ * ({@code Boolean}, {@code Integer}, {@code Long}, {@code Double}; DS hands a {@code String}
+ * attribute their text). Backends therefore declare flags and numbers as {@code String} attributes
+ * (typed for Metatype with {@code @AttributeDefinition(type = ...)}): DS's own conversion would turn
+ * {@code autoExpansion=yes} into {@code false} silently and fail {@code index=abc} with a stack trace.
+ *
+ * <p>Each read answers the value, or null after recording why it is bad. A rule across attributes is
+ * skipped only when an attribute it needs is null (already named). The rules of {@link
+ * MemoryPoolConfig} and {@link MemoryManagerConfig} run one at a time, each with neutral values in
+ * the other fields, so that the messages are the API's and every broken rule is named. Not
+ * thread-safe: one instance per configuration checked.
+ */
+public final class ConfigurationCheck {
+    /** The words a flag accepts, case and blanks aside: those of the shell's {@code mem:pool}. */
+    public static final String FLAG_WORDS = "true, yes, on, false, no or off";
+
+    private static final Pattern WHOLE = Pattern.compile("[+-]?\\d+");
+    private static final Pattern DECIMAL = Pattern.compile("[+-]?(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][+-]?\\d+)?");
+
+    private final List<String> problems = new ArrayList<>();
+
+    /**
+     * @param attribute the attribute, named in the message
+     * @param value     a {@code Boolean}, or text: one of {@value #FLAG_WORDS}
+     * @return the flag
+     * @throws InvalidMemoryRequestException naming the attribute and the value if it is neither
+     */
+    public static boolean toFlag(String attribute, Object value) {
+        if (value instanceof Boolean b) {
+            return b;
+        }
+        return switch (value == null ? "" : value.toString().strip().toLowerCase(Locale.ROOT)) {
+            case "true", "yes", "on" -> true;
+            case "false", "no", "off" -> false;
+            default -> throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value
+                    + "': use true or false (yes/no and on/off work too)");
+        };
+    }
+
+    /**
+     * @param attribute the attribute, named in the message
+     * @param value     an {@code Integer}, {@code Short}, {@code Byte}, a {@code Long} in range, or
+     *                  the text of a whole number
+     * @return the number
+     * @throws InvalidMemoryRequestException naming the attribute and the value if it is none
+     */
+    public static int toInteger(String attribute, Object value) {
+        long v = toLong(attribute, value);
+        if (v < Integer.MIN_VALUE || v > Integer.MAX_VALUE) {
+            throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': too large");
+        }
+        return (int) v;
+    }
+
+    /**
+     * @param attribute the attribute, named in the message
+     * @param value     a {@code Long}, {@code Integer}, {@code Short}, {@code Byte}, or the text of a
+     *                  whole number
+     * @return the number
+     * @throws InvalidMemoryRequestException naming the attribute and the value if it is none
+     */
+    public static long toLong(String attribute, Object value) {
+        if (value instanceof Long || value instanceof Integer || value instanceof Short || value instanceof Byte) {
+            return ((Number) value).longValue();
+        }
+        String text = value instanceof String s ? s.strip() : null;
+        if (text != null && WHOLE.matcher(text).matches()) {
+            try {
+                return Long.parseLong(text);
+            } catch (NumberFormatException tooLarge) {
+                throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': too large");
+            }
+        }
+        throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': use a whole number");
+    }
+
+    /**
+     * @param attribute the attribute, named in the message
+     * @param value     any {@code Number}, or the text of a decimal number ({@code 0.85}, {@code 1},
+     *                  {@code 8.5e-1})
+     * @return the number
+     * @throws InvalidMemoryRequestException naming the attribute and the value if it is none
+     */
+    public static double toDecimal(String attribute, Object value) {
+        if (value instanceof Number n) {
+            return n.doubleValue();
+        }
+        String text = value instanceof String s ? s.strip() : null;
+        if (text != null && DECIMAL.matcher(text).matches()) {
+            return Double.parseDouble(text);
+        }
+        throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': use a decimal number, e.g. 0.85");
+    }
+
+    /**
+     * Runs one read or rule; its failure is recorded.
+     *
+     * @param rule a read or check that throws {@link InvalidMemoryRequestException} naming a bad value
+     * @return what it answered, or null if it failed
+     */
+    public <T> T read(Supplier<T> rule) {
+        try {
+            return rule.get();
+        } catch (InvalidMemoryRequestException e) {
+            problems.add(e.getMessage());
+            return null;
+        }
+    }
+
+    /** @return the flag (see {@link #toFlag}), or null after recording why it is none */
+    public Boolean flag(String attribute, Object value) {
+        return read(() -> toFlag(attribute, value));
+    }
+
+    /** @return the number (see {@link #toInteger}), or null after recording why it is none */
+    public Integer integer(String attribute, Object value) {
+        return read(() -> toInteger(attribute, value));
+    }
+
+    /** @return the number (see {@link #toLong}), or null after recording why it is none */
+    public Long longInteger(String attribute, Object value) {
+        return read(() -> toLong(attribute, value));
+    }
+
+    /** @return the number (see {@link #toDecimal}), or null after recording why it is none */
+    public Double decimal(String attribute, Object value) {
+        return read(() -> toDecimal(attribute, value));
+    }
+
+    /** @param problem a problem found by the caller's own rule, naming the value */
+    public void problem(String problem) {
+        problems.add(problem);
+    }
+
+    /**
+     * Checks the rules of {@link MemoryPoolConfig} one at a time. Each argument is null when it was
+     * bad already; the rules that need it are skipped.
+     *
+     * @param maxSize the pool's limit; 0 means unlimited
+     */
+    public void poolRules(Long initialSize, Long maxSize, Long growthIncrement, Boolean autoExpansion, Long alignment) {
+        OptionalLong unlimited = OptionalLong.empty();
+        if (initialSize != null) {
+            read(() -> new MemoryPoolConfig(initialSize, unlimited, 0, false, 1, false, false));
+        }
+        if (growthIncrement != null) {
+            read(() -> new MemoryPoolConfig(0, unlimited, growthIncrement, false, 1, false, false));
+        }
+        if (alignment != null) {
+            read(() -> new MemoryPoolConfig(0, unlimited, 0, false, alignment, false, false));
+        }
+        if (maxSize != null && maxSize < 0) {
+            problem("Invalid maxSize " + maxSize + " bytes: use 0 for unlimited or a positive limit");
+        } else if (maxSize != null && maxSize > 0 && initialSize != null && initialSize >= 0) {
+            read(() -> new MemoryPoolConfig(initialSize, OptionalLong.of(maxSize), 0, false, 1, false, false));
+        }
+        if (growthIncrement != null && growthIncrement >= 0 && autoExpansion != null) {
+            read(() -> new MemoryPoolConfig(0, unlimited, growthIncrement, autoExpansion, 1, false, false));
+        }
+    }
+
+    /** Checks the rules of {@link MemoryManagerConfig} one at a time; a null argument was bad already. */
+    public void managerRules(Double gcThreshold, Integer maxConcurrentTransfers) {
+        if (gcThreshold != null) {
+            read(() -> MemoryManagerConfig.defaults().withAutoGc(true, gcThreshold));
+        }
+        if (maxConcurrentTransfers != null) {
+            read(() -> MemoryManagerConfig.defaults().withMaxConcurrentTransfers(maxConcurrentTransfers));
+        }
+    }
+
+    /** @return every problem found, in the order found; empty when the configuration can apply */
+    public List<String> problems() {
+        return List.copyOf(problems);
+    }
+}
