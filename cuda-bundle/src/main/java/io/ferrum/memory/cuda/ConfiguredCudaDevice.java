@@ -11,13 +11,15 @@ import org.osgi.service.log.Logger;
 import org.osgi.service.log.LoggerFactory;
 import org.osgi.service.metatype.annotations.Designate;
 
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+
 /**
  * Settings of one GPU: a factory configuration of {@code io.ferrum.memory.cuda.device} with
  * {@code index=N} (a FileInstall file {@code io.ferrum.memory.cuda.device-big.cfg}, say) restarts
  * {@code cuda:N} with them; deleting it restarts {@code cuda:N} with the defaults of {@code
  * io.ferrum.memory.cuda}. An index the driver does not report, or another bad value, is refused with
- * a message naming it: at activation the component fails (DS logs the message), on an update it
- * logs the error and {@code cuda:N} keeps running as it was.
+ * one error line naming every bad value (no stack trace): at activation {@code cuda:N} keeps the
+ * settings of {@code io.ferrum.memory.cuda}, on an update it keeps running as it was.
  */
 @Component(configurationPid = ConfiguredCudaDevice.FACTORY_PID, configurationPolicy = ConfigurationPolicy.REQUIRE,
         immediate = true, service = {}, property = CudaBackend.REQUIRES_GPU)
@@ -28,6 +30,7 @@ public final class ConfiguredCudaDevice {
 
     private final CudaDevices devices;
     private final Logger log;
+    /** The configuration applied, or null while none of this component's applied. */
     private CudaDeviceConfig config;
 
     @Activate
@@ -35,28 +38,41 @@ public final class ConfiguredCudaDevice {
                                 @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger log) {
         this.devices = devices;
         this.log = log;
-        devices.configure(config.index(), config);
-        this.config = config;
+        Integer index = CudaDeviceConfigs.index(config);
+        try {
+            devices.configure(index, config);
+            this.config = config;
+        } catch (InvalidMemoryRequestException refused) {
+            // No exception: DS would log it with a stack trace. One error line naming every bad value.
+            if (log != null) {
+                log.error("{}; {}", refused.getMessage(), index == null ? "no GPU was configured"
+                        : "cuda:" + index + " keeps the settings of " + CudaBackend.PID);
+            }
+        }
     }
 
     @Modified
     void modified(CudaDeviceConfig changed) {
+        Integer index = CudaDeviceConfigs.index(changed);
         try {
-            devices.configure(changed.index(), changed);
-        } catch (RuntimeException refused) {
+            devices.configure(index, changed);
+        } catch (InvalidMemoryRequestException refused) {
             if (log != null) {
-                log.error("{}; cuda:{} keeps running as it was", refused.getMessage(), config.index());
+                log.error("{}; {}", refused.getMessage(), config == null ? "no GPU was configured"
+                        : "cuda:" + CudaDeviceConfigs.index(config) + " keeps running as it was");
             }
             return;
         }
-        if (changed.index() != config.index()) {
-            devices.unconfigure(config.index(), config);
+        if (config != null && !index.equals(CudaDeviceConfigs.index(config))) {
+            devices.unconfigure(CudaDeviceConfigs.index(config), config);
         }
         config = changed;
     }
 
     @Deactivate
     void deactivate() {
-        devices.unconfigure(config.index(), config);
+        if (config != null) {
+            devices.unconfigure(CudaDeviceConfigs.index(config), config);
+        }
     }
 }

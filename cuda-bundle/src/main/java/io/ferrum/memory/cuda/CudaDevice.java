@@ -57,7 +57,7 @@ final class CudaDevice {
         CudaDevice d = new CudaDevice(context, Device.cuda(index), cfg, log, pinned);
         if (log != null) {
             log.info("{} started: {} bytes of device memory, staging {} x {} bytes", d.device,
-                    d.manager.memoryInfo().totalBytes(), cfg.stagingSlots(), cfg.stagingSlotBytes());
+                    d.manager.memoryInfo().totalBytes(), CudaDeviceConfigs.settings(cfg).stagingSlots(), CudaDeviceConfigs.settings(cfg).stagingSlotBytes());
         }
         return d;
     }
@@ -69,9 +69,9 @@ final class CudaDevice {
      */
     static PooledMemoryManager newManager(CudaUpstream upstream, CudaDeviceConfig cfg, Logger log,
                                           io.ferrum.memory.pool.StreamExecutor streams) {
-        PoolSettings settings = PoolSettings.defaults().withCapacity(cfg.capacity())
+        PoolSettings settings = PoolSettings.defaults().withCapacity(CudaDeviceConfigs.capacity(cfg))
                 .withZeroing(CudaDeviceConfigs.zeroing(cfg.zeroing())).withLog(new CudaPoolLog(log))
-                .withPeers(CudaBackend.DEVICES::get).withThreadCache(cfg.threadCacheBytes());
+                .withPeers(CudaBackend.DEVICES::get).withThreadCache(CudaDeviceConfigs.threadCacheBytes(cfg));
         try {
             return PooledMemoryManager.create(upstream, CudaDeviceConfigs.managerConfig(cfg), settings, streams);
         } catch (RuntimeException | Error e) {

@@ -1,6 +1,7 @@
 package io.ferrum.memory.cuda;
 
 import java.lang.reflect.Proxy;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.OptionalLong;
@@ -9,12 +10,13 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.pool.ConfigurationCheck;
 import io.ferrum.memory.pool.PoolSettings;
 import io.ferrum.memory.pool.ZeroingPolicy;
 
 /**
  * {@link CudaDeviceConfig} into what the engine and the upstream take, and the check that refuses a
- * bad configuration with one message naming the value.
+ * bad configuration with one message naming every bad value.
  */
 final class CudaDeviceConfigs {
     /** The configuration of a GPU that has none: every attribute at its default. */
@@ -32,43 +34,108 @@ final class CudaDeviceConfigs {
                     case "toString" -> "CudaDeviceConfig" + copy;
                     case "hashCode" -> copy.hashCode();
                     case "equals" -> proxy == args[0];
-                    default -> copy.containsKey(method.getName()) ? copy.get(method.getName()) : method.getDefaultValue();
+                    // As DS does: a typed value given for a String attribute (every flag and number) arrives as its text.
+                    default -> !copy.containsKey(method.getName()) ? method.getDefaultValue()
+                            : method.getReturnType() == String.class ? String.valueOf(copy.get(method.getName()))
+                            : copy.get(method.getName());
                 });
     }
 
     /**
+     * Checks every attribute before any applies: each on its own first, then the rules across
+     * attributes whose attributes are good, so that every bad value is named at once.
+     *
      * @param cfg     a configuration
      * @param devices GPUs present
-     * @param index   the GPU it is for
-     * @return why it cannot apply, naming the bad value, or null when it can
+     * @param index   the GPU it is for; null when the configuration's own index is no whole number
+     * @return why it cannot apply, naming every bad value, or null when it can
      */
-    static String refusal(CudaDeviceConfig cfg, int index, int devices) {
-        if (index < 0 || index >= devices) {
-            return "Configuration of cuda:" + index + " refused: index=" + index + ", but the driver reports "
-                    + devices + " CUDA device" + (devices == 1 ? "" : "s") + " (use 0"
-                    + (devices > 1 ? " to " + (devices - 1) : "") + ")";
+    static String refusal(CudaDeviceConfig cfg, Integer index, int devices) {
+        ConfigurationCheck check = new ConfigurationCheck();
+        if (index == null) {
+            check.problem("Invalid index '" + cfg.index() + "': use a whole number" + range(devices));
+        } else if (index < 0 || index >= devices) {
+            check.problem("index=" + index + ", but the driver reports " + devices + " CUDA device"
+                    + (devices == 1 ? "" : "s") + range(devices));
         }
+        Long capacity = check.longInteger("capacity", cfg.capacity());
+        Long initial = check.longInteger("initialSize", cfg.initialSize());
+        Long maxSize = check.longInteger("maxSize", cfg.maxSize());
+        Long growth = check.longInteger("growthIncrement", cfg.growthIncrement());
+        Long alignment = check.longInteger("alignment", cfg.alignment());
+        Long threadCache = check.longInteger("threadCacheBytes", cfg.threadCacheBytes());
+        check.read(() -> zeroing(cfg.zeroing()));
+        Boolean autoExpansion = check.flag("autoExpansion", cfg.autoExpansion());
+        check.flag("preAllocate", cfg.preAllocate());
+        check.flag("stats", cfg.stats());
+        check.flag("autoGc", cfg.autoGc());
+        check.flag("debug", cfg.debug());
+        Double gcThreshold = check.decimal("gcThreshold", cfg.gcThreshold());
+        Integer transfers = check.integer("maxConcurrentTransfers", cfg.maxConcurrentTransfers());
+        Integer slots = check.integer("stagingSlots", cfg.stagingSlots());
+        Long slotBytes = check.longInteger("stagingSlotBytes", cfg.stagingSlotBytes());
+
+        check.poolRules(initial, maxSize, growth, autoExpansion, alignment);
+        check.managerRules(gcThreshold, transfers);
+        if (capacity != null) {
+            check.read(() -> PoolSettings.defaults().withCapacity(capacity));
+        }
+        if (threadCache != null) {
+            check.read(() -> PoolSettings.defaults().withThreadCache(threadCache));
+        }
+        // CudaSettings names its first bad value only: each on its own, with the other at its default.
+        if (slots != null) {
+            check.read(() -> new CudaSettings(slots, CudaSettings.DEFAULTS.stagingSlotBytes()));
+        }
+        if (slotBytes != null) {
+            check.read(() -> new CudaSettings(CudaSettings.DEFAULTS.stagingSlots(), slotBytes));
+        }
+        List<String> bad = check.problems();
+        return bad.isEmpty() ? null : "Configuration of " + (index == null ? ConfiguredCudaDevice.FACTORY_PID : "cuda:" + index)
+                + " refused: " + String.join("; ", bad);
+    }
+
+    private static String range(int devices) {
+        return " (use 0" + (devices > 1 ? " to " + (devices - 1) : "") + ")";
+    }
+
+    /** @return the configuration's index, or null when it is no whole number (a bad value {@link #refusal} names) */
+    static Integer index(CudaDeviceConfig cfg) {
         try {
-            managerConfig(cfg);
-            zeroing(cfg.zeroing());
-            settings(cfg);
-            PoolSettings.defaults().withCapacity(cfg.capacity()).withThreadCache(cfg.threadCacheBytes());
+            return ConfigurationCheck.toInteger("index", cfg.index());
+        } catch (InvalidMemoryRequestException notANumber) {
             return null;
-        } catch (InvalidMemoryRequestException e) {
-            return "Configuration of cuda:" + index + " refused: " + e.getMessage();
         }
     }
 
-    static CudaSettings settings(CudaDeviceConfig cfg) {
-        return new CudaSettings(cfg.stagingSlots(), cfg.stagingSlotBytes());
+    /** @param cfg a valid configuration (see {@link #refusal}) @return its capacity in bytes; 0: the whole GPU */
+    static long capacity(CudaDeviceConfig cfg) {
+        return ConfigurationCheck.toLong("capacity", cfg.capacity());
     }
 
+    /** @param cfg a valid configuration @return its thread cache bytes */
+    static long threadCacheBytes(CudaDeviceConfig cfg) {
+        return ConfigurationCheck.toLong("threadCacheBytes", cfg.threadCacheBytes());
+    }
+
+    /** @param cfg a valid configuration @return the backend's own settings */
+    static CudaSettings settings(CudaDeviceConfig cfg) {
+        return new CudaSettings(ConfigurationCheck.toInteger("stagingSlots", cfg.stagingSlots()),
+                ConfigurationCheck.toLong("stagingSlotBytes", cfg.stagingSlotBytes()));
+    }
+
+    /** @param cfg a valid configuration @return the manager's configuration */
     static MemoryManagerConfig managerConfig(CudaDeviceConfig cfg) {
-        MemoryPoolConfig pool = new MemoryPoolConfig(cfg.initialSize(),
-                cfg.maxSize() > 0 ? OptionalLong.of(cfg.maxSize()) : OptionalLong.empty(),
-                cfg.growthIncrement(), cfg.autoExpansion(), cfg.alignment(), cfg.preAllocate(), cfg.stats());
-        return new MemoryManagerConfig(Map.of(MemoryType.GENERAL, pool), true, cfg.autoGc(), cfg.gcThreshold(),
-                cfg.debug(), cfg.maxConcurrentTransfers());
+        long maxSize = ConfigurationCheck.toLong("maxSize", cfg.maxSize());
+        MemoryPoolConfig pool = new MemoryPoolConfig(ConfigurationCheck.toLong("initialSize", cfg.initialSize()),
+                maxSize > 0 ? OptionalLong.of(maxSize) : OptionalLong.empty(),
+                ConfigurationCheck.toLong("growthIncrement", cfg.growthIncrement()),
+                ConfigurationCheck.toFlag("autoExpansion", cfg.autoExpansion()),
+                ConfigurationCheck.toLong("alignment", cfg.alignment()),
+                ConfigurationCheck.toFlag("preAllocate", cfg.preAllocate()), ConfigurationCheck.toFlag("stats", cfg.stats()));
+        return new MemoryManagerConfig(Map.of(MemoryType.GENERAL, pool), true, ConfigurationCheck.toFlag("autoGc", cfg.autoGc()),
+                ConfigurationCheck.toDecimal("gcThreshold", cfg.gcThreshold()), ConfigurationCheck.toFlag("debug", cfg.debug()),
+                ConfigurationCheck.toInteger("maxConcurrentTransfers", cfg.maxConcurrentTransfers()));
     }
 
     static ZeroingPolicy zeroing(String value) {

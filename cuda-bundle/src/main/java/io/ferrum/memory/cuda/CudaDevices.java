@@ -82,9 +82,10 @@ public final class CudaDevices {
     /**
      * Gives {@code cuda:index} a configuration of its own and restarts it with it.
      *
-     * @throws InvalidMemoryRequestException naming the bad value; nothing changes then
+     * @param index the GPU, or null when the configuration's index is no whole number (refused)
+     * @throws InvalidMemoryRequestException naming every bad value; nothing changes then
      */
-    synchronized void configure(int index, CudaDeviceConfig config) {
+    synchronized void configure(Integer index, CudaDeviceConfig config) {
         String refusal = CudaDeviceConfigs.refusal(config, index, count);
         if (refusal != null) {
             throw new InvalidMemoryRequestException(refusal);

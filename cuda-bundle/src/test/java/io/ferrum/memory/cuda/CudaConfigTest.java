@@ -1,9 +1,11 @@
 package io.ferrum.memory.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.List;
 import java.util.Map;
 
 import org.junit.jupiter.api.Test;
@@ -31,6 +33,46 @@ class CudaConfigTest {
         assertTrue(CudaDeviceConfigs.refusal(CudaDeviceConfigs.of(Map.of("zeroing", "often")), 0, 1).contains("'often'"));
         assertTrue(CudaDeviceConfigs.refusal(CudaDeviceConfigs.of(Map.of("stagingSlots", 99)), 0, 1)
                 .contains("stagingSlots 99"));
+    }
+
+    /** Review defect 4: flags and numbers are read by our code, and a refusal names every bad value at once. */
+    @Test
+    void aRefusalNamesEveryBadValueFlagsAndNumbersIncluded() {
+        String r = CudaDeviceConfigs.refusal(CudaDeviceConfigs.of(Map.of("capacity", "abc", "alignment", "3",
+                "maxSize", "1048576", "initialSize", "2097152", "growthIncrement", "-5", "autoExpansion", "maybe",
+                "gcThreshold", "2", "maxConcurrentTransfers", "x", "stagingSlots", "99", "stagingSlotBytes", "1000")), 0, 1);
+        for (String named : List.of("Invalid capacity 'abc'", "alignment 3 is not a power of two",
+                "maxSize 1048576 bytes is smaller than initialSize 2097152", "growthIncrement -5 bytes must be zero or more",
+                "Invalid autoExpansion 'maybe'", "gcThreshold 2.0", "Invalid maxConcurrentTransfers 'x'",
+                "stagingSlots 99", "stagingSlotBytes 1000")) {
+            assertTrue(r.contains(named), named + " in: " + r);
+        }
+        assertTrue(r.startsWith("Configuration of cuda:0 refused: "), r);
+    }
+
+    @Test
+    void aBadIndexIsNamedWithoutThrowing() {
+        CudaDeviceConfig cfg = CudaDeviceConfigs.of(Map.of("index", "abc", "debug", "sometimes"));
+        assertNull(CudaDeviceConfigs.index(cfg));
+        assertEquals("Configuration of io.ferrum.memory.cuda.device refused: Invalid index 'abc': use a whole number (use 0 to 1);"
+                + " Invalid debug 'sometimes': use true or false (yes/no and on/off work too)",
+                CudaDeviceConfigs.refusal(cfg, CudaDeviceConfigs.index(cfg), 2));
+    }
+
+    @Test
+    void flagsAndNumbersAreTakenAsTextOrTyped() {
+        for (Object no : List.of("no", "OFF", " false ", Boolean.FALSE)) {
+            CudaDeviceConfig cfg = CudaDeviceConfigs.of(Map.of("autoExpansion", no, "growthIncrement", 0));
+            assertNull(CudaDeviceConfigs.refusal(cfg, 0, 1), no.toString());
+            assertFalse(CudaDeviceConfigs.managerConfig(cfg).poolConfig(MemoryType.GENERAL).enableAutoExpansion());
+        }
+        CudaDeviceConfig typed = CudaDeviceConfigs.of(Map.of("capacity", 1L << 30, "gcThreshold", 0.5d, "maxConcurrentTransfers", 8,
+                "stagingSlots", 8, "preAllocate", "yes"));
+        assertNull(CudaDeviceConfigs.refusal(typed, 0, 1));
+        assertEquals(1L << 30, CudaDeviceConfigs.capacity(typed));
+        assertEquals(0.5, CudaDeviceConfigs.managerConfig(typed).gcThreshold());
+        assertEquals(8, CudaDeviceConfigs.settings(typed).stagingSlots());
+        assertTrue(CudaDeviceConfigs.managerConfig(typed).poolConfig(MemoryType.GENERAL).preAllocate());
     }
 
     @Test
