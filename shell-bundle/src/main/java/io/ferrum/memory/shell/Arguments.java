@@ -19,10 +19,11 @@ import io.ferrum.memory.api.MemoryType;
  * and lists what is valid.
  */
 final class Arguments {
-    /** One hex word of {@code mem:write}'s data: two hex digits, or {@code 0x} and pairs of them. */
+    /**
+     * One hex word of {@code mem:write}'s data, the same rule for every word: pairs of hex digits,
+     * with or without {@code 0x} ({@code de}, {@code cafe}, {@code 0xdeadbeef}).
+     */
     private static final Pattern HEX_WORD = Pattern.compile("(?i)(?:0x)?(?:[0-9a-f]{2})+");
-    /** A word that starts hex data: {@code 0x} and pairs of digits, or exactly one pair. */
-    private static final Pattern HEX_START = Pattern.compile("(?i)0x(?:[0-9a-f]{2})+|[0-9a-f]{2}");
 
     /** What {@code mem:alloc} answers: a handle, {@code on} and the device; {@code $h} of {@code h = mem:alloc 1m} is this text. */
     private static final Pattern ALLOCATED = Pattern.compile("(\\S+) on \\S+");
@@ -101,10 +102,13 @@ final class Arguments {
     }
 
     /**
-     * The bytes of {@code mem:write}: hex when the first word is hex ({@code de}, {@code 0xdeadbeef}),
-     * and then every word must be hex ({@code de ad be ef}, {@code 0xdead beef}); otherwise, or with
-     * {@code text}, the words as UTF-8 text joined by one space (a quoted word keeps its own spaces).
-     * Words are split at blanks first, so a quoted {@code "de ad"} is hex too.
+     * The bytes of {@code mem:write}. The data is hex when its first word is a hex word: pairs of hex
+     * digits, with or without {@code 0x} ({@code de}, {@code cafe}, {@code 0xdeadbeef}); then every
+     * word must be one ({@code de ad be ef}, {@code 0xdead beef}). A first word that starts with
+     * {@code 0x} is meant as hex, so it must be a hex word ({@code 0xabc} and {@code 0x} are
+     * errors). Any other first word, or {@code text}, makes the words UTF-8 text joined by one space
+     * (a quoted word keeps its own spaces). Words are split at blanks first, so a quoted {@code
+     * "de ad"} is hex too.
      *
      * @param text  true to take the words as text even when they look like hex
      * @param words the data words as the shell passed them
@@ -122,7 +126,8 @@ final class Arguments {
             }
         }
         byte[] bytes;
-        if (!text && !tokens.isEmpty() && HEX_START.matcher(tokens.get(0)).matches()) {
+        if (!text && !tokens.isEmpty() && (HEX_WORD.matcher(tokens.get(0)).matches()
+                || tokens.get(0).regionMatches(true, 0, "0x", 0, 2))) {
             StringBuilder digits = new StringBuilder();
             for (String t : tokens) {
                 if (!HEX_WORD.matcher(t).matches()) {

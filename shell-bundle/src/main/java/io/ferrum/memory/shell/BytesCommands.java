@@ -64,8 +64,9 @@ public final class BytesCommands {
         });
     }
 
-    @Descriptor("Write bytes into a block: mem:write [--text] HANDLE OFFSET DATA...; DATA is hex (de ad be ef,"
-            + " 0xdeadbeef) or text; --text (-s) takes it as UTF-8 text even when it looks like hex; data starting"
+    @Descriptor("Write bytes into a block: mem:write [--text] HANDLE OFFSET DATA...; DATA is hex when its first word"
+            + " is pairs of hex digits (de ad be ef, cafe, 0xdeadbeef; a word starting with 0x must be), else text;"
+            + " --text (-s) takes it as UTF-8 text even when it looks like hex; data starting"
             + " with - goes after --")
     public Reply write(@Descriptor("[--text] HANDLE OFFSET DATA...") String... args) {
         return Reply.attempt(() -> {

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 
@@ -114,6 +115,53 @@ class BytesCommandsTest {
         System.arraycopy(text, 0, expected, 10, text.length);
         assertArrayEquals(expected, contents(block));
         assertFalse(mapped(block), "write maps nothing");
+    }
+
+    /** The first 8 bytes of the block after {@code mem:write [--text] h 0 words...} over a block of zeros. */
+    private byte[] written(boolean text, String... words) {
+        commands.fill(block.toString(), "0");
+        List<String> args = new ArrayList<>(text ? List.of("--text") : List.of());
+        args.add(block.toString());
+        args.add("0");
+        args.addAll(List.of(words));
+        String reply = commands.write(args.toArray(String[]::new)).toString();
+        assertTrue(reply.startsWith("wrote "), reply);
+        return Arrays.copyOf(contents(block), 8);
+    }
+
+    private static byte[] bytes(int... values) {
+        byte[] out = new byte[8];
+        for (int i = 0; i < values.length; i++) {
+            out[i] = (byte) values[i];
+        }
+        return out;
+    }
+
+    @Test
+    void aFirstWordOfHexDigitPairsIsHexWhateverItsLength() {
+        assertArrayEquals(bytes(0xca, 0xfe), written(false, "cafe"));
+        assertArrayEquals(bytes(1, 2, 3, 4, 5, 6, 7, 8), written(false, "0102030405060708"));
+        assertArrayEquals(bytes(0xde, 0xad, 0xbe, 0xef), written(false, "de", "adbeef"));
+        assertArrayEquals(bytes(0xde, 0xad, 0xbe, 0xef), written(false, "deadbeef"));
+        assertArrayEquals(bytes(0xde, 0xad, 0xbe, 0xef), written(false, "0xdead", "beef"));
+        assertArrayEquals(bytes('c', 'a', 'f', 'e'), written(true, "cafe"));
+        assertArrayEquals(bytes('0', 'x', 'a', 'b', 'c'), written(true, "0xabc"));
+        assertArrayEquals(bytes('c', 'a', 'f', 'e', 's'), written(false, "cafes"), "a word with a non-hex letter: text");
+        assertArrayEquals(bytes('a', 'b', 'c'), written(false, "abc"), "an odd number of digits: text");
+    }
+
+    @Test
+    void aFirstWordStartingWith0xMustBeHexAndIsNeverWrittenAsText() {
+        String h = block.toString();
+        commands.fill(h, "0x5a");
+        byte[] before = contents(block);
+        for (String bad : List.of("0xabc", "0xZZ", "0x", "0Xa")) {
+            assertEquals("error: Invalid hex data '" + bad + "': write bytes as pairs of hex digits (de ad be ef, or"
+                    + " 0xdeadbeef), or pass --text to write the words as text", commands.write(h, "0", bad).toString());
+        }
+        assertEquals("error: Invalid hex data 'abc': write bytes as pairs of hex digits (de ad be ef, or"
+                + " 0xdeadbeef), or pass --text to write the words as text", commands.write(h, "0", "cafe abc").toString());
+        assertArrayEquals(before, contents(block));
     }
 
     @Test
