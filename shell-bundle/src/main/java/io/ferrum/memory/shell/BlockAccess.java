@@ -2,6 +2,7 @@ package io.ferrum.memory.shell;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
+import java.util.Optional;
 
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryHandle;
@@ -28,9 +29,20 @@ final class BlockAccess {
      * @param router the router
      * @param handle a handle of any device
      * @return the block's information
-     * @throws InvalidMemoryRequestException naming the handle if no device knows it
+     * @throws RuntimeException the router's own error if no device knows the handle: it alone knows
+     *                          whether the handle was freed or its device went away
      */
     static MemoryHandleInfo info(MemoryRouter router, MemoryHandle handle) {
+        Optional<MemoryHandleInfo> info = router.handleInfo(handle);
+        if (info.isPresent()) {
+            return info.get();
+        }
+        // handleInfo only says "empty"; a read of no bytes makes the router say why (its contract:
+        // InvalidHandleException for a freed or unknown handle, DeviceUnavailableException for one
+        // whose device went away), the same error mem:write and mem:read give. It copies nothing.
+        router.read(handle, 0, MemorySegment.ofArray(new byte[0]));
+        // The read passed: the block appeared between the two calls (a handle typed before its
+        // mem:alloc answered). Its information, if it is still there.
         return router.handleInfo(handle).orElseThrow(() -> new InvalidMemoryRequestException("Handle " + handle
                 + " is not known to any device (freed, or never allocated)"));
     }

@@ -62,11 +62,12 @@ final class Services {
      * @param router  the router a command holds, or null
      * @param handle  a handle of any device
      * @return the manager of the handle's device, which can map it
-     * @throws InvalidMemoryRequestException if no device knows the handle, or its manager cannot map
+     * @throws RuntimeException the router's error if no device knows the handle (freed, or its
+     *                          device went away), or {@link InvalidMemoryRequestException} if its
+     *                          manager cannot map
      */
     static AdvancedMemoryManager mappingManager(GlobalMemoryMonitor monitor, MemoryRouter router, MemoryHandle handle) {
-        Device d = router(router).owner(handle).orElseThrow(() -> new InvalidMemoryRequestException("Handle " + handle
-                + " is not known to any device (freed, or never allocated)"));
+        Device d = BlockAccess.info(router(router), handle).device();
         if (!(manager(monitor, d) instanceof AdvancedMemoryManager a)) {
             throw new InvalidMemoryRequestException("The manager of " + d + " cannot map memory");
         }

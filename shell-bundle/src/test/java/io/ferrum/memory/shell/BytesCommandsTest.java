@@ -8,14 +8,20 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import io.ferrum.memory.api.MemoryHandle;
 
@@ -162,6 +168,34 @@ class BytesCommandsTest {
         assertEquals("error: Invalid hex data 'abc': write bytes as pairs of hex digits (de ad be ef, or"
                 + " 0xdeadbeef), or pass --text to write the words as text", commands.write(h, "0", "cafe abc").toString());
         assertArrayEquals(before, contents(block));
+    }
+
+    @Test
+    void everyCommandOnABlockOfADeviceThatWentAwaySaysSo(@TempDir Path dir) throws IOException {
+        MemoryHandle gone = fixture.cpu1.allocate(4096, CPU1);
+        String h = gone.toString();
+        fixture.directory.remove(CPU1);
+        Path file = Files.write(dir.resolve("in.bin"), new byte[16]);
+        FileCommands files = new FileCommands();
+        files.monitor = fixture.directory;
+        files.router = fixture.directory;
+        files.progressOutput = () -> null;
+        String wentAway = "error: Handle " + h + " belongs to cpu:1, which went away (its backend stopped or its"
+                + " configuration was deleted); its memory was released";
+
+        Map<String, String> answers = new LinkedHashMap<>();
+        answers.put("write", commands.write(h, "0", "00").toString());
+        answers.put("read", commands.read(h, "0", "16").toString());
+        answers.put("read of 0 bytes", commands.read(h, "0", "0").toString());
+        answers.put("copy", commands.copy(h, block.toString(), "16").toString());
+        answers.put("fill", commands.fill(h, "0").toString());
+        answers.put("dump", commands.dump(h).toString());
+        answers.put("map", commands.map(h).toString());
+        answers.put("unmap", commands.unmap(h).toString());
+        answers.put("save", files.save(h, dir.resolve("out.bin").toString()).toString());
+        answers.put("load into it", files.load(file.toString(), h).toString());
+        answers.forEach((command, answer) -> assertEquals(wentAway, answer, command));
+        assertFalse(Files.exists(dir.resolve("out.bin")));
     }
 
     @Test

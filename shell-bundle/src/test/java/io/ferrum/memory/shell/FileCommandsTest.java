@@ -170,7 +170,7 @@ class FileCommandsTest {
                 commands.load("-d", "cpu:7", ten.toString()).toString());
         assertTrue(commands.load("-t", "SHINY", ten.toString()).toString().startsWith("error: Invalid memory type 'SHINY'"));
         String unknown = commands.load(ten.toString(), "0x0000000000000001").toString();
-        assertEquals("error: Handle 0x0000000000000001 is not known to any device (freed, or never allocated)", unknown);
+        assertEquals("error: Handle 0x0000000000000001 is not known to any device: it was freed, or it was never allocated", unknown);
         Path huge = dir.resolve("huge.bin");
         try (RandomAccessFile sparse = new RandomAccessFile(huge.toFile(), "rw")) {
             sparse.setLength(65 * MiB); // more than the device holds
@@ -230,7 +230,7 @@ class FileCommandsTest {
         Path under = aFile.resolve("out.bin");
         assertEquals("error: No folder " + aFile + " for " + under + "; create it first; nothing saved",
                 commands.save(h, under.toString()).toString());
-        assertEquals("error: Handle 0x0000000000000001 is not known to any device (freed, or never allocated)",
+        assertEquals("error: Handle 0x0000000000000001 is not known to any device: it was freed, or it was never allocated",
                 commands.save("0x0000000000000001", dir.resolve("x.bin").toString()).toString());
         assertEquals(List.of("plain.bin"), folder());
     }

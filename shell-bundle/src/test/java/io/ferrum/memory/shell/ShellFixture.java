@@ -5,6 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.Hashtable;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -27,6 +28,7 @@ import io.ferrum.memory.api.AllocationRequirements;
 import io.ferrum.memory.api.DefragmentationStats;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.GlobalMemoryMonitor;
 import io.ferrum.memory.api.InvalidHandleException;
 import io.ferrum.memory.api.MemoryAccess;
@@ -108,14 +110,32 @@ final class ShellFixture implements AutoCloseable {
      */
     static final class Directory implements GlobalMemoryMonitor, MemoryRouter {
         private final Map<Device, DeviceMemoryManager> managers;
+        /** The handles live on a device when it went away ({@link #remove}), and that device. */
+        private final Map<MemoryHandle, Device> departed = new HashMap<>();
 
         Directory(Map<Device, ? extends DeviceMemoryManager> managers) {
             this.managers = new LinkedHashMap<>(new TreeMap<>(managers));
         }
 
+        /**
+         * Forgets a device as the monitor does when its backend stops: its handles are no longer
+         * routed, and the router's calls on them say that the device went away, in the real
+         * router's words.
+         */
+        void remove(Device device) {
+            managers.remove(device).handles().forEach(i -> departed.put(i.handle(), device));
+        }
+
         private DeviceMemoryManager ownerOf(MemoryHandle h) {
-            return managers.values().stream().filter(m -> m.owns(h)).findFirst()
-                    .orElseThrow(() -> new InvalidHandleException(h, "Handle " + h + " is not known to any device"));
+            return managers.values().stream().filter(m -> m.owns(h)).findFirst().orElseThrow(() -> {
+                Device gone = departed.get(h);
+                if (gone != null) {
+                    return new DeviceUnavailableException(gone, "Handle " + h + " belongs to " + gone + ", which went"
+                            + " away (its backend stopped or its configuration was deleted); its memory was released");
+                }
+                return new InvalidHandleException(h, "Handle " + h
+                        + " is not known to any device: it was freed, or it was never allocated");
+            });
         }
 
         @Override
