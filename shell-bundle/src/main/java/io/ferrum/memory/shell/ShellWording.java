@@ -17,6 +17,12 @@ final class ShellWording {
     private record Rule(Pattern phrase, Function<Matcher, String> shell) {
     }
 
+    /** The pool engine's reasons why a pool may not grow (Checks.poolAtLimit, deviceFull, chunkRefused). */
+    private static final Pattern AT_MAX_SIZE = Pattern.compile("may hold at most .* \\(maxSize\\)");
+    private static final Pattern MAY_NOT_GROW = Pattern.compile("may not grow \\(enableAutoExpansion=false\\)");
+    private static final Pattern DEVICE_FULL = Pattern.compile("the device's pools already hold .* capacity");
+    private static final Pattern CHUNK_REFUSED = Pattern.compile("the device refused a chunk");
+
     private static final List<Rule> RULES = List.of(
             // Checks: a size over a pool's maxSize.
             new Rule(Pattern.compile("on (\\S+) exceeds the (\\w+) pool's maxSize of (.*); raise maxSize with configurePool"),
@@ -29,13 +35,12 @@ final class ShellWording {
                     m -> "on " + m.group(1) + " exceeds the " + m.group(2) + " pool's initialSize of " + m.group(3)
                             + " and the pool may not grow; let it with mem:pool " + m.group(1) + " " + m.group(2)
                             + " autoExpansion=true"),
-            // Checks: out of memory in a pool.
+            // Checks: out of memory in a pool; the advice depends on the limit the pool hit.
             new Rule(Pattern.compile("Out of memory on (\\S+): cannot allocate (.*) in the (\\w+) pool: (.*); free blocks,"
                     + " raise the limit, or defragment"),
                     m -> "Out of memory on " + m.group(1) + ": cannot allocate " + m.group(2) + " in the " + m.group(3)
                             + " pool: " + m.group(4).replace("enableAutoExpansion=false", "autoExpansion=false")
-                            + "; free blocks (mem:handles, mem:free), raise the limit (mem:pool " + m.group(1) + " "
-                            + m.group(3) + " maxSize=SIZE), or defragment (mem:defrag " + m.group(1) + ")"),
+                            + "; " + outOfMemoryAdvice(m.group(1), m.group(3), m.group(4))),
             // Checks: unmapping a block that is not mapped.
             new Rule(Pattern.compile("is not mapped; map it with mapMemory before unmapping"),
                     m -> "is not mapped; map it with mem:map before mem:unmap"),
@@ -52,6 +57,34 @@ final class ShellWording {
                     m -> ". Free blocks (mem:handles, mem:free) or add a device (mem:backends)"));
 
     private ShellWording() {
+    }
+
+    /**
+     * @param device the device, as the message names it
+     * @param type   the pool's memory type
+     * @param why    the pool engine's reason the pool could not grow
+     * @return what a person can do about that reason: only a pool's maxSize is raised with {@code
+     *         mem:pool}; the device's capacity is its configuration's {@code capacity=}
+     */
+    private static String outOfMemoryAdvice(String device, String type, String why) {
+        String free = "free blocks (mem:handles, mem:free)";
+        String defrag = "defragment (mem:defrag " + device + ")";
+        if (AT_MAX_SIZE.matcher(why).find()) {
+            return free + ", raise the pool's limit (mem:pool " + device + " " + type + " maxSize=SIZE, 0: unlimited),"
+                    + " or " + defrag;
+        }
+        if (MAY_NOT_GROW.matcher(why).find()) {
+            return free + ", let the pool grow (mem:pool " + device + " " + type + " autoExpansion=true), or " + defrag;
+        }
+        if (DEVICE_FULL.matcher(why).find()) {
+            return free + " or " + defrag + "; the device's capacity is set by capacity= in its configuration,"
+                    + " which mem:pool does not change";
+        }
+        if (CHUNK_REFUSED.matcher(why).find()) {
+            return free + " or " + defrag + "; the device itself has no more memory to give";
+        }
+        return free + ", raise the pool's limit (mem:pool " + device + " " + type + " maxSize=SIZE) or the device's"
+                + " capacity (capacity= in its configuration), or " + defrag;
     }
 
     /**

@@ -60,6 +60,33 @@ class ShellWordingTest {
     }
 
     @Test
+    void outOfMemoryAtAPoolsMaxSizeSaysWhichMemPoolCallRaisesIt() {
+        maintenance.pool("cpu:0", "GENERAL", "initialSize=1m", "maxSize=4m", "growthIncrement=1m");
+        assertTrue(allocation.alloc("3m", "cpu:0").toString().startsWith("0x"));
+        List<MemoryHandle> before = fixture.cpu0.handles().stream().map(i -> i.handle()).toList();
+        String oom = allocation.alloc("3m", "cpu:0").toString();
+        speaksShell(oom);
+        assertTrue(oom.contains("(maxSize)"), oom);
+        assertTrue(oom.endsWith("; free blocks (mem:handles, mem:free), raise the pool's limit (mem:pool cpu:0 GENERAL"
+                + " maxSize=SIZE, 0: unlimited), or defragment (mem:defrag cpu:0)"), oom);
+        assertEquals(before, fixture.cpu0.handles().stream().map(i -> i.handle()).toList());
+    }
+
+    @Test
+    void outOfMemoryAtTheDevicesCapacityPointsToItsConfigurationNotToMaxSize() {
+        String pool = maintenance.pool("cpu:0", "GENERAL").toString();
+        assertTrue(pool.contains("maxSize          unlimited"), pool);
+        assertTrue(allocation.alloc("40m", "cpu:0").toString().startsWith("0x"));
+        String oom = allocation.alloc("40m", "cpu:0").toString();
+        speaksShell(oom);
+        assertTrue(oom.contains("capacity"), oom);
+        assertFalse(oom.contains("maxSize"), "raising maxSize would change nothing: " + oom);
+        assertTrue(oom.endsWith("; free blocks (mem:handles, mem:free) or defragment (mem:defrag cpu:0); the device's"
+                + " capacity is set by capacity= in its configuration, which mem:pool does not change"), oom);
+        assertEquals(1, fixture.cpu0.handles().size());
+    }
+
+    @Test
     void unmappingABlockThatIsNotMappedPointsToMemMap() {
         MemoryHandle h = fixture.cpu0.allocate(4096, CPU0);
         String unmap = bytes.unmap(h.toString()).toString();
@@ -73,8 +100,13 @@ class ShellWordingTest {
                 + " 64.0 MiB and may not grow (enableAutoExpansion=false). Free 1.0 MiB of 64.0 MiB; free blocks, raise the"
                 + " limit, or defragment");
         assertEquals("Out of memory on cpu:0: cannot allocate 1.0 GiB in the GENERAL pool: the pool holds 64.0 MiB and may"
-                + " not grow (autoExpansion=false). Free 1.0 MiB of 64.0 MiB; free blocks (mem:handles, mem:free), raise"
-                + " the limit (mem:pool cpu:0 GENERAL maxSize=SIZE), or defragment (mem:defrag cpu:0)", oom);
+                + " not grow (autoExpansion=false). Free 1.0 MiB of 64.0 MiB; free blocks (mem:handles, mem:free), let"
+                + " the pool grow (mem:pool cpu:0 GENERAL autoExpansion=true), or defragment (mem:defrag cpu:0)", oom);
+        String unknownLimit = ShellWording.of("Out of memory on cpu:0: cannot allocate 1.0 GiB in the GENERAL pool: some"
+                + " new reason. Free 1.0 MiB of 64.0 MiB; free blocks, raise the limit, or defragment");
+        assertTrue(unknownLimit.endsWith("; free blocks (mem:handles, mem:free), raise the pool's limit (mem:pool cpu:0"
+                + " GENERAL maxSize=SIZE) or the device's capacity (capacity= in its configuration), or defragment"
+                + " (mem:defrag cpu:0)"), "a reason it does not know names both limits: " + unknownLimit);
         String stopped = ShellWording.of("The memory router and global monitor (io.ferrum.memory.monitor) is stopped:"
                 + " deallocate(0x0000100000000001) was not carried out. Blocks allocated through it are untouched and stay"
                 + " live on their managers; get the running MemoryRouter or GlobalMemoryMonitor service and call it there");
