@@ -88,7 +88,9 @@ public final class BytesCommands {
             long from = Sizes.parse("offset", w.get("OFFSET"));
             long length = Sizes.parse("length", w.get("LENGTH"));
             if (length == 0) {
-                BlockAccess.info(Services.router(router), h); // an unknown handle is still an error
+                // Nothing to show, but the range is checked as any read's: an unknown handle or an
+                // offset past the block's end is still an error, in the router's words.
+                Services.router(router).read(h, from, MemorySegment.ofArray(new byte[0]));
                 return Reply.line("Nothing to show: the length is 0");
             }
             return Reply.lines(hex(BlockAccess.show(Services.router(router), h, from, length), from));

@@ -238,6 +238,16 @@ class BytesCommandsTest {
     }
 
     @Test
+    void aReadOfNothingIsStillRefusedPastTheBlocksEnd() {
+        String h = block.toString();
+        assertEquals("error: A read of 0 bytes at offset 9999999 falls outside block " + h + " of 100 bytes on cpu:0;"
+                + " nothing was copied", commands.read(h, "9999999", "0").toString());
+        assertEquals("error: A read of 0 bytes at offset 101 falls outside block " + h + " of 100 bytes on cpu:0;"
+                + " nothing was copied", commands.read(h, "101", "0").toString());
+        assertEquals("Nothing to show: the length is 0", commands.read(h, "100", "0").toString());
+    }
+
+    @Test
     void fillCoversABlockLargerThanOneWrite() {
         MemoryHandle big = fixture.cpu1.allocate(3 * ShellFixture.MiB + 5, CPU1);
         assertEquals("filled 3.0 MiB (" + (3 * ShellFixture.MiB + 5) + " bytes) of " + big + " with 0x11",
