@@ -33,6 +33,10 @@ public record MemoryHandle(long id) {
             throw new InvalidMemoryRequestException("Invalid handle '" + text + "': expected 0x followed by hex digits");
         }
         String t = text.strip();
+        if (t.indexOf('+') >= 0) { // Long.parseUnsignedLong takes a sign (+1, 0x+1); a handle has none
+            throw new InvalidMemoryRequestException("Invalid handle '" + text
+                    + "': expected 0x followed by up to 16 hex digits, as printed by mem:alloc");
+        }
         try {
             if (t.startsWith("0x") || t.startsWith("0X")) {
                 return new MemoryHandle(Long.parseUnsignedLong(t.substring(2), 16));

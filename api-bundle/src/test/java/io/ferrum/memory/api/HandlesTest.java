@@ -31,7 +31,7 @@ class HandlesTest {
 
     @Test
     void handleParseRejectsGarbage() {
-        for (String bad : new String[] {null, "", "0x", "0xzz", "handle", "0x11112222333344445"}) {
+        for (String bad : new String[] {null, "", "0x", "0xzz", "handle", "0x11112222333344445", "+42", "0x+ab", "-1"}) {
             assertThrows(InvalidMemoryRequestException.class, () -> MemoryHandle.parse(bad), String.valueOf(bad));
         }
     }

@@ -25,6 +25,9 @@ final class Arguments {
      */
     private static final Pattern HEX_WORD = Pattern.compile("(?i)(?:0x)?(?:[0-9a-f]{2})+");
 
+    /** A byte of {@code mem:fill}: {@code 0x} and one or two hex digits, or up to three decimal ones; no sign. */
+    private static final Pattern BYTE = Pattern.compile("(?i)0x([0-9a-f]{1,2})|([0-9]{1,3})");
+
     /** What {@code mem:alloc} answers: a handle, {@code on} and the device; {@code $h} of {@code h = mem:alloc 1m} is this text. */
     private static final Pattern ALLOCATED = Pattern.compile("(\\S+) on \\S+");
 
@@ -75,16 +78,14 @@ final class Arguments {
      * @throws InvalidMemoryRequestException naming {@code text} if it is not one byte
      */
     static byte byteValue(String text) {
-        try {
-            String t = text.strip().toLowerCase(Locale.ROOT);
-            int v = t.startsWith("0x") ? Integer.parseInt(t.substring(2), 16) : Integer.parseInt(t);
-            if (v < 0 || v > 255) {
-                throw new NumberFormatException();
-            }
-            return (byte) v;
-        } catch (NumberFormatException e) {
+        // Digits only: Integer.parseInt alone would take a sign (+5, 0x+f), which is no byte as written.
+        Matcher m = text == null ? null : BYTE.matcher(text.strip());
+        int v = m == null || !m.matches() ? -1
+                : m.group(1) != null ? Integer.parseInt(m.group(1), 16) : Integer.parseInt(m.group(2));
+        if (v < 0 || v > 255) {
             throw new InvalidMemoryRequestException("Invalid byte '" + text + "': use 0-255 or 0x00-0xff");
         }
+        return (byte) v;
     }
 
     /**

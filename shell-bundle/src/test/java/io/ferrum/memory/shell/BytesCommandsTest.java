@@ -86,7 +86,16 @@ class BytesCommandsTest {
     @Test
     void badInputIsOneErrorLineNamingTheValue() {
         String h = block.toString();
+        commands.fill(h, "0x5a");
+        byte[] before = contents(block);
         assertEquals("error: Invalid byte '300': use 0-255 or 0x00-0xff", commands.fill(h, "300").toString());
+        for (String signed : List.of("+5", "0x+f", "-0", "0x-1", "0x", "0x100", "1e2")) {
+            assertEquals("error: Invalid byte '" + signed + "': use 0-255 or 0x00-0xff", commands.fill(h, signed).toString());
+        }
+        assertEquals("error: Invalid handle '+" + block.id() + "': expected 0x followed by up to 16 hex digits, as"
+                + " printed by mem:alloc", commands.fill("+" + block.id(), "0").toString());
+        assertEquals("error: Invalid handle '0x+" + Long.toHexString(block.id()) + "': expected 0x followed by up to 16"
+                + " hex digits, as printed by mem:alloc", commands.fill("0x+" + Long.toHexString(block.id()), "0").toString());
         assertEquals("error: Offset 5000 is past the end of " + h + " (100 bytes)", commands.dump(h, "5000").toString());
         assertEquals("error: Invalid access 'SIDEWAYS': use READ_ONLY, WRITE_ONLY or READ_WRITE",
                 commands.map(h, "SIDEWAYS").toString());
@@ -94,6 +103,7 @@ class BytesCommandsTest {
         assertTrue(unknown.startsWith("error: Handle 0x0000000000000001 is not known"), unknown);
         String tooMuch = commands.copy(h, h, "5000").toString();
         assertTrue(tooMuch.startsWith("error: ") && tooMuch.contains("5000"), tooMuch);
+        assertArrayEquals(before, contents(block));
         assertFalse(mapped(block));
     }
 
