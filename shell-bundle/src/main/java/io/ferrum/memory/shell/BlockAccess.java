@@ -60,9 +60,19 @@ final class BlockAccess {
      *                                       offset lies past the end
      */
     static long clamp(MemoryHandle handle, long blockSize, long offset, long length) {
+        return clamp(handle, blockSize, offset, length, "");
+    }
+
+    /**
+     * {@link #clamp(MemoryHandle, long, long, long)} for a command whose refusals say what did not
+     * happen.
+     *
+     * @param outcome the end of the message, e.g. {@code "; nothing loaded"}
+     */
+    static long clamp(MemoryHandle handle, long blockSize, long offset, long length, String outcome) {
         if (offset > blockSize) {
             throw new InvalidMemoryRequestException("Offset " + offset + " is past the end of " + handle + " ("
-                    + blockSize + " bytes)");
+                    + blockSize + " bytes)" + outcome);
         }
         return Math.min(length, blockSize - offset);
     }

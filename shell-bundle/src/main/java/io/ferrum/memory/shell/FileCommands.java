@@ -85,7 +85,7 @@ public final class FileCommands {
             long at = Sizes.parse("offset", w.get("OFFSET", "0"));
             MemoryRouter r = Services.router(router);
             MemoryHandleInfo block = BlockAccess.info(r, h);
-            BlockAccess.clamp(h, block.size(), at, 0);
+            BlockAccess.clamp(h, block.size(), at, 0, "; nothing loaded");
             Path p = FilePaths.path(file);
             try (FileChannel in = FilePaths.openToLoad(file, p)) {
                 long size = FilePaths.sizeOf(in, p);

@@ -160,7 +160,7 @@ class FileCommandsTest {
         assertEquals("error: " + dir + " is a folder, not a file; nothing loaded", commands.load(dir.toString()).toString());
         assertEquals("error: File " + ten + " (10 bytes) does not fit in block " + h + " at offset 95: the block has 100"
                 + " bytes, 5 of them from there; nothing loaded", commands.load(ten.toString(), h, "95").toString());
-        assertEquals("error: Offset 101 is past the end of " + h + " (100 bytes)",
+        assertEquals("error: Offset 101 is past the end of " + h + " (100 bytes); nothing loaded",
                 commands.load(ten.toString(), h, "101").toString());
         assertEquals("error: --device and --type are for a new block; with a handle the file goes into that block: drop"
                 + " them, or drop the handle", commands.load("-d", "cpu:0", ten.toString(), h).toString());
