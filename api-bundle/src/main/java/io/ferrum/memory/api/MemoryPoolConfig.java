@@ -64,7 +64,8 @@ public record MemoryPoolConfig(long initialSize, OptionalLong maxSize, long grow
         }
         if (maxSize.isPresent() && maxSize.getAsLong() < initialSize) {
             throw new InvalidMemoryRequestException("Invalid pool configuration: maxSize " + maxSize.getAsLong()
-                    + " bytes is smaller than initialSize " + initialSize + " bytes");
+                    + (maxSize.getAsLong() == 1 ? " byte" : " bytes") + " is smaller than initialSize " + initialSize
+                    + (initialSize == 1 ? " byte" : " bytes"));
         }
         if (enableAutoExpansion && growthIncrement == 0) {
             throw new InvalidMemoryRequestException("Invalid pool configuration: growthIncrement is 0 while"

@@ -45,6 +45,13 @@ class ConfigTest {
         assertEquals(100, c.toBuilder().maxSize(100).initialSize(50).build().maxSize().getAsLong());
     }
 
+    @Test
+    void aMaxSizeOfOneByteIsSaidInTheSingular() {
+        assertEquals("Invalid pool configuration: maxSize 1 byte is smaller than initialSize 4096 bytes",
+                assertThrows(InvalidMemoryRequestException.class,
+                        () -> MemoryPoolConfig.builder().initialSize(4096).maxSize(1).build()).getMessage());
+    }
+
     @ParameterizedTest
     @ValueSource(longs = {0, -8, 3, 24, 1000, Long.MIN_VALUE})
     void poolAlignmentMustBeAPowerOfTwo(long alignment) {

@@ -68,8 +68,8 @@ final class CrossDeviceCopier {
 
     private static void checkRange(MemoryHandleInfo info, long offset, long size, String what) {
         if (size > info.size() || offset > info.size() - size) {
-            throw new InvalidMemoryRequestException("Copy of " + size + " bytes at " + what + " offset " + offset
-                    + " falls outside " + what + " block " + info.handle() + " of " + info.size() + " bytes on "
+            throw new InvalidMemoryRequestException("Copy of " + Bytes.count(size) + " at " + what + " offset " + offset
+                    + " falls outside " + what + " block " + info.handle() + " of " + Bytes.count(info.size()) + " on "
                     + info.device());
         }
     }

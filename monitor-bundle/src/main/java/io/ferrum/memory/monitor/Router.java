@@ -168,17 +168,17 @@ final class Router implements MemoryRouter {
             throw strategyFailed(strategy, size, e);
         }
         if (choice == null) {
-            throw new MemoryException("Allocation strategy " + strategy.name() + " answered null for " + size
-                    + " bytes instead of an Optional; nothing was allocated. A strategy returns Optional.empty() when"
-                    + " no device suits: fix the strategy, or make another one active");
+            throw new MemoryException("Allocation strategy " + strategy.name() + " answered null for "
+                    + Bytes.count(size) + " instead of an Optional; nothing was allocated. A strategy returns"
+                    + " Optional.empty() when no device suits: fix the strategy, or make another one active");
         }
         return choice;
     }
 
     private static MemoryException strategyFailed(StrategyRegistry.Entry strategy, long size, Throwable e) {
-        return new MemoryException("Allocation strategy " + strategy.name() + " failed choosing a device for " + size
-                + " bytes (" + e + "); nothing was allocated. Fix or restart the strategy's bundle, or make another"
-                + " strategy active (configuration 'strategy' of " + MemoryMonitor.PID + ")", e);
+        return new MemoryException("Allocation strategy " + strategy.name() + " failed choosing a device for "
+                + Bytes.count(size) + " (" + e + "); nothing was allocated. Fix or restart the strategy's bundle,"
+                + " or make another strategy active (configuration 'strategy' of " + MemoryMonitor.PID + ")", e);
     }
 
     private static MemoryHandle allocateOn(DeviceMemoryManager m, Device d, long size, AllocationRequirements requirements) {
@@ -224,13 +224,13 @@ final class Router implements MemoryRouter {
                 throw RunState.refusal("allocate(" + size + ", " + requirements + ")");
             }
             // Nothing ran out of memory: every device tried had gone away, or none answers.
-            throw new DeviceUnavailableException(null, "No device is available to allocate " + size + " bytes: "
+            throw new DeviceUnavailableException(null, "No device is available to allocate " + Bytes.count(size) + ": "
                     + (tried.isEmpty() ? "none of " + active.keySet() + " answers" : "tried " + tried
                     + (candidates.isEmpty() ? "" : "; not tried " + candidates)));
         }
         long maxFree = infos.values().stream().mapToLong(MemoryInfo::freeBytes).max().orElse(0);
-        throw new OutOfDeviceMemoryException(null, size, maxFree, "No device could allocate " + size
-                + " bytes with strategy " + strategy.name() + (tried.isEmpty() ? ": it chose none of " + infos.keySet()
+        throw new OutOfDeviceMemoryException(null, size, maxFree, "No device could allocate " + Bytes.count(size)
+                + " with strategy " + strategy.name() + (tried.isEmpty() ? ": it chose none of " + infos.keySet()
                 : "; tried " + tried + (candidates.isEmpty() ? "" : "; not tried " + candidates))
                 + ". Free memory or add a device");
     }

@@ -72,7 +72,7 @@ final class BlockAccess {
     static long clamp(MemoryHandle handle, long blockSize, long offset, long length, String outcome) {
         if (offset > blockSize) {
             throw new InvalidMemoryRequestException("Offset " + offset + " is past the end of " + handle + " ("
-                    + blockSize + " bytes)" + outcome);
+                    + Sizes.count(blockSize) + ")" + outcome);
         }
         return Math.min(length, blockSize - offset);
     }

@@ -121,7 +121,7 @@ public final class BytesCommands {
             long n = BlockAccess.clamp(h, size, from, length);
             if (n == 0) {
                 return Reply.line("Nothing to show: " + (from == size ? "offset " + from + " is the end of " + h + " ("
-                        + size + " bytes)" : "the length is 0"));
+                        + Sizes.count(size) + ")" : "the length is 0"));
             }
             return Reply.lines(hex(BlockAccess.show(r, h, from, n), from));
         });

@@ -62,7 +62,7 @@ final class FileTransfer {
                 while (io.hasRemaining()) {
                     if (in.read(io, done + io.position()) < 0) {
                         throw new InvalidMemoryRequestException("File " + file + " ended after " + (done + io.position())
-                                + " of " + size + " bytes: it changed while loading");
+                                + " of " + Sizes.count(size) + ": it changed while loading");
                     }
                 }
                 router.write(dst, offset + done, buffer.asSlice(0, n));
@@ -71,7 +71,7 @@ final class FileTransfer {
             }
             io.clear().limit(1);
             if (in.read(io, size) > 0) {
-                throw new InvalidMemoryRequestException("File " + file + " grew past " + size + " bytes: it changed while"
+                throw new InvalidMemoryRequestException("File " + file + " grew past " + Sizes.count(size) + ": it changed while"
                         + " loading");
             }
         }

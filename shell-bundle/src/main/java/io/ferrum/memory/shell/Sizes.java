@@ -67,7 +67,12 @@ final class Sizes {
      * @return e.g. {@code 100 bytes}, {@code 50.0 MiB (52428800 bytes)}
      */
     static String amount(long bytes) {
-        return bytes < 1024 ? bytes + (bytes == 1 ? " byte" : " bytes") : human(bytes) + " (" + bytes + " bytes)";
+        return bytes < 1024 ? count(bytes) : human(bytes) + " (" + bytes + " bytes)";
+    }
+
+    /** @return e.g. {@code 100 bytes}, {@code 1 byte}: an exact count as a sentence says it */
+    static String count(long bytes) {
+        return bytes + (bytes == 1 ? " byte" : " bytes");
     }
 
     /**

@@ -258,6 +258,21 @@ class BytesCommandsTest {
     }
 
     @Test
+    void oneByteIsSaidInTheSingular() {
+        String h = block.toString();
+        assertEquals("error: A write of 1 byte at offset 100 falls outside block " + h + " of 100 bytes on cpu:0;"
+                + " nothing was copied", commands.write(h, "100", "00").toString());
+        String tiny = fixture.cpu0.allocate(1, CPU0).toString();
+        assertEquals("error: A read of 2 bytes at offset 0 falls outside block " + tiny + " of 1 byte on cpu:0;"
+                + " nothing was copied", commands.read(tiny, "0", "2").toString());
+        assertEquals("error: Copy of 1 byte at source offset 1 falls outside source block " + tiny + " of 1 byte on"
+                + " cpu:0", commands.copy(tiny, h, "1", "1").toString());
+        assertEquals("error: Offset 2 is past the end of " + tiny + " (1 byte)", commands.dump(tiny, "2").toString());
+        assertEquals("Nothing to show: offset 1 is the end of " + tiny + " (1 byte)", commands.dump(tiny, "1").toString());
+        assertEquals("wrote 1 byte to " + tiny + " at offset 0", commands.write(tiny, "0", "ff").toString());
+    }
+
+    @Test
     void fillCoversABlockLargerThanOneWrite() {
         MemoryHandle big = fixture.cpu1.allocate(3 * ShellFixture.MiB + 5, CPU1);
         assertEquals("filled 3.0 MiB (" + (3 * ShellFixture.MiB + 5) + " bytes) of " + big + " with 0x11",

@@ -22,8 +22,13 @@ public final class Bytes {
         return String.format(Locale.ROOT, "%.1f %s", v, units[u]);
     }
 
-    /** @return e.g. {@code 1048576 bytes (1.0 MiB)} */
+    /** @return e.g. {@code 1048576 bytes (1.0 MiB)}, {@code 1 byte} */
     public static String exact(long bytes) {
-        return bytes < 1024 ? bytes + " bytes" : bytes + " bytes (" + human(bytes) + ")";
+        return bytes < 1024 ? count(bytes) : bytes + " bytes (" + human(bytes) + ")";
+    }
+
+    /** @return e.g. {@code 100 bytes}, {@code 1 byte}: a count as a sentence says it */
+    public static String count(long bytes) {
+        return bytes + (bytes == 1 ? " byte" : " bytes");
     }
 }

@@ -142,8 +142,8 @@ final class Checks {
                     + " and size " + size + " must be zero or more");
         }
         if (size > length || offset > length - size) {
-            throw new InvalidMemoryRequestException("Copy of " + size + " bytes at " + what + " offset " + offset
-                    + " falls outside " + what + " block " + h + " of " + length + " bytes on " + device);
+            throw new InvalidMemoryRequestException("Copy of " + Bytes.count(size) + " at " + what + " offset " + offset
+                    + " falls outside " + what + " block " + h + " of " + Bytes.count(length) + " on " + device);
         }
     }
 
@@ -230,8 +230,8 @@ final class Checks {
                     + " into block " + h + " must be zero or more; nothing was copied");
         }
         if (size > length || offset > length - size) {
-            throw new InvalidMemoryRequestException("A " + what + " of " + size + " bytes at offset " + offset
-                    + " falls outside block " + h + " of " + length + " bytes on " + device + "; nothing was copied");
+            throw new InvalidMemoryRequestException("A " + what + " of " + Bytes.count(size) + " at offset " + offset
+                    + " falls outside block " + h + " of " + Bytes.count(length) + " on " + device + "; nothing was copied");
         }
     }
 

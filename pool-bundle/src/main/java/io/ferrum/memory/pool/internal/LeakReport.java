@@ -32,7 +32,7 @@ final class LeakReport {
         count++;
         bytes += b.requested;
         if (b.allocationSite != null && sites.size() < MAX_SITES) {
-            sites.add(new MemoryHandle(b.handleId != 0 ? b.handleId : b.aliasId) + " (" + b.requested + " bytes) at "
+            sites.add(new MemoryHandle(b.handleId != 0 ? b.handleId : b.aliasId) + " (" + Bytes.count(b.requested) + ") at "
                     + caller(b.allocationSite.getStackTrace()));
         }
     }
@@ -51,7 +51,8 @@ final class LeakReport {
     /** Logs the report when anything leaked. */
     void tell(PoolLog log) {
         if (count > 0) {
-            log.warn(device + ": closed with " + count + " live allocations (" + Bytes.exact(bytes)
+            log.warn(device + ": closed with " + count + (count == 1 ? " live allocation (" : " live allocations (")
+                    + Bytes.exact(bytes)
                     + ") still allocated; their memory was released"
                     + (sites.isEmpty() ? " (enable debug to record allocation sites)" : ". Allocation sites: " + sites), null);
         }

@@ -70,6 +70,15 @@ class LeakReportTest {
     }
 
     @Test
+    void oneLeakOfOneByteIsSaidInTheSingular() {
+        LeakReport r = new LeakReport(Device.cpu());
+        r.add(leaked(7, 1, ENGINE, API, CALLER, RUNNER));
+        r.tell(log);
+        assertEquals("cpu:0: closed with 1 live allocation (1 byte) still allocated; their memory was released."
+                + " Allocation sites: [" + new MemoryHandle(7) + " (1 byte) at " + CALLER + "]", warnings.get(0));
+    }
+
+    @Test
     void aSiteIsTheFirstFrameOutsideTheEngineAndTheApi() {
         LeakReport r = new LeakReport(Device.cpu());
         r.add(leaked(7, 100, ENGINE, API, CALLER, RUNNER));
