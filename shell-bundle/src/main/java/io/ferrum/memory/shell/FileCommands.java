@@ -90,9 +90,9 @@ public final class FileCommands {
             try (FileChannel in = FilePaths.openToLoad(file, p)) {
                 long size = FilePaths.sizeOf(in, p);
                 if (size > block.size() - at) {
-                    throw new InvalidMemoryRequestException("File " + p + " (" + size + " bytes) does not fit in block " + h
-                            + " at offset " + at + ": the block has " + block.size() + " bytes, " + (block.size() - at)
-                            + " of them from there; nothing loaded");
+                    throw new InvalidMemoryRequestException("File " + p + " (" + Sizes.count(size) + ") does not fit in"
+                            + " block " + h + " at offset " + at + ": the block has " + Sizes.count(block.size()) + ", "
+                            + (block.size() - at) + " of them from there; nothing loaded");
                 }
                 return loaded(r, in, p, size, h, at, block.device(), false);
             }

@@ -85,7 +85,7 @@ final class FilePaths {
             throw new InvalidMemoryRequestException("Cannot read " + p + ": " + why(e) + "; nothing loaded");
         }
         if (past > 0) {
-            throw new InvalidMemoryRequestException("File " + p + " has more than the " + size + " bytes its size says (a"
+            throw new InvalidMemoryRequestException("File " + p + " has more than the " + Sizes.count(size) + " its size says (a"
                     + " special file, as in /proc, or one being written); nothing loaded");
         }
         return size;
