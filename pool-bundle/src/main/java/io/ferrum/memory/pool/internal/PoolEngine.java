@@ -196,7 +196,11 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         Block d = resolve(dst);
         checks.range(src, s, srcOffset, size, "source");
         checks.range(dst, d, dstOffset, size, "destination");
-        transfers.copy(s, src.id(), srcOffset, d, dst.id(), dstOffset, size);
+        try {
+            transfers.copy(s, src.id(), srcOffset, d, dst.id(), dstOffset, size);
+        } catch (Scopes.StaleName e) {
+            throw checks.invalidHandle(s.isNamedBy(src.id()) ? dst : src);
+        }
     }
 
     @Override
@@ -211,12 +215,20 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
 
     @Override
     public void write(MemoryHandle dst, long dstOffset, MemorySegment src) {
-        dataPath.write(resolve(dst), dst, dstOffset, src);
+        try {
+            dataPath.write(resolve(dst), dst, dstOffset, src);
+        } catch (Scopes.StaleName e) {
+            throw checks.invalidHandle(dst);
+        }
     }
 
     @Override
     public void read(MemoryHandle src, long srcOffset, MemorySegment dst) {
-        dataPath.read(resolve(src), src, srcOffset, dst);
+        try {
+            dataPath.read(resolve(src), src, srcOffset, dst);
+        } catch (Scopes.StaleName e) {
+            throw checks.invalidHandle(src);
+        }
     }
 
     @Override
@@ -346,7 +358,11 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
     public <R> R withMapped(MemoryHandle handle, MemoryAccess access, Function<? super MemorySegment, ? extends R> action) {
         Checks.access(access);
         Checks.action(action);
-        return dataPath.withMapped(resolve(handle), handle, access, action);
+        try {
+            return dataPath.withMapped(resolve(handle), handle, access, action);
+        } catch (Scopes.StaleName e) {
+            throw checks.invalidHandle(handle);
+        }
     }
 
     @Override

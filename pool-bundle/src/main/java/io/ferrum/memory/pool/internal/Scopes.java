@@ -31,7 +31,8 @@ import io.ferrum.memory.pool.DeviceChunk;
  * <p><b>Names.</b> A scope enters first and reads the block's name after; a free claims the name
  * first and reads the word after ({@link Reclaimer#free}). So a scope that saw its handle live is
  * seen by the free, which then defers the block's return; a scope that entered a block named by
- * another handle (it was freed and reused meanwhile) leaves at once and touches no byte.
+ * another handle (it was freed and reused meanwhile) leaves at once and touches no byte: it throws
+ * {@link StaleName}, which costs nothing, and the manager names the handle once the scope left.
  *
  * <p><b>Stack overflows.</b> A {@code StackOverflowError} may land on any call. A scope's count goes
  * up in {@link Block#stepScope} called by {@link #enter}; the caller's {@code try} follows at once
@@ -93,12 +94,30 @@ final class Scopes {
      * First statement inside a scope: the block's name is read after the count went up (see
      * "Names").
      *
-     * @throws io.ferrum.memory.api.InvalidHandleException if {@code id} no longer names {@code b}
-     *         (freed and reused meanwhile); the caller's {@code finally} leaves the scope
+     * @throws StaleName if {@code id} no longer names {@code b} (freed and reused meanwhile): a
+     *         shared exception that costs nothing to throw, so that the scope, left by the caller's
+     *         {@code finally}, stays inside the block no longer than the check (a free of the block's
+     *         new owner waits only microseconds for it); the manager's entry point turns it into the
+     *         {@code InvalidHandleException} naming the handle, after the scope left
      */
     static void checkNamed(Block b, long id) {
         if (!b.isNamedBy(id)) {
-            throw b.pool.reclaimer.checks().invalidHandle(new MemoryHandle(id));
+            throw StaleName.INSTANCE;
+        }
+    }
+
+    /**
+     * A name that no longer names its block, seen inside a scope ({@link #checkNamed}). One shared
+     * instance with neither stack trace nor suppressed exceptions: building an exception's stack
+     * trace inside the scope took microseconds with deep stacks, long enough for the free of the
+     * block's new owner to be refused as "in use". Never reaches a caller of the manager.
+     */
+    static final class StaleName extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        static final StaleName INSTANCE = new StaleName();
+
+        private StaleName() {
+            super("a stale name, seen inside a scope", null, false, false);
         }
     }
 

@@ -63,7 +63,9 @@ final class Transfers {
         Scopes.enter(s, srcId);
         try {
             Scopes.checkNamed(s, srcId);
-            if (d != s) {
+            if (d == s) {
+                Scopes.checkNamed(s, dstId); // two names of one block (a mapping): both must still name it
+            } else {
                 Scopes.enter(d, dstId);
             }
             try {

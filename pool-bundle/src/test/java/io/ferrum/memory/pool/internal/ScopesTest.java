@@ -58,7 +58,7 @@ class ScopesTest {
             Scopes.exit(b);
             assertEquals(0, m.memoryInfo().usedBytes(), "the last scope to leave gave it back");
             assertEquals(0, b.scopes, "the word is clean for the block's next life");
-            assertThrows(InvalidHandleException.class, () -> {
+            assertThrows(Scopes.StaleName.class, () -> {
                 Scopes.enter(b, h.id());
                 try {
                     Scopes.checkNamed(b, h.id());
