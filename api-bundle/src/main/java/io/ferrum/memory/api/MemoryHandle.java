@@ -33,16 +33,17 @@ public record MemoryHandle(long id) {
             throw new InvalidMemoryRequestException("Invalid handle '" + text + "': expected 0x followed by hex digits");
         }
         String t = text.strip();
-        if (t.indexOf('+') >= 0) { // Long.parseUnsignedLong takes a sign (+1, 0x+1); a handle has none
+        // ASCII digits only, at most as many as the id has: Long.parseUnsignedLong also takes a sign
+        // (+1, 0x+1), other scripts' digits and any number of leading zeros.
+        boolean hex = t.startsWith("0x") || t.startsWith("0X");
+        String digits = hex ? t.substring(2) : t;
+        if (!digits.matches(hex ? "[0-9a-fA-F]{1,16}" : "[0-9]{1,20}")) {
             throw new InvalidMemoryRequestException("Invalid handle '" + text
                     + "': expected 0x followed by up to 16 hex digits, as printed by mem:alloc");
         }
         try {
-            if (t.startsWith("0x") || t.startsWith("0X")) {
-                return new MemoryHandle(Long.parseUnsignedLong(t.substring(2), 16));
-            }
-            return new MemoryHandle(Long.parseUnsignedLong(t));
-        } catch (NumberFormatException e) {
+            return new MemoryHandle(Long.parseUnsignedLong(digits, hex ? 16 : 10));
+        } catch (NumberFormatException e) { // 20 decimal digits above 2^64 - 1
             throw new InvalidMemoryRequestException("Invalid handle '" + text
                     + "': expected 0x followed by up to 16 hex digits, as printed by mem:alloc");
         }

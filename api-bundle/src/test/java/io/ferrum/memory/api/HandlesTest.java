@@ -31,7 +31,8 @@ class HandlesTest {
 
     @Test
     void handleParseRejectsGarbage() {
-        for (String bad : new String[] {null, "", "0x", "0xzz", "handle", "0x11112222333344445", "+42", "0x+ab", "-1"}) {
+        for (String bad : new String[] {null, "", "0x", "0xzz", "handle", "0x11112222333344445", "+42", "0x+ab", "-1",
+            "0x000000000000100001f00001", "0x١٠٠٠٠١f٠٠٠٠١", "١٢", "18446744073709551616"}) {
             assertThrows(InvalidMemoryRequestException.class, () -> MemoryHandle.parse(bad), String.valueOf(bad));
         }
     }
