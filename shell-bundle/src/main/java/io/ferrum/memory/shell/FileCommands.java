@@ -118,6 +118,7 @@ public final class FileCommands {
                 } finally {
                     progress.finish();
                 }
+                FilePaths.keepAttributes(target, tmp);
                 Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
                 saved = true;
                 return Reply.line("saved " + Sizes.amount(block.size()) + " of " + h + " on " + block.device() + " to " + p
@@ -163,12 +164,12 @@ public final class FileCommands {
     private Reply loaded(MemoryRouter r, FileChannel in, Path p, long size, MemoryHandle h, long at, Device on,
                          boolean newBlock) throws IOException {
         TransferProgress progress = new TransferProgress(progressOutput.get(), "loading", size, clock);
+        // A new block is freed by the caller; an existing one keeps what arrived before a failure.
+        String leftBehind = newBlock ? "; nothing loaded" : "; block " + h + " may hold part of it";
         try {
-            new FileTransfer(r, chunk).load(in, p, size, h, at, progress);
+            new FileTransfer(r, chunk).load(in, p, size, h, at, progress, leftBehind);
         } catch (IOException e) {
-            // A new block is freed by the caller; an existing one keeps what arrived before the failure.
-            throw new InvalidMemoryRequestException("Cannot read " + p + ": " + FilePaths.why(e)
-                    + (newBlock ? "; nothing loaded" : "; block " + h + " may hold part of it"));
+            throw new InvalidMemoryRequestException("Cannot read " + p + ": " + FilePaths.why(e) + leftBehind);
         } finally {
             progress.finish();
         }

@@ -11,6 +11,9 @@ import java.nio.file.InvalidPathException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.PosixFileAttributeView;
+import java.nio.file.attribute.PosixFileAttributes;
 import java.util.concurrent.ThreadLocalRandom;
 
 import io.ferrum.memory.api.InvalidMemoryRequestException;
@@ -27,10 +30,13 @@ final class FilePaths {
     private FilePaths() {
     }
 
-    /** @return the path, absolute */
+    /**
+     * @return the path, absolute, with its {@code ..} left for the file system to resolve (removing
+     *         {@code link/..} as text would name another file than the one a link leads to)
+     */
     static Path path(String file) {
         try {
-            return Path.of(file).toAbsolutePath().normalize();
+            return Path.of(file).toAbsolutePath();
         } catch (InvalidPathException e) {
             throw new InvalidMemoryRequestException("Invalid file name '" + file + "': " + e.getReason());
         }
@@ -51,7 +57,7 @@ final class FilePaths {
             throw new InvalidMemoryRequestException(p + " is a folder, not a file; nothing loaded");
         }
         if (!Files.exists(p)) {
-            throw new InvalidMemoryRequestException("No file " + p + "; nothing loaded");
+            throw new InvalidMemoryRequestException(missing(p) + "; nothing loaded");
         }
         if (namesFolder(file)) {
             throw new InvalidMemoryRequestException("'" + file + "' ends with " + File.separator + ", but " + p
@@ -106,17 +112,47 @@ final class FilePaths {
                     + " give a file name; nothing saved");
         }
         if (Files.isSymbolicLink(p) && !Files.exists(p)) {
-            throw new InvalidMemoryRequestException(p + " is a symbolic link to " + Files.readSymbolicLink(p) + ", which"
-                    + " does not exist; nothing saved");
+            throw new InvalidMemoryRequestException(missing(p) + "; nothing saved");
         }
         if (!Files.exists(p)) {
+            if (!Files.notExists(p) && !(why(p) instanceof NoSuchFileException)) {
+                throw new InvalidMemoryRequestException(missing(p) + "; nothing saved");
+            }
             return p;
         }
         if (!Files.isRegularFile(p)) {
             throw new InvalidMemoryRequestException(p + " is not a regular file (a device, a pipe or a socket); mem:save"
                     + " writes regular files only; nothing saved");
         }
+        for (Path at = p; Files.isSymbolicLink(at); ) {
+            Path next = at.resolveSibling(Files.readSymbolicLink(at));
+            if (next.startsWith("/proc") || next.startsWith("/dev/fd")) {
+                // /dev/stdout leads to the file the shell's output goes to: renaming over it would
+                // delete that file's earlier lines, and every later line would go to the old one.
+                throw new InvalidMemoryRequestException(p + " leads to a file a process has open (through " + next
+                        + "); mem:save writes files by name only; nothing saved");
+            }
+            at = next;
+        }
         return p.toRealPath();
+    }
+
+    /**
+     * @return why {@code p}, which {@link Files#exists} did not find, is missing, as the file system
+     *         says it: no file, a link to nothing, a link in a loop, a folder on the way that may not
+     *         be searched, a name too long
+     */
+    private static String missing(Path p) throws IOException {
+        String link = Files.isSymbolicLink(p) ? " (a symbolic link to " + Files.readSymbolicLink(p) + ")" : "";
+        try {
+            Files.readAttributes(p, BasicFileAttributes.class);
+            return "No file " + p + link; // it appeared since: say what was seen
+        } catch (NoSuchFileException e) {
+            return link.isEmpty() ? "No file " + p : p + " is a symbolic link to " + Files.readSymbolicLink(p)
+                    + ", which does not exist";
+        } catch (IOException e) {
+            return "Cannot reach " + p + link + ": " + why(e);
+        }
     }
 
     /**
@@ -127,6 +163,9 @@ final class FilePaths {
      */
     static Path openToSave(Path p, Path target) throws IOException {
         Path folder = target.getParent();
+        if (folder != null && !Files.exists(folder) && !Files.notExists(folder)) {
+            throw new InvalidMemoryRequestException(missing(folder) + ", the folder of " + p + "; nothing saved");
+        }
         if (folder == null || !Files.isDirectory(folder)) {
             throw new InvalidMemoryRequestException("No folder " + folder + " for " + p + "; create it first; nothing saved");
         }
@@ -141,6 +180,36 @@ final class FilePaths {
             throw new InvalidMemoryRequestException("Cannot create a file in " + folder + ": " + why(e) + "; nothing saved");
         }
         return tmp;
+    }
+
+    /**
+     * Gives the new file, once written, the permissions (and, where the process may, the owner and
+     * group) of the file it replaces: a save must not make a private file readable by everyone.
+     */
+    static void keepAttributes(Path target, Path tmp) throws IOException {
+        PosixFileAttributeView old = Files.getFileAttributeView(target, PosixFileAttributeView.class);
+        PosixFileAttributeView now = Files.getFileAttributeView(tmp, PosixFileAttributeView.class);
+        if (old == null || now == null || !Files.exists(target)) {
+            return;
+        }
+        PosixFileAttributes a = old.readAttributes();
+        now.setPermissions(a.permissions());
+        try {
+            now.setGroup(a.group());
+            now.setOwner(a.owner());
+        } catch (IOException notPermitted) {
+            // Only a privileged process gives a file away; the save goes on as the caller's file.
+        }
+    }
+
+    /** @return what reading {@code p}'s attributes throws, or null if nothing */
+    private static IOException why(Path p) {
+        try {
+            Files.readAttributes(p, BasicFileAttributes.class);
+            return null;
+        } catch (IOException e) {
+            return e;
+        }
     }
 
     /** @return what the file system said, in words: {@code permission denied}, {@code No space left on device} */

@@ -46,12 +46,13 @@ final class FileTransfer {
      * @param dst      the block
      * @param offset   where in the block the first byte goes
      * @param progress told after every chunk
+     * @param leftBehind   what a failure leaves, for its message: {@code "; nothing loaded"}
      * @throws IOException                   if the file cannot be read
      * @throws InvalidMemoryRequestException if the file ends before {@code size} bytes or has more
      *                                       after them (it changed while loading)
      */
-    void load(FileChannel in, Path file, long size, MemoryHandle dst, long offset, TransferProgress progress)
-            throws IOException {
+    void load(FileChannel in, Path file, long size, MemoryHandle dst, long offset, TransferProgress progress,
+              String leftBehind) throws IOException {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buffer = arena.allocate(Math.max(1, Math.min(size, chunk)), 64);
             ByteBuffer io = buffer.asByteBuffer();
@@ -62,7 +63,7 @@ final class FileTransfer {
                 while (io.hasRemaining()) {
                     if (in.read(io, done + io.position()) < 0) {
                         throw new InvalidMemoryRequestException("File " + file + " ended after " + (done + io.position())
-                                + " of " + Sizes.count(size) + ": it changed while loading");
+                                + " of " + Sizes.count(size) + ": it changed while loading" + leftBehind);
                     }
                 }
                 router.write(dst, offset + done, buffer.asSlice(0, n));
@@ -71,8 +72,8 @@ final class FileTransfer {
             }
             io.clear().limit(1);
             if (in.read(io, size) > 0) {
-                throw new InvalidMemoryRequestException("File " + file + " grew past " + Sizes.count(size) + ": it changed while"
-                        + " loading");
+                throw new InvalidMemoryRequestException("File " + file + " grew past " + Sizes.count(size) + ": it changed"
+                        + " while loading" + leftBehind);
             }
         }
     }

@@ -5,6 +5,7 @@ import static io.ferrum.memory.shell.ShellFixture.CPU1;
 import static io.ferrum.memory.shell.ShellFixture.MiB;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
@@ -277,6 +278,102 @@ class FileCommandsTest {
         assertEquals("0.0 MB/s", TransferProgress.rate(0, 1_000_000));
     }
 
+    @Test
+    void aFileCutWhileItLoadsIntoABlockSaysTheBlockMayHoldPartOfIt() throws IOException {
+        MemoryHandle block = fixture.cpu0.allocate(3 * MiB, CPU0);
+        Path shrinking = file("shrinking.bin", random((int) (3 * MiB), 9));
+        // The first chunk's write cuts the file to 1 MiB, as a writer truncating it would.
+        commands.router = (MemoryRouter) Proxy.newProxyInstance(MemoryRouter.class.getClassLoader(),
+                new Class<?>[] {MemoryRouter.class}, (proxy, m, args) -> {
+                    if (m.getName().equals("write") && Files.size(shrinking) > MiB) {
+                        try (var ch = java.nio.channels.FileChannel.open(shrinking, StandardOpenOption.WRITE)) {
+                            ch.truncate(MiB);
+                        }
+                    }
+                    try {
+                        return m.invoke(fixture.directory, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        assertEquals("error: File " + shrinking + " ended after " + MiB + " of " + 3 * MiB + " bytes: it changed while"
+                + " loading; block " + block + " may hold part of it", commands.load(shrinking.toString(), block.toString())
+                .toString());
+    }
+
+    @Test
+    void aPathThroughALinkToAFolderIsResolvedAsTheFileSystemDoes() throws IOException {
+        MemoryHandle block = fixture.cpu0.allocate(8, CPU0);
+        Files.createDirectories(dir.resolve("other/x"));
+        Files.write(dir.resolve("other/b.bin"), "OTHER---".getBytes(StandardCharsets.UTF_8));
+        Files.write(dir.resolve("b.bin"), "LOCAL---".getBytes(StandardCharsets.UTF_8));
+        Files.createSymbolicLink(dir.resolve("sl"), Path.of("other/x"));
+        // sl/../b.bin is other/b.bin to the file system; as text, "sl/.." would cancel out.
+        String loaded = commands.load(dir.resolve("sl/../b.bin").toString(), block.toString()).toString();
+        assertTrue(loaded.startsWith("loaded 8 bytes from "), loaded);
+        assertArrayEquals("OTHER---".getBytes(StandardCharsets.UTF_8), contents(block));
+        commands.save(block.toString(), dir.resolve("sl/../saved.bin").toString());
+        assertTrue(Files.exists(dir.resolve("other/saved.bin")));
+        assertFalse(Files.exists(dir.resolve("saved.bin")));
+    }
+
+    @Test
+    void aSaveToALinkIntoProcIsRefusedAndTheFileItLeadsToKept() throws IOException {
+        assumeTrue(Files.isDirectory(Path.of("/proc/self/fd")), "a Linux /proc");
+        MemoryHandle block = fixture.cpu0.allocate(16, CPU0);
+        Path log = file("run.log", "EARLIER LOG LINES".getBytes(StandardCharsets.UTF_8));
+        try (var open = java.nio.channels.FileChannel.open(log, StandardOpenOption.APPEND)) {
+            // A link such as /dev/stdout: into /proc, where this process's open file is named.
+            Path fd = Path.of("/proc/self/fd").resolve(String.valueOf(openFileNumber(log)));
+            Path stdout = Files.createSymbolicLink(dir.resolve("stdout"), fd);
+            String refused = commands.save(block.toString(), stdout.toString()).toString();
+            assertTrue(refused.startsWith("error: " + stdout + " leads to a file a process has open (through /proc/"),
+                    refused);
+            assertTrue(refused.endsWith("mem:save writes files by name only; nothing saved"), refused);
+        }
+        assertEquals("EARLIER LOG LINES", Files.readString(log));
+    }
+
+    /** @return the number under /proc/self/fd of an open file of this process that is {@code file} */
+    private static String openFileNumber(Path file) throws IOException {
+        try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
+            for (Path fd : fds.toList()) {
+                try {
+                    if (Files.readSymbolicLink(fd).equals(file)) {
+                        return fd.getFileName().toString();
+                    }
+                } catch (IOException gone) {
+                    // a descriptor closed while listing
+                }
+            }
+        }
+        throw new AssertionError("no open descriptor of " + file);
+    }
+
+    @Test
+    void aSaveKeepsThePermissionsOfTheFileItReplaces() throws IOException {
+        MemoryHandle block = fixture.cpu0.allocate(16, CPU0);
+        Path secret = file("secret.bin", new byte[4]);
+        Files.setPosixFilePermissions(secret, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        commands.save(block.toString(), secret.toString());
+        assertEquals(16, Files.size(secret));
+        assertEquals("rw-------", java.nio.file.attribute.PosixFilePermissions.toString(
+                Files.getPosixFilePermissions(secret)), "a private file stays private");
+    }
+
+    @Test
+    void aLinkInALoopIsNamedAsOne() throws IOException {
+        MemoryHandle block = fixture.cpu0.allocate(16, CPU0);
+        Path one = Files.createSymbolicLink(dir.resolve("loop1"), Path.of("loop2"));
+        Files.createSymbolicLink(dir.resolve("loop2"), Path.of("loop1"));
+        String loop = "error: Cannot reach " + one + " (a symbolic link to loop2): Too many levels of symbolic links";
+        String load = commands.load(one.toString(), block.toString()).toString();
+        assertTrue(load.startsWith(loop) && load.endsWith("; nothing loaded"), load);
+        String save = commands.save(block.toString(), one.toString()).toString();
+        assertTrue(save.startsWith(loop) && save.endsWith("; nothing saved"), save);
+        assertTrue(Files.isSymbolicLink(one), "the link is left as it was");
+    }
+
     /** Makes a named pipe at {@code p}, or skips the test where {@code mkfifo} is missing. */
     private static void mkfifo(Path p) throws IOException, InterruptedException {
         Process mk;
@@ -374,7 +471,7 @@ class FileCommandsTest {
         assertEquals(64, Files.size(target));
         Path tooLong = dir.resolve("b".repeat(300));
         String refused = commands.save(block.toString(), tooLong.toString()).toString();
-        assertTrue(refused.startsWith("error: Cannot save to " + tooLong + ": ") && refused.endsWith("; nothing saved"),
+        assertTrue(refused.startsWith("error: Cannot reach " + tooLong + ": ") && refused.endsWith("; nothing saved"),
                 refused);
         assertEquals(List.of(target.getFileName().toString()), folder());
     }
@@ -395,7 +492,7 @@ class FileCommandsTest {
                         throw e.getCause();
                     }
                 });
-        assertEquals("error: File " + growing + " grew past " + 2 * MiB + " bytes: it changed while loading",
+        assertEquals("error: File " + growing + " grew past " + 2 * MiB + " bytes: it changed while loading; nothing loaded",
                 commands.load(growing.toString()).toString());
         assertEquals(before, handles(), "the new block is freed again");
     }
