@@ -184,7 +184,8 @@ abstract class CpuDevice {
      *         both must be valid (see {@link #refusal})
      */
     static boolean onlyPoolsDiffer(CpuDeviceConfig a, CpuDeviceConfig b) {
-        return index(a) == index(b) && capacity(a) == capacity(b)
+        // index() is boxed: == would compare Integer objects, equal only in the cache (-128 to 127).
+        return Objects.equals(index(a), index(b)) && capacity(a) == capacity(b)
                 && ConfigurationCheck.toFlag("autoGc", a.autoGc()) == ConfigurationCheck.toFlag("autoGc", b.autoGc())
                 && gcThreshold(a) == gcThreshold(b)
                 && ConfigurationCheck.toFlag("debug", a.debug()) == ConfigurationCheck.toFlag("debug", b.debug())

@@ -151,6 +151,28 @@ class DeviceConfigurationTest {
         }
     }
 
+    /** Review defect: indexes were compared as Integer objects, so above 127 every edit looked like a new index. */
+    @Test
+    void aPoolOnlyEditAppliesLiveOnADeviceWithAnIndexAbove127() {
+        ConfiguredCpuDevice device = new ConfiguredCpuDevice(fw.context(), TestConfigs.small(Map.of("index", "200", "initialSize", "8m")), fw.logger());
+        try {
+            DeviceMemoryManager cpu200 = fw.manager();
+            assertEquals(Device.cpu(200), cpu200.device());
+            io.ferrum.memory.api.MemoryHandle h = cpu200.allocate(MiB, Device.cpu(200));
+            fw.events.clear();
+
+            device.modified(TestConfigs.small(Map.of("index", "200", "initialSize", "2m")));
+
+            assertEquals(List.of(), fw.errors, "applied, not refused as needing a restart");
+            assertEquals(List.of(), fw.events, "nothing was unregistered or registered");
+            assertSame(cpu200, fw.manager());
+            assertTrue(cpu200.owns(h), "the live block stays");
+            assertEquals(2 * MiB, cpu200.poolConfig(io.ferrum.memory.api.MemoryType.GENERAL).initialSize());
+        } finally {
+            device.deactivate();
+        }
+    }
+
     @Test
     void aChangeThatNeedsARestartIsRefusedWhileBlocksAreLiveAndTheirReleaseIsLogged() {
         DefaultCpuDevice cpu0 = new DefaultCpuDevice(fw.context(), TestConfigs.small(), fw.logger());
