@@ -1,5 +1,6 @@
 package io.ferrum.memory.cpu;
 
+import java.util.EnumMap;
 import java.util.Hashtable;
 import java.util.List;
 import java.util.Locale;
@@ -121,9 +122,7 @@ abstract class CpuDevice {
         String refusal = refusal(cfg, index, indexRefusal);
         if (refusal == null && running != null && device.index() == index && onlyPoolsDiffer(running, cfg)) {
             try {
-                for (MemoryType type : MemoryType.values()) {
-                    manager.configurePool(device, type, managerConfig(cfg).poolConfig(type));
-                }
+                applyPools(managerConfig(cfg));
                 running = cfg;
                 clearRejection();
                 if (log != null) {
@@ -149,6 +148,35 @@ abstract class CpuDevice {
         stop();
         clearRejection();
         start(context, cfg, index, log);
+    }
+
+    /**
+     * Gives every pool its new configuration, or none: each is checked against its live blocks
+     * first, so that a refusal (a maxSize below what one pool uses) leaves every pool as it was.
+     *
+     * @throws InvalidMemoryRequestException naming the pool that refused; no pool changed
+     */
+    private void applyPools(MemoryManagerConfig next) {
+        for (MemoryType type : MemoryType.values()) {
+            manager.checkPoolConfig(type, next.poolConfig(type));
+        }
+        Map<MemoryType, MemoryPoolConfig> before = new EnumMap<>(MemoryType.class);
+        try {
+            for (MemoryType type : MemoryType.values()) {
+                before.put(type, manager.poolConfig(type));
+                manager.configurePool(device, type, next.poolConfig(type));
+            }
+        } catch (InvalidMemoryRequestException e) {
+            // A block allocated since the check made a pool refuse: the pools changed already go back.
+            before.forEach((type, previous) -> {
+                try {
+                    manager.configurePool(device, type, previous);
+                } catch (InvalidMemoryRequestException stillRefused) {
+                    // its previous limit held its blocks before; nothing else can refuse it
+                }
+            });
+            throw e;
+        }
     }
 
     /** Logs the refusal as one error line and shows it in mem:backends until a configuration applies. */

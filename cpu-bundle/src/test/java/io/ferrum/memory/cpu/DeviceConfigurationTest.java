@@ -173,6 +173,28 @@ class DeviceConfigurationTest {
         }
     }
 
+    /** Review defect: the pools were configured one by one, so a refusal by the TENSOR pool left GENERAL changed. */
+    @Test
+    void aPoolEditRefusedByOnePoolChangesNoPool() {
+        DefaultCpuDevice cpu0 = new DefaultCpuDevice(fw.context(), TestConfigs.small(Map.of("initialSize", "0")), fw.logger());
+        try {
+            DeviceMemoryManager m = fw.manager();
+            io.ferrum.memory.api.MemoryHandle h = m.allocate(4 * MiB, io.ferrum.memory.api.MemoryType.TENSOR, Device.cpu(0));
+
+            cpu0.modified(TestConfigs.small(Map.of("initialSize", "0", "maxSize", "1m")));
+
+            assertEquals(1, fw.errors.size(), fw.errors.toString());
+            assertTrue(fw.errors.get(0).contains("maxSize of the TENSOR pool") && fw.errors.get(0).contains("cpu:0 keeps running as it was"),
+                    fw.errors.get(0));
+            for (io.ferrum.memory.api.MemoryType type : io.ferrum.memory.api.MemoryType.values()) {
+                assertTrue(m.poolConfig(type).maxSize().isEmpty(), type + " keeps its unlimited maxSize");
+            }
+            assertTrue(m.owns(h));
+        } finally {
+            cpu0.deactivate();
+        }
+    }
+
     @Test
     void aChangeThatNeedsARestartIsRefusedWhileBlocksAreLiveAndTheirReleaseIsLogged() {
         DefaultCpuDevice cpu0 = new DefaultCpuDevice(fw.context(), TestConfigs.small(), fw.logger());

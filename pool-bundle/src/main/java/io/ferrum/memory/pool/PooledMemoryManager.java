@@ -4,6 +4,8 @@ import org.osgi.annotation.versioning.ProviderType;
 
 import io.ferrum.memory.api.AdvancedMemoryManager;
 import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.pool.internal.PoolEngine;
 
 /**
@@ -29,6 +31,20 @@ public interface PooledMemoryManager extends AdvancedMemoryManager {
                                       StreamExecutor streams) {
         return new PoolEngine(upstream, config, settings, streams);
     }
+
+    /**
+     * Checks a pool configuration against this manager and the pool's live blocks as {@link
+     * #configurePool(io.ferrum.memory.api.Device, MemoryType, MemoryPoolConfig)} would, without
+     * applying it: a caller that configures several pools checks them all first, so that a refusal
+     * changes none. A block allocated after the check may still make configurePool refuse.
+     *
+     * @param type   the pool
+     * @param config the configuration it would get
+     * @throws io.ferrum.memory.api.InvalidMemoryRequestException as configurePool would (a maxSize
+     *                                                            below the pool's live bytes, say)
+     * @since 2.2
+     */
+    void checkPoolConfig(MemoryType type, MemoryPoolConfig config);
 
     /** @return the backend name of the upstream ({@code ffm}, ...) */
     String backendName();

@@ -290,16 +290,9 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
     public void configurePool(Device d, MemoryType type, MemoryPoolConfig cfg) {
         checkOpen();
         checks.device(d);
-        Checks.type(type);
-        checks.poolConfig(type, cfg);
-        Pool pool = pools[type.ordinal()];
         // Validated before anything changes: a refused call leaves the caches, and so every figure, as they were.
-        if (cfg.maxSize().isPresent()) {
-            long live = figures.liveBytes(pool);
-            if (cfg.maxSize().getAsLong() < live) {
-                throw checks.maxSizeBelowUse(type, cfg, live);
-            }
-        }
+        checkPoolConfig(type, cfg);
+        Pool pool = pools[type.ordinal()];
         // A new alignment changes class sizes: cached blocks go back to their pools first.
         caches.drainAll();
         pool.acquire();
@@ -310,6 +303,19 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         }
         if (cfg.preAllocate() && cfg.initialSize() > 0) {
             growth.reserveUpTo(pool, cfg.initialSize());
+        }
+    }
+
+    @Override
+    public void checkPoolConfig(MemoryType type, MemoryPoolConfig cfg) {
+        checkOpen();
+        Checks.type(type);
+        checks.poolConfig(type, cfg);
+        if (cfg.maxSize().isPresent()) {
+            long live = figures.liveBytes(pools[type.ordinal()]);
+            if (cfg.maxSize().getAsLong() < live) {
+                throw checks.maxSizeBelowUse(type, cfg, live);
+            }
         }
     }
 
