@@ -32,7 +32,8 @@ import io.ferrum.memory.api.MemoryRouter;
  * marks the router's active one; {@code mem:strategy} shows the active one, and a refused monitor
  * configuration while it stands (the monitor then runs with its defaults or its previous
  * configuration); {@code mem:strategy NAME} refuses a name no present strategy has
- * (listing those there are, changing nothing), else saves the choice in the monitor's configuration
+ * (listing those there are, changing nothing), and so does it while a refused monitor configuration
+ * stands (the choice would be refused with it), else saves the choice in the monitor's configuration
  * (PID {@value #MONITOR_PID}) and waits briefly for the router to take it. Config Admin keeps it;
  * the distribution also writes it to {@code config/io.ferrum.memory.monitor.cfg}, so it survives a
  * restart.
@@ -142,6 +143,15 @@ public final class StrategyCommands {
                 throw new InvalidMemoryRequestException("Unknown strategy '" + name + "': the strategies present are "
                         + (names.isEmpty() ? "none (install a strategy bundle)" : String.join(", ", names))
                         + "; nothing changed");
+            }
+            List<String> refused = monitorRejections();
+            if (!refused.isEmpty()) {
+                // The choice would join the refused properties, and the monitor would refuse them all again:
+                // the router would not switch, yet the choice would be saved (and written to the file).
+                throw new InvalidMemoryRequestException("Cannot switch to '" + name + "': the monitor refused its configuration ("
+                        + refused.get(0).substring("rejected configuration: ".length()) + ") and would refuse it again with"
+                        + " any strategy; fix the value it names in config/" + MONITOR_PID + ".cfg (PID " + MONITOR_PID
+                        + "), then run mem:strategy " + name + " again; nothing changed");
             }
             Configuration c = ca.getConfiguration(MONITOR_PID, "?");
             Dictionary<String, Object> p = c.getProperties() != null ? c.getProperties() : new Hashtable<>();

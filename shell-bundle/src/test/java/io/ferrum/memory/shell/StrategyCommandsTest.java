@@ -95,6 +95,32 @@ class StrategyCommandsTest {
         assertEquals("active strategy: first-device", commands().strategy().toString());
     }
 
+    /** Review defect: the switch waited, printed the old strategy with no error, and the choice was saved all the same. */
+    @Test
+    void switchingWhileAMonitorConfigurationStandsRefusedSaysWhyAndChangesNothing() throws Exception {
+        Hashtable<String, Object> p = new Hashtable<>();
+        p.put(StrategyCommands.REJECTED_PROPERTY, "Configuration io.ferrum.memory.monitor refused: maxAttempts 0 must be one or"
+                + " more; the monitor starts with its defaults");
+        p.put(StrategyCommands.CONFIGURATION_PID_PROPERTY, StrategyCommands.MONITOR_PID);
+        fixture.framework().registerService(Object.class, new Object(), p);
+        register(fixture.framework(), "most-free", 0);
+        List<String> calls = new java.util.ArrayList<>();
+        StrategyCommands c = commands();
+        c.configAdmin = (org.osgi.service.cm.ConfigurationAdmin) java.lang.reflect.Proxy.newProxyInstance(getClass().getClassLoader(),
+                new Class<?>[] {org.osgi.service.cm.ConfigurationAdmin.class}, (proxy, method, args) -> {
+                    calls.add(method.getName());
+                    throw new UnsupportedOperationException(method.getName());
+                });
+
+        String reply = c.strategy("most-free").toString();
+
+        assertEquals(List.of("error: Cannot switch to 'most-free': the monitor refused its configuration (Configuration"
+                + " io.ferrum.memory.monitor refused: maxAttempts 0 must be one or more; the monitor starts with its defaults)"
+                + " and would refuse it again with any strategy; fix the value it names in config/io.ferrum.memory.monitor.cfg"
+                + " (PID io.ferrum.memory.monitor), then run mem:strategy most-free again; nothing changed"), reply.lines().toList());
+        assertEquals(List.of(), calls, "the monitor's configuration was not read or changed");
+    }
+
     @Test
     void switchingNeedsConfigAdminToSaveTheChoice() throws Exception {
         assertEquals("error: Config Admin is not running: the strategy cannot be saved",
