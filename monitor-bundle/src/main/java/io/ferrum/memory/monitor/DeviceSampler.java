@@ -62,6 +62,18 @@ final class DeviceSampler {
         thread.shutdownNow();
     }
 
+    /**
+     * Runs a task once on the sampler's thread (which also serves the monitor's other delayed checks);
+     * after {@link #stop()} it never runs.
+     */
+    void later(Runnable task, long delayMs) {
+        try {
+            thread.schedule(task, delayMs, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException stopped) {
+            // the monitor stopped: nothing left to check
+        }
+    }
+
     /** @return the manager's full figures, or null if it fails to answer (a plugin's failure stays its own) */
     static MemoryInfo safeInfo(DeviceMemoryManager m) {
         try {

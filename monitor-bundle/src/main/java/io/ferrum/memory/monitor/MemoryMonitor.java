@@ -114,10 +114,21 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     private final DeviceSampler sampler;
     private final Router router;
     private final BundleContext context;
-    /** Guarded by this: the refusal that stands, its service, and the last absent-strategy warning. */
+    /**
+     * How long the configured strategy may be absent before a warning: its bundle may start after the
+     * monitor (at every start of the distribution best-fit binds before most-free does) or be updated.
+     */
+    static final long ABSENT_STRATEGY_GRACE_MS = 10_000;
+
+    /** Guarded by this: the refusal that stands, its service. */
     private String rejected;
     private ServiceRegistration<Object> rejection;
-    private String absentWarned;
+    /** Guarded by this: the configured strategy while it is absent (null while present), the note given, the warning given. */
+    private String absentName;
+    private String absentNoted;
+    private boolean absentWarned;
+    /** Guarded by this: counts absences, so that a delayed check of an absence that ended does nothing. */
+    private long absences;
 
     /**
      * @param context the bundle's context, where a refused configuration is shown as a service (for
@@ -162,7 +173,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         router.maxAttempts(settings.maxAttempts());
         sampler.schedule(settings.samplePeriodMs());
         String after = activeName();
-        if (!warnIfConfiguredAbsent() && before != null && !before.equals(after)) {
+        if (!noteConfiguredAbsent() && before != null && !before.equals(after)) {
             log.info("Active allocation strategy: " + after + " (was " + before + ")");
         }
     }
@@ -173,25 +184,62 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     }
 
     /**
-     * Warns, once per change, that the configured strategy is absent, naming the one that is used
-     * instead. Called on every configuration and every strategy arriving or leaving: strategies bind
-     * after activation, so at activation none is present yet.
+     * Says, without alarm, that the configured strategy is absent and which one is used until it
+     * arrives (an info line, again when the one used changes), and says so again when it arrives.
+     * Called on every configuration and every strategy arriving or leaving: in OSGi a strategy may
+     * arrive at any time, and strategies bind after activation. Only an absence that lasts {@value
+     * #ABSENT_STRATEGY_GRACE_MS} ms is a warning (see {@link #warnIfConfiguredStillAbsent}), so a
+     * typo is reported and a late bundle is not.
      *
      * @return whether the configured strategy is absent while another is used
      */
-    private synchronized boolean warnIfConfiguredAbsent() {
+    private synchronized boolean noteConfiguredAbsent() {
         String configured = strategies.configured();
         String used = activeName();
         if (configured.isEmpty() || used == null || configured.equals(used)) {
-            absentWarned = null;
+            if (absentName != null && absentName.equals(used)) {
+                log.info("Configured strategy '" + used + "' arrived: it is the active strategy now");
+            }
+            absentName = null;
+            absentNoted = null;
+            absentWarned = false;
+            absences++;
             return false;
         }
-        String warning = "Configured strategy '" + configured + "' is not present; using " + used;
-        if (!warning.equals(absentWarned)) {
-            absentWarned = warning;
-            log.warn(warning, null);
+        if (!configured.equals(absentName)) {
+            absentName = configured;
+            absentWarned = false;
+            long absence = ++absences;
+            sampler.later(() -> {
+                synchronized (this) {
+                    if (absence == absences) {
+                        warnIfConfiguredStillAbsent();
+                    }
+                }
+            }, ABSENT_STRATEGY_GRACE_MS);
+        }
+        String note = "Configured strategy '" + configured + "' is not present yet; using " + used + " until it arrives";
+        if (!note.equals(absentNoted)) {
+            absentNoted = note;
+            log.info(note);
         }
         return true;
+    }
+
+    /**
+     * The delayed check of {@link #noteConfiguredAbsent}: one warning for an absence that lasts (a
+     * misspelt name, a bundle not installed), naming the strategy used and those present.
+     */
+    synchronized void warnIfConfiguredStillAbsent() {
+        String used = activeName();
+        if (absentName == null || absentWarned || used == null) {
+            return;
+        }
+        absentWarned = true;
+        List<String> present = strategies.all().stream().map(StrategyRegistry.Entry::name).distinct().sorted().toList();
+        log.warn("Configured strategy '" + absentName + "' is still not present " + ABSENT_STRATEGY_GRACE_MS / 1000
+                + " s later; using " + used + " (present: " + String.join(", ", present) + "): check the name in "
+                + PID + " or install its bundle", null);
     }
 
     /** Logs the refusal as one error line and shows it to the shell's mem:strategy until a configuration applies. */
@@ -331,12 +379,12 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         Object name = props.get(AllocationStrategy.NAME_PROPERTY);
         strategies.add(new StrategyRegistry.Entry(strategy, name != null ? name.toString() : strategy.name(),
                 ranking(props), serviceId(props)));
-        warnIfConfiguredAbsent();
+        noteConfiguredAbsent();
     }
 
     void removeStrategy(AllocationStrategy strategy) {
         strategies.remove(strategy);
-        warnIfConfiguredAbsent();
+        noteConfiguredAbsent();
     }
 
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
