@@ -27,7 +27,8 @@ final class ConfigSizes {
         Matcher m = text == null ? null : SIZE.matcher(text.strip());
         if (m == null || !m.matches()) {
             throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + text
-                    + "': use bytes with an optional unit, e.g. 4096, 64k, 64KiB, 512MiB, 2g");
+                    + "': use bytes with an optional unit, e.g. 4096, 64k, 64KiB, 512MiB, 2g"
+                    + (text != null && text.strip().startsWith("-") ? " (zero or more, without a sign)" : ""));
         }
         int shift = switch (m.group(2) == null ? "" : m.group(2).toLowerCase(Locale.ROOT)) {
             case "k" -> 10;

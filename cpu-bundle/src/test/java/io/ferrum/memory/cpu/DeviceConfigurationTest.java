@@ -106,7 +106,7 @@ class DeviceConfigurationTest {
     void aFactoryConfigurationWithABadValueCreatesNoDeviceAndSaysWhy() {
         Map<Map<String, Object>, String> bad = new java.util.LinkedHashMap<>();
         bad.put(Map.of("index", 0), "got 0");
-        bad.put(Map.of("index", -1), "got -1");
+        bad.put(Map.of("index", -1), "got '-1'");
         bad.put(Map.of("index", 1, "capacity", "12XB"), "Invalid capacity '12XB'");
         bad.put(Map.of("index", 1, "capacity", "-5"), "Invalid capacity '-5'");
         bad.put(Map.of("index", 1, "zeroing", "bogus"), "Invalid zeroing 'bogus'");
@@ -292,6 +292,24 @@ class DeviceConfigurationTest {
         var m = CpuDevice.managerConfig(TestConfigs.small(Map.of("gcThreshold", 0.5d, "maxConcurrentTransfers", 8L)));
         assertEquals(0.5, m.gcThreshold());
         assertEquals(8, m.maxConcurrentTransfers());
+    }
+
+    /** Review defect: files took +5 and -0 where the shell refuses any sign. */
+    @Test
+    void numbersInAFileTakeNoSignAndANegativeOneIsNamedAsBelowZero() {
+        Map<Map<String, Object>, String> bad = new java.util.LinkedHashMap<>();
+        bad.put(Map.of("index", "+5"), "got '+5'");
+        bad.put(Map.of("index", "-0"), "got '-0'");
+        bad.put(Map.of("index", "1", "maxConcurrentTransfers", "+3"), "Invalid maxConcurrentTransfers '+3': use a whole number, zero or more, without a sign");
+        bad.put(Map.of("index", "1", "maxConcurrentTransfers", "-2"), "Invalid maxConcurrentTransfers '-2': use a whole number, zero or more, without a sign");
+        bad.put(Map.of("index", "1", "gcThreshold", "+0.5"), "Invalid gcThreshold '+0.5': use a decimal number, zero or more, without a sign");
+        bad.put(Map.of("index", "1", "initialSize", "-0"), "Invalid initialSize '-0'");
+        bad.put(Map.of("index", "1", "capacity", "-5"), "(zero or more, without a sign)");
+        for (Map.Entry<Map<String, Object>, String> e : bad.entrySet()) {
+            String r = CpuDevice.refusal(TestConfigs.small(e.getKey()), 1, ConfiguredCpuDevice.indexRefusal(TestConfigs.small(e.getKey())));
+            assertTrue(r != null && r.contains(e.getValue()), e.getKey() + ": " + r);
+        }
+        assertEquals(null, CpuDevice.refusal(TestConfigs.small(Map.of("gcThreshold", "8.5e-1")), 0, null), "an exponent keeps its sign");
     }
 
     @Test

@@ -42,12 +42,21 @@ class CudaConfigTest {
                 "maxSize", "1048576", "initialSize", "2097152", "growthIncrement", "-5", "autoExpansion", "maybe",
                 "gcThreshold", "2", "maxConcurrentTransfers", "x", "stagingSlots", "99", "stagingSlotBytes", "1000")), 0, 1);
         for (String named : List.of("Invalid capacity 'abc'", "alignment 3 is not a power of two",
-                "maxSize 1048576 bytes is smaller than initialSize 2097152", "growthIncrement -5 bytes must be zero or more",
+                "maxSize 1048576 bytes is smaller than initialSize 2097152", "Invalid growthIncrement '-5': use a whole number, zero or more",
                 "Invalid autoExpansion 'maybe'", "gcThreshold 2.0", "Invalid maxConcurrentTransfers 'x'",
                 "stagingSlots 99", "stagingSlotBytes 1000")) {
             assertTrue(r.contains(named), named + " in: " + r);
         }
         assertTrue(r.startsWith("Configuration of cuda:0 refused: "), r);
+    }
+
+    /** Review defect: stagingSlots=+8 and initialSize=-0 were taken; the shell refuses any sign. */
+    @Test
+    void numbersTakeNoSign() {
+        String r = CudaDeviceConfigs.refusal(CudaDeviceConfigs.of(Map.of("stagingSlots", "+8", "initialSize", "-0",
+                "maxSize", "-5")), 0, 1);
+        assertTrue(r != null && r.contains("Invalid stagingSlots '+8': use a whole number, zero or more, without a sign")
+                && r.contains("Invalid initialSize '-0'") && r.contains("Invalid maxSize '-5': use a whole number, zero or more"), r);
     }
 
     @Test

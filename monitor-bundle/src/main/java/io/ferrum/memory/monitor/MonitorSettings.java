@@ -19,7 +19,8 @@ record MonitorSettings(String strategy, long samplePeriodMs, int maxAttempts) {
     /** What the monitor runs with when it has no configuration, or a refused one at start. */
     static final MonitorSettings DEFAULTS = new MonitorSettings("", 5000, 4);
 
-    private static final Pattern WHOLE = Pattern.compile("[+-]?\\d+");
+    /** No sign, as in the shell (docs/SHELL.md) and the device configurations. */
+    private static final Pattern WHOLE = Pattern.compile("\\d+");
 
     /**
      * @param config a configuration as DS hands it over
@@ -52,7 +53,8 @@ record MonitorSettings(String strategy, long samplePeriodMs, int maxAttempts) {
                 // named below like any other bad value
             }
         }
-        bad.add("Invalid " + attribute + " '" + text + "': " + advice);
+        String sign = t.startsWith("-") ? " (zero or more, without a sign)" : t.startsWith("+") ? " (without a sign)" : "";
+        bad.add("Invalid " + attribute + " '" + text + "': " + advice + sign);
         return -1;
     }
 }

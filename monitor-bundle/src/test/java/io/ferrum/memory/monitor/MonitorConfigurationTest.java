@@ -171,6 +171,16 @@ class MonitorConfigurationTest {
         assertTrue(errors.isEmpty(), errors.toString());
     }
 
+    /** Review defect: maxAttempts=+3 and samplePeriodMs=-0 were taken; the shell refuses any sign. */
+    @Test
+    void numbersTakeNoSign() {
+        InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class,
+                () -> MonitorSettings.of(file(Map.of("maxAttempts", "+3", "samplePeriodMs", "-0"))));
+        assertTrue(e.getMessage().contains("Invalid maxAttempts '+3': use a whole number of devices, 1 or more (without a sign)")
+                && e.getMessage().contains("Invalid samplePeriodMs '-0': use 0 (no sampling) or a whole number of milliseconds"
+                + " (zero or more, without a sign)"), e.getMessage());
+    }
+
     @Test
     void aBuilderRefusesBadValuesAtOnce() {
         InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class,

@@ -31,8 +31,10 @@ public final class ConfigurationCheck {
     /** The words a flag accepts, case and blanks aside: those of the shell's {@code mem:pool}. */
     public static final String FLAG_WORDS = "true, yes, on, false, no or off";
 
-    private static final Pattern WHOLE = Pattern.compile("[+-]?\\d+");
-    private static final Pattern DECIMAL = Pattern.compile("[+-]?(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][+-]?\\d+)?");
+    // No sign, as in the shell (docs/SHELL.md): every number of a device configuration is zero or more.
+    private static final Pattern WHOLE = Pattern.compile("\\d+");
+    private static final Pattern DECIMAL = Pattern.compile("(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][+-]?\\d+)?");
+    private static final Pattern SIGNED = Pattern.compile("[+-].*");
 
     private final List<String> problems = new ArrayList<>();
 
@@ -72,15 +74,24 @@ public final class ConfigurationCheck {
     /**
      * @param attribute the attribute, named in the message
      * @param value     a {@code Long}, {@code Integer}, {@code Short}, {@code Byte}, or the text of a
-     *                  whole number
+     *                  whole number, zero or more; text takes no sign ({@code +5} and {@code -0} are
+     *                  refused, as in the shell)
      * @return the number
      * @throws InvalidMemoryRequestException naming the attribute and the value if it is none
      */
     public static long toLong(String attribute, Object value) {
         if (value instanceof Long || value instanceof Integer || value instanceof Short || value instanceof Byte) {
-            return ((Number) value).longValue();
+            long v = ((Number) value).longValue();
+            if (v < 0) {
+                throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': use a whole number, zero or more");
+            }
+            return v;
         }
         String text = value instanceof String s ? s.strip() : null;
+        if (text != null && SIGNED.matcher(text).matches()) {
+            throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': use a whole number, zero or"
+                    + " more, without a sign");
+        }
         if (text != null && WHOLE.matcher(text).matches()) {
             try {
                 return Long.parseLong(text);
@@ -93,8 +104,8 @@ public final class ConfigurationCheck {
 
     /**
      * @param attribute the attribute, named in the message
-     * @param value     any {@code Number}, or the text of a decimal number ({@code 0.85}, {@code 1},
-     *                  {@code 8.5e-1})
+     * @param value     any {@code Number}, or the text of a decimal number without a sign ({@code 0.85},
+     *                  {@code 1}, {@code 8.5e-1})
      * @return the number
      * @throws InvalidMemoryRequestException naming the attribute and the value if it is none
      */
@@ -103,6 +114,10 @@ public final class ConfigurationCheck {
             return n.doubleValue();
         }
         String text = value instanceof String s ? s.strip() : null;
+        if (text != null && SIGNED.matcher(text).matches()) {
+            throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': use a decimal number, zero"
+                    + " or more, without a sign");
+        }
         if (text != null && DECIMAL.matcher(text).matches()) {
             return Double.parseDouble(text);
         }
