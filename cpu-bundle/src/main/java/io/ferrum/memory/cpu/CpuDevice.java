@@ -98,8 +98,9 @@ abstract class CpuDevice {
             streams.close();
         }
         if (log != null && device != null && running != null) {
-            log.info("{} stopped: {} live blocks ({} bytes) were released with it; its memory went back to the C library"
-                    + " ({} bytes still held by the cpu backend)", device, live, bytes, CpuBackend.HELD_BYTES.get());
+            log.info("{} stopped: {} ({}) {} released with it; its memory went back to the C library"
+                    + " ({} still held by the cpu backend)", device, count(live, "live block"), count(bytes, "byte"),
+                    live == 1 ? "was" : "were", count(CpuBackend.HELD_BYTES.get(), "byte"));
         }
         running = null;
     }
@@ -137,7 +138,7 @@ abstract class CpuDevice {
             MemoryInfo info = manager.memoryInfo();
             if (info.activeAllocations() > 0) {
                 refusal = "Configuration of " + device + " refused: it changes what needs a restart of the device, which"
-                        + " holds " + info.activeAllocations() + " live blocks (" + info.usedBytes() + " bytes) that a"
+                        + " holds " + count(info.activeAllocations(), "live block") + " (" + count(info.usedBytes(), "byte") + ") that a"
                         + " restart would drop; free them and save the file again (pool sizes apply without a restart)";
             }
         }
@@ -254,7 +255,7 @@ abstract class CpuDevice {
             check.read(() -> PoolSettings.defaults().withThreadCache(threadCache));
         }
         if (capacity != null && initial != null && capacity > 0 && initial > capacity) {
-            check.problem("initialSize " + initial + " bytes is larger than capacity " + capacity + " bytes");
+            check.problem("initialSize " + count(initial, "byte") + " is larger than capacity " + count(capacity, "byte"));
         }
         List<String> bad = check.problems();
         if (indexRefusal != null) {
@@ -319,6 +320,11 @@ abstract class CpuDevice {
             default -> throw new InvalidMemoryRequestException("Invalid zeroing '" + value
                     + "': use none, on-allocate or on-free");
         };
+    }
+
+    /** @return e.g. {@code 1 live block}, {@code 3 live blocks}: a count as a sentence says it */
+    static String count(long n, String noun) {
+        return n + " " + noun + (n == 1 ? "" : "s");
     }
 
     @Override

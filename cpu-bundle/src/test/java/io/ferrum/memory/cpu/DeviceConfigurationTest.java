@@ -206,13 +206,13 @@ class DeviceConfigurationTest {
         assertSame(before, fw.manager(), "not restarted: it would drop the live block");
         assertTrue(before.owns(h));
         assertEquals(1, fw.errors.size(), fw.errors.toString());
-        assertTrue(fw.errors.get(0).contains("holds 1 live blocks (1048576 bytes)") && fw.errors.get(0).contains("cpu:0 keeps running as it was"),
+        assertTrue(fw.errors.get(0).contains("holds 1 live block (1048576 bytes) that") && fw.errors.get(0).contains("cpu:0 keeps running as it was"),
                 fw.errors.get(0));
         assertEquals(fw.errors, fw.rejections());
 
         fw.infos.clear();
         cpu0.deactivate();
-        assertTrue(fw.infos.stream().anyMatch(l -> l.startsWith("cpu:0 stopped: 1 live blocks (1048576 bytes) were released")), fw.infos.toString());
+        assertTrue(fw.infos.stream().anyMatch(l -> l.startsWith("cpu:0 stopped: 1 live block (1048576 bytes) was released")), fw.infos.toString());
         assertTrue(fw.services.isEmpty(), fw.services.toString());
     }
 
@@ -310,6 +310,20 @@ class DeviceConfigurationTest {
             assertTrue(r != null && r.contains(e.getValue()), e.getKey() + ": " + r);
         }
         assertEquals(null, CpuDevice.refusal(TestConfigs.small(Map.of("gcThreshold", "8.5e-1")), 0, null), "an exponent keeps its sign");
+    }
+
+    /** Review defect: messages that misnamed the value ("Infinity", "too large" for a small one) or said "1 bytes". */
+    @Test
+    void messagesNameTheValueAsWrittenAndCountOneInTheSingular() {
+        Map<Map<String, Object>, String> bad = new java.util.LinkedHashMap<>();
+        bad.put(Map.of("gcThreshold", "1e400"), "Invalid gcThreshold '1e400': out of range");
+        bad.put(Map.of("maxConcurrentTransfers", "99999999999"), "Invalid maxConcurrentTransfers '99999999999': out of range, use at most 2147483647");
+        bad.put(Map.of("maxConcurrentTransfers", "-99999999999"), "Invalid maxConcurrentTransfers '-99999999999': use a whole number, zero or more");
+        bad.put(Map.of("capacity", "1", "initialSize", "2"), "initialSize 2 bytes is larger than capacity 1 byte");
+        for (Map.Entry<Map<String, Object>, String> e : bad.entrySet()) {
+            String r = CpuDevice.refusal(TestConfigs.small(e.getKey()), 0, null);
+            assertTrue(r != null && r.contains(e.getValue()) && !r.contains("Infinity") && !r.contains("too large"), e.getKey() + ": " + r);
+        }
     }
 
     @Test

@@ -53,11 +53,25 @@ final class CudaDeviceConfigs {
     static String refusal(CudaDeviceConfig cfg, Integer index, int devices) {
         ConfigurationCheck check = new ConfigurationCheck();
         if (index == null) {
-            check.problem("Invalid index '" + cfg.index() + "': use a whole number" + range(devices));
+            check.problem("Invalid index '" + cfg.index() + "': use the index of a GPU the driver reports: " + choices(devices));
         } else if (index < 0 || index >= devices) {
             check.problem("index=" + index + ", but the driver reports " + devices + " CUDA device"
-                    + (devices == 1 ? "" : "s") + range(devices));
+                    + (devices == 1 ? "" : "s") + ": use " + choices(devices));
         }
+        return refusal(check, cfg, index == null ? ConfiguredCudaDevice.FACTORY_PID : "cuda:" + index);
+    }
+
+    /**
+     * The check of the PID {@value CudaBackend#PID}, which configures every GPU that has no factory
+     * configuration of its own: its index means nothing, and a refusal names the PID, not one GPU.
+     *
+     * @return why it cannot apply, naming every bad value, or null when it can
+     */
+    static String defaultsRefusal(CudaDeviceConfig cfg) {
+        return refusal(new ConfigurationCheck(), cfg, CudaBackend.PID + " (every GPU)");
+    }
+
+    private static String refusal(ConfigurationCheck check, CudaDeviceConfig cfg, String subject) {
         Long capacity = check.longInteger("capacity", cfg.capacity());
         Long initial = check.longInteger("initialSize", cfg.initialSize());
         Long maxSize = check.longInteger("maxSize", cfg.maxSize());
@@ -91,12 +105,12 @@ final class CudaDeviceConfigs {
             check.read(() -> new CudaSettings(CudaSettings.DEFAULTS.stagingSlots(), slotBytes));
         }
         List<String> bad = check.problems();
-        return bad.isEmpty() ? null : "Configuration of " + (index == null ? ConfiguredCudaDevice.FACTORY_PID : "cuda:" + index)
-                + " refused: " + String.join("; ", bad);
+        return bad.isEmpty() ? null : "Configuration of " + subject + " refused: " + String.join("; ", bad);
     }
 
-    private static String range(int devices) {
-        return " (use 0" + (devices > 1 ? " to " + (devices - 1) : "") + ")";
+    /** @return the indexes of {@code devices} GPUs, as a reader would list them: 0, 0 or 1, 0 to 3 */
+    private static String choices(int devices) {
+        return devices <= 1 ? "0" : devices == 2 ? "0 or 1" : "0 to " + (devices - 1);
     }
 
     /** @return the configuration's index, or null when it is no whole number (a bad value {@link #refusal} names) */

@@ -50,7 +50,7 @@ public final class CudaDevices {
         int[] n = new int[1];
         Cu.check(JCudaDriver.cuDeviceGetCount(n), null, "cuDeviceGetCount");
         this.count = n[0];
-        String refusal = CudaDeviceConfigs.refusal(config, 0, Math.max(count, 1));
+        String refusal = CudaDeviceConfigs.defaultsRefusal(config);
         if (refusal != null && log != null) {
             log.error("{}; the GPUs start with their defaults", refusal);
         }
@@ -64,7 +64,7 @@ public final class CudaDevices {
 
     @Modified
     synchronized void modified(CudaDeviceConfig config) {
-        String refusal = CudaDeviceConfigs.refusal(config, 0, Math.max(count, 1));
+        String refusal = CudaDeviceConfigs.defaultsRefusal(config);
         if (refusal != null) {
             if (log != null) {
                 log.error("{}; the GPUs keep running as they were", refusal);

@@ -25,7 +25,7 @@ class CudaConfigTest {
     @Test
     void indexBeyondTheDevicesIsRefused() {
         String r = CudaDeviceConfigs.refusal(CudaDeviceConfigs.of(Map.of("index", 2)), 2, 2);
-        assertEquals("Configuration of cuda:2 refused: index=2, but the driver reports 2 CUDA devices (use 0 to 1)", r);
+        assertEquals("Configuration of cuda:2 refused: index=2, but the driver reports 2 CUDA devices: use 0 or 1", r);
     }
 
     @Test
@@ -59,11 +59,23 @@ class CudaConfigTest {
                 && r.contains("Invalid initialSize '-0'") && r.contains("Invalid maxSize '-5': use a whole number, zero or more"), r);
     }
 
+    /** Review defect: the PID for every GPU was refused as "Configuration of cuda:0", and one GPU's choice read "(use 0)". */
+    @Test
+    void aRefusalNamesWhatItConfigures() {
+        assertEquals("Configuration of io.ferrum.memory.cuda (every GPU) refused: Invalid zeroing 'often': use none, on-allocate"
+                + " or on-free", CudaDeviceConfigs.defaultsRefusal(CudaDeviceConfigs.of(Map.of("zeroing", "often"))));
+        CudaDeviceConfig abc = CudaDeviceConfigs.of(Map.of("index", "abc"));
+        assertEquals("Configuration of io.ferrum.memory.cuda.device refused: Invalid index 'abc': use the index of a GPU the"
+                + " driver reports: 0", CudaDeviceConfigs.refusal(abc, null, 1));
+        assertEquals("Configuration of cuda:4 refused: index=4, but the driver reports 3 CUDA devices: use 0 to 2",
+                CudaDeviceConfigs.refusal(CudaDeviceConfigs.of(Map.of("index", "4")), 4, 3));
+    }
+
     @Test
     void aBadIndexIsNamedWithoutThrowing() {
         CudaDeviceConfig cfg = CudaDeviceConfigs.of(Map.of("index", "abc", "debug", "sometimes"));
         assertNull(CudaDeviceConfigs.index(cfg));
-        assertEquals("Configuration of io.ferrum.memory.cuda.device refused: Invalid index 'abc': use a whole number (use 0 to 1);"
+        assertEquals("Configuration of io.ferrum.memory.cuda.device refused: Invalid index 'abc': use the index of a GPU the driver reports: 0 or 1;"
                 + " Invalid debug 'sometimes': use true or false (yes/no and on/off work too)",
                 CudaDeviceConfigs.refusal(cfg, CudaDeviceConfigs.index(cfg), 2));
     }

@@ -65,8 +65,9 @@ public final class ConfigurationCheck {
      */
     public static int toInteger(String attribute, Object value) {
         long v = toLong(attribute, value);
-        if (v < Integer.MIN_VALUE || v > Integer.MAX_VALUE) {
-            throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': too large");
+        if (v > Integer.MAX_VALUE) {
+            throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': out of range, use at most "
+                    + Integer.MAX_VALUE);
         }
         return (int) v;
     }
@@ -96,7 +97,8 @@ public final class ConfigurationCheck {
             try {
                 return Long.parseLong(text);
             } catch (NumberFormatException tooLarge) {
-                throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': too large");
+                throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': out of range, use at most "
+                        + Long.MAX_VALUE);
             }
         }
         throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': use a whole number");
@@ -111,6 +113,9 @@ public final class ConfigurationCheck {
      */
     public static double toDecimal(String attribute, Object value) {
         if (value instanceof Number n) {
+            if (Double.isNaN(n.doubleValue()) || Double.isInfinite(n.doubleValue())) {
+                throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': use a finite decimal number");
+            }
             return n.doubleValue();
         }
         String text = value instanceof String s ? s.strip() : null;
@@ -119,7 +124,12 @@ public final class ConfigurationCheck {
                     + " or more, without a sign");
         }
         if (text != null && DECIMAL.matcher(text).matches()) {
-            return Double.parseDouble(text);
+            double v = Double.parseDouble(text);
+            if (Double.isInfinite(v)) {
+                // Named as written: "Infinity" is not what the file says.
+                throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': out of range");
+            }
+            return v;
         }
         throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': use a decimal number, e.g. 0.85");
     }
