@@ -1,5 +1,7 @@
 package io.ferrum.memory.cpu;
 
+import java.util.Map;
+
 import org.osgi.framework.BundleContext;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
@@ -25,9 +27,9 @@ import org.osgi.service.metatype.annotations.Designate;
 public final class ConfiguredCpuDevice extends CpuDevice {
 
     @Activate
-    public ConfiguredCpuDevice(BundleContext context, CpuDeviceConfig config,
+    public ConfiguredCpuDevice(BundleContext context, CpuDeviceConfig config, Map<String, Object> properties,
                                @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger log) {
-        String refusal = refusal(config, index(config) == null ? -1 : index(config), indexRefusal(config));
+        String refusal = refusal(config, properties, index(config) == null ? -1 : index(config), indexRefusal(config));
         if (refusal != null) {
             // No exception: DS would log it with a stack trace. One error line, and mem:backends shows it.
             context(context, log);
@@ -35,6 +37,11 @@ public final class ConfiguredCpuDevice extends CpuDevice {
             return;
         }
         start(context, config, index(config), log);
+    }
+
+    /** Tests: a configuration whose raw properties hold no list. */
+    ConfiguredCpuDevice(BundleContext context, CpuDeviceConfig config, Logger log) {
+        this(context, config, Map.of(), log);
     }
 
     /** @return why a factory configuration may not have its index, or null for an index of 1 or more */
@@ -48,9 +55,14 @@ public final class ConfiguredCpuDevice extends CpuDevice {
     }
 
     @Modified
-    void modified(CpuDeviceConfig config) {
+    void modified(CpuDeviceConfig config, Map<String, Object> properties) {
         Integer index = index(config);
-        reconfigure(config, index == null ? -1 : index, indexRefusal(config));
+        reconfigure(config, properties, index == null ? -1 : index, indexRefusal(config));
+    }
+
+    /** Tests: {@link #modified} with raw properties that hold no list (not named modified: DS would see two). */
+    void modify(CpuDeviceConfig config) {
+        modified(config, Map.of());
     }
 
     @Deactivate

@@ -116,11 +116,12 @@ abstract class CpuDevice {
      * not at all (see the class comment).
      *
      * @param cfg          the new configuration
+     * @param properties   its raw properties (for what DS's conversion would hide: a list)
      * @param index        the device index it asks for
      * @param indexRefusal why the component refuses that index, or null when it accepts it
      */
-    final void reconfigure(CpuDeviceConfig cfg, int index, String indexRefusal) {
-        String refusal = refusal(cfg, index, indexRefusal);
+    final void reconfigure(CpuDeviceConfig cfg, Map<String, ?> properties, int index, String indexRefusal) {
+        String refusal = refusal(cfg, properties, index, indexRefusal);
         if (refusal == null && running != null && device.index() == index && onlyPoolsDiffer(running, cfg)) {
             try {
                 applyPools(managerConfig(cfg));
@@ -233,7 +234,13 @@ abstract class CpuDevice {
      * @return why the configuration cannot apply, naming every bad value and what to do, or null if it can
      */
     static String refusal(CpuDeviceConfig cfg, int index, String indexRefusal) {
+        return refusal(cfg, Map.of(), index, indexRefusal);
+    }
+
+    /** @param properties the raw properties of {@code cfg} (a list is refused: DS would keep its first element) */
+    static String refusal(CpuDeviceConfig cfg, Map<String, ?> properties, int index, String indexRefusal) {
         ConfigurationCheck check = new ConfigurationCheck();
+        check.singleValues(properties);
         Long capacity = check.read(() -> ConfigSizes.parse("capacity", cfg.capacity()));
         Long initial = check.read(() -> ConfigSizes.parse("initialSize", cfg.initialSize()));
         Long maxSize = check.read(() -> ConfigSizes.parse("maxSize", cfg.maxSize()));

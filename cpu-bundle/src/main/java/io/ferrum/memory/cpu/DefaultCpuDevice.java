@@ -1,5 +1,7 @@
 package io.ferrum.memory.cpu;
 
+import java.util.Map;
+
 import org.osgi.framework.BundleContext;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
@@ -25,13 +27,18 @@ import org.osgi.service.metatype.annotations.Designate;
 public final class DefaultCpuDevice extends CpuDevice {
 
     @Activate
-    public DefaultCpuDevice(BundleContext context, CpuDeviceConfig config,
+    public DefaultCpuDevice(BundleContext context, CpuDeviceConfig config, Map<String, Object> properties,
                             @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger log) {
-        String refusal = refusal(config, 0, indexRefusal(config));
+        String refusal = refusal(config, properties, 0, indexRefusal(config));
         start(context, refusal == null ? config : CpuDeviceConfigs.DEFAULTS, 0, log);
         if (refusal != null) {
             reject(refusal, "cpu:0 starts with its defaults");
         }
+    }
+
+    /** Tests: a configuration whose raw properties hold no list. */
+    DefaultCpuDevice(BundleContext context, CpuDeviceConfig config, Logger log) {
+        this(context, config, Map.of(), log);
     }
 
     /** @return why this component refuses the configuration's index, or null for index 0 */
@@ -50,8 +57,13 @@ public final class DefaultCpuDevice extends CpuDevice {
     }
 
     @Modified
-    void modified(CpuDeviceConfig config) {
-        reconfigure(config, 0, indexRefusal(config));
+    void modified(CpuDeviceConfig config, Map<String, Object> properties) {
+        reconfigure(config, properties, 0, indexRefusal(config));
+    }
+
+    /** Tests: {@link #modified} with raw properties that hold no list (not named modified: DS would see two). */
+    void modify(CpuDeviceConfig config) {
+        modified(config, Map.of());
     }
 
     @Deactivate

@@ -48,7 +48,7 @@ class DeviceConfigurationTest {
             long handle = before.allocate(4096, Device.cpu(0)).id();
             fw.events.clear();
 
-            cpu0.modified(TestConfigs.small(Map.of("index", 3, "capacity", 32 * MiB)));
+            cpu0.modify(TestConfigs.small(Map.of("index", 3, "capacity", 32 * MiB)));
 
             assertEquals(List.of("register " + Rejection.class.getName()), fw.events, "no device service was unregistered or registered");
             assertSame(before, fw.manager());
@@ -69,7 +69,7 @@ class DeviceConfigurationTest {
         try {
             DeviceMemoryManager before = fw.manager();
 
-            cpu0.modified(TestConfigs.small(Map.of("index", 0, "capacity", 32 * MiB)));
+            cpu0.modify(TestConfigs.small(Map.of("index", 0, "capacity", 32 * MiB)));
 
             DeviceMemoryManager after = fw.manager();
             assertTrue(((PooledMemoryManager) before).isClosed(), "the old manager is closed");
@@ -88,8 +88,8 @@ class DeviceConfigurationTest {
         try {
             DeviceMemoryManager before = fw.manager();
 
-            cpu0.modified(TestConfigs.small(Map.of("zeroing", "sometimes")));
-            cpu0.modified(TestConfigs.small(Map.of("alignment", 3L)));
+            cpu0.modify(TestConfigs.small(Map.of("zeroing", "sometimes")));
+            cpu0.modify(TestConfigs.small(Map.of("alignment", 3L)));
 
             assertSame(before, fw.manager());
             assertFalse(((PooledMemoryManager) before).isClosed());
@@ -132,7 +132,7 @@ class DeviceConfigurationTest {
             io.ferrum.memory.api.MemoryHandle h = before.allocate(MiB, Device.cpu(0));
             fw.events.clear();
 
-            cpu0.modified(TestConfigs.small(Map.of("growthIncrement", "8m", "maxSize", "32m")));
+            cpu0.modify(TestConfigs.small(Map.of("growthIncrement", "8m", "maxSize", "32m")));
 
             assertEquals(List.of(), fw.events, "nothing was unregistered or registered");
             assertSame(before, fw.manager());
@@ -141,7 +141,7 @@ class DeviceConfigurationTest {
             assertEquals(32 * MiB, before.poolConfig(io.ferrum.memory.api.MemoryType.TENSOR).maxSize().getAsLong());
             assertEquals(List.of(), fw.errors);
 
-            cpu0.modified(TestConfigs.small(Map.of("maxSize", "1k", "initialSize", "0")));
+            cpu0.modify(TestConfigs.small(Map.of("maxSize", "1k", "initialSize", "0")));
             assertSame(before, fw.manager());
             assertEquals(1, fw.errors.size(), fw.errors.toString());
             assertTrue(fw.errors.get(0).contains("its live blocks already use"), fw.errors.get(0));
@@ -161,7 +161,7 @@ class DeviceConfigurationTest {
             io.ferrum.memory.api.MemoryHandle h = cpu200.allocate(MiB, Device.cpu(200));
             fw.events.clear();
 
-            device.modified(TestConfigs.small(Map.of("index", "200", "initialSize", "2m")));
+            device.modify(TestConfigs.small(Map.of("index", "200", "initialSize", "2m")));
 
             assertEquals(List.of(), fw.errors, "applied, not refused as needing a restart");
             assertEquals(List.of(), fw.events, "nothing was unregistered or registered");
@@ -181,7 +181,7 @@ class DeviceConfigurationTest {
             DeviceMemoryManager m = fw.manager();
             io.ferrum.memory.api.MemoryHandle h = m.allocate(4 * MiB, io.ferrum.memory.api.MemoryType.TENSOR, Device.cpu(0));
 
-            cpu0.modified(TestConfigs.small(Map.of("initialSize", "0", "maxSize", "1m")));
+            cpu0.modify(TestConfigs.small(Map.of("initialSize", "0", "maxSize", "1m")));
 
             assertEquals(1, fw.errors.size(), fw.errors.toString());
             assertTrue(fw.errors.get(0).contains("maxSize of the TENSOR pool") && fw.errors.get(0).contains("cpu:0 keeps running as it was"),
@@ -201,7 +201,7 @@ class DeviceConfigurationTest {
         DeviceMemoryManager before = fw.manager();
         io.ferrum.memory.api.MemoryHandle h = before.allocate(MiB, Device.cpu(0));
 
-        cpu0.modified(TestConfigs.small(Map.of("capacity", "32m")));
+        cpu0.modify(TestConfigs.small(Map.of("capacity", "32m")));
 
         assertSame(before, fw.manager(), "not restarted: it would drop the live block");
         assertTrue(before.owns(h));
@@ -223,11 +223,11 @@ class DeviceConfigurationTest {
             DeviceMemoryManager cpu4 = fw.manager();
             assertEquals(Device.cpu(4), cpu4.device());
 
-            device.modified(TestConfigs.small(Map.of("index", 0)));
+            device.modify(TestConfigs.small(Map.of("index", 0)));
             assertSame(cpu4, fw.manager(), "a refused update changes nothing");
             assertTrue(fw.errors.get(0).contains("got 0") && fw.errors.get(0).contains("cpu:4 keeps running"), fw.errors.get(0));
 
-            device.modified(TestConfigs.small(Map.of("index", 5)));
+            device.modify(TestConfigs.small(Map.of("index", 5)));
             assertEquals(Device.cpu(5), fw.manager().device(), "a valid new index restarts the device under it");
             assertTrue(((PooledMemoryManager) cpu4).isClosed());
         } finally {
@@ -326,6 +326,33 @@ class DeviceConfigurationTest {
         }
     }
 
+    /** Review defect: DS cut a list to its first element, so index=["3","abc"] made cpu:3 silently. */
+    @Test
+    void aValueGivenAsAListIsRefusedNamingTheAttribute() {
+        // DS hands the typed view the first element; the raw properties show the list.
+        ConfiguredCpuDevice device = new ConfiguredCpuDevice(fw.context(), TestConfigs.small(Map.of("index", "3")),
+                Map.of("index", new String[] {"3", "abc"}), fw.logger());
+        try {
+            assertTrue(fw.services.values().stream().noneMatch(n -> n.contains("DeviceMemoryManager")), "no device: " + fw.services);
+            assertEquals(List.of("Configuration of cpu:3 refused: Invalid index [\"3\", \"abc\"]: index takes one value, not a list;"
+                    + " no device was created"), fw.errors);
+        } finally {
+            device.deactivate();
+        }
+        Recording rec = new Recording();
+        DefaultCpuDevice cpu0 = new DefaultCpuDevice(rec.context(), TestConfigs.small(), rec.logger());
+        try {
+            DeviceMemoryManager before = rec.manager();
+            cpu0.modified(TestConfigs.small(Map.of("capacity", "1g")), Map.of("capacity", List.of("1g", "zz")));
+            assertSame(before, rec.manager());
+            assertEquals(64 * MiB, before.memoryInfo().totalBytes(), "unchanged");
+            assertEquals(1, rec.errors.size(), rec.errors.toString());
+            assertTrue(rec.errors.get(0).contains("Invalid capacity [\"1g\", \"zz\"]: capacity takes one value, not a list"), rec.errors.get(0));
+        } finally {
+            cpu0.deactivate();
+        }
+    }
+
     @Test
     void anUpdateWithABadFlagChangesNothing() {
         DefaultCpuDevice cpu0 = new DefaultCpuDevice(fw.context(), TestConfigs.small(), fw.logger());
@@ -333,7 +360,7 @@ class DeviceConfigurationTest {
             DeviceMemoryManager before = fw.manager();
             fw.events.clear();
 
-            cpu0.modified(TestConfigs.small(Map.of("autoExpansion", "perhaps", "growthIncrement", "8m")));
+            cpu0.modify(TestConfigs.small(Map.of("autoExpansion", "perhaps", "growthIncrement", "8m")));
 
             assertEquals(List.of("register " + Rejection.class.getName()), fw.events, "only the rejection was registered");
             assertSame(before, fw.manager());

@@ -1,5 +1,7 @@
 package io.ferrum.memory.cuda;
 
+import java.util.Map;
+
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.ConfigurationPolicy;
@@ -34,13 +36,13 @@ public final class ConfiguredCudaDevice {
     private CudaDeviceConfig config;
 
     @Activate
-    public ConfiguredCudaDevice(CudaDeviceConfig config, @Reference CudaDevices devices,
+    public ConfiguredCudaDevice(CudaDeviceConfig config, Map<String, Object> properties, @Reference CudaDevices devices,
                                 @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger log) {
         this.devices = devices;
         this.log = log;
         Integer index = CudaDeviceConfigs.index(config);
         try {
-            devices.configure(index, config);
+            devices.configure(index, config, properties);
             this.config = config;
         } catch (InvalidMemoryRequestException refused) {
             // No exception: DS would log it with a stack trace. One error line naming every bad value.
@@ -52,10 +54,10 @@ public final class ConfiguredCudaDevice {
     }
 
     @Modified
-    void modified(CudaDeviceConfig changed) {
+    void modified(CudaDeviceConfig changed, Map<String, Object> properties) {
         Integer index = CudaDeviceConfigs.index(changed);
         try {
-            devices.configure(index, changed);
+            devices.configure(index, changed, properties);
         } catch (InvalidMemoryRequestException refused) {
             if (log != null) {
                 log.error("{}; {}", refused.getMessage(), config == null ? "no GPU was configured"

@@ -51,7 +51,13 @@ final class CudaDeviceConfigs {
      * @return why it cannot apply, naming every bad value, or null when it can
      */
     static String refusal(CudaDeviceConfig cfg, Integer index, int devices) {
+        return refusal(cfg, Map.of(), index, devices);
+    }
+
+    /** @param properties the raw properties of {@code cfg} (a list is refused: DS would keep its first element) */
+    static String refusal(CudaDeviceConfig cfg, Map<String, ?> properties, Integer index, int devices) {
         ConfigurationCheck check = new ConfigurationCheck();
+        check.singleValues(properties);
         if (index == null) {
             check.problem("Invalid index '" + cfg.index() + "': use the index of a GPU the driver reports: " + choices(devices));
         } else if (index < 0 || index >= devices) {
@@ -67,8 +73,10 @@ final class CudaDeviceConfigs {
      *
      * @return why it cannot apply, naming every bad value, or null when it can
      */
-    static String defaultsRefusal(CudaDeviceConfig cfg) {
-        return refusal(new ConfigurationCheck(), cfg, CudaBackend.PID + " (every GPU)");
+    static String defaultsRefusal(CudaDeviceConfig cfg, Map<String, ?> properties) {
+        ConfigurationCheck check = new ConfigurationCheck();
+        check.singleValues(properties);
+        return refusal(check, cfg, CudaBackend.PID + " (every GPU)");
     }
 
     private static String refusal(ConfigurationCheck check, CudaDeviceConfig cfg, String subject) {

@@ -43,14 +43,14 @@ public final class CudaDevices {
     private CudaDeviceConfig defaults;
 
     @Activate
-    public CudaDevices(BundleContext context, CudaDeviceConfig config,
+    public CudaDevices(BundleContext context, CudaDeviceConfig config, Map<String, Object> properties,
                        @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger log) {
         this.context = context;
         this.log = log;
         int[] n = new int[1];
         Cu.check(JCudaDriver.cuDeviceGetCount(n), null, "cuDeviceGetCount");
         this.count = n[0];
-        String refusal = CudaDeviceConfigs.defaultsRefusal(config);
+        String refusal = CudaDeviceConfigs.defaultsRefusal(config, properties);
         if (refusal != null && log != null) {
             log.error("{}; the GPUs start with their defaults", refusal);
         }
@@ -63,8 +63,8 @@ public final class CudaDevices {
     }
 
     @Modified
-    synchronized void modified(CudaDeviceConfig config) {
-        String refusal = CudaDeviceConfigs.defaultsRefusal(config);
+    synchronized void modified(CudaDeviceConfig config, Map<String, Object> properties) {
+        String refusal = CudaDeviceConfigs.defaultsRefusal(config, properties);
         if (refusal != null) {
             if (log != null) {
                 log.error("{}; the GPUs keep running as they were", refusal);
@@ -82,11 +82,12 @@ public final class CudaDevices {
     /**
      * Gives {@code cuda:index} a configuration of its own and restarts it with it.
      *
-     * @param index the GPU, or null when the configuration's index is no whole number (refused)
+     * @param index      the GPU, or null when the configuration's index is no whole number (refused)
+     * @param properties the configuration's raw properties (a list is refused)
      * @throws InvalidMemoryRequestException naming every bad value; nothing changes then
      */
-    synchronized void configure(Integer index, CudaDeviceConfig config) {
-        String refusal = CudaDeviceConfigs.refusal(config, index, count);
+    synchronized void configure(Integer index, CudaDeviceConfig config, Map<String, ?> properties) {
+        String refusal = CudaDeviceConfigs.refusal(config, properties, index, count);
         if (refusal != null) {
             throw new InvalidMemoryRequestException(refusal);
         }

@@ -63,12 +63,22 @@ class CudaConfigTest {
     @Test
     void aRefusalNamesWhatItConfigures() {
         assertEquals("Configuration of io.ferrum.memory.cuda (every GPU) refused: Invalid zeroing 'often': use none, on-allocate"
-                + " or on-free", CudaDeviceConfigs.defaultsRefusal(CudaDeviceConfigs.of(Map.of("zeroing", "often"))));
+                + " or on-free", CudaDeviceConfigs.defaultsRefusal(CudaDeviceConfigs.of(Map.of("zeroing", "often")), Map.of()));
         CudaDeviceConfig abc = CudaDeviceConfigs.of(Map.of("index", "abc"));
         assertEquals("Configuration of io.ferrum.memory.cuda.device refused: Invalid index 'abc': use the index of a GPU the"
                 + " driver reports: 0", CudaDeviceConfigs.refusal(abc, null, 1));
         assertEquals("Configuration of cuda:4 refused: index=4, but the driver reports 3 CUDA devices: use 0 to 2",
                 CudaDeviceConfigs.refusal(CudaDeviceConfigs.of(Map.of("index", "4")), 4, 3));
+    }
+
+    /** Review defect: DS cut a list to its first element silently. */
+    @Test
+    void aValueGivenAsAListIsRefusedNamingTheAttribute() {
+        assertEquals("Configuration of cuda:0 refused: Invalid stagingSlots [8, 16]: stagingSlots takes one value, not a list",
+                CudaDeviceConfigs.refusal(CudaDeviceConfigs.of(Map.of("stagingSlots", "8")), Map.of("stagingSlots", new int[] {8, 16}), 0, 1));
+        assertEquals("Configuration of io.ferrum.memory.cuda (every GPU) refused: Invalid capacity [\"1g\", \"zz\"]: capacity takes"
+                + " one value, not a list", CudaDeviceConfigs.defaultsRefusal(CudaDeviceConfigs.of(Map.of("capacity", "1073741824")),
+                Map.of("capacity", List.of("1g", "zz"))));
     }
 
     @Test

@@ -130,12 +130,18 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     /** Guarded by this: counts absences, so that a delayed check of an absence that ended does nothing. */
     private long absences;
 
+    /** A monitor whose configuration's raw properties hold no list (builders and tests). */
+    public MemoryMonitor(BundleContext context, MonitorConfig config, Logger logger) {
+        this(context, config, Map.of(), logger);
+    }
+
     /**
-     * @param context the bundle's context, where a refused configuration is shown as a service (for
-     *                the shell); null outside a framework
+     * @param context    the bundle's context, where a refused configuration is shown as a service (for
+     *                   the shell); null outside a framework
+     * @param properties the configuration's raw properties (a value given as a list is refused)
      */
     @Activate
-    public MemoryMonitor(BundleContext context, MonitorConfig config,
+    public MemoryMonitor(BundleContext context, MonitorConfig config, Map<String, Object> properties,
                          @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger logger) {
         this.context = context;
         log = new MonitorLog(logger);
@@ -145,7 +151,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         router = new Router(registry, strategies, new RoutingSnapshots(levels), new CrossDeviceCopier(workers), state);
         MonitorSettings settings;
         try {
-            settings = MonitorSettings.of(config);
+            settings = MonitorSettings.of(config, properties);
         } catch (InvalidMemoryRequestException refused) {
             settings = MonitorSettings.DEFAULTS;
             reject(refused.getMessage() + "; the monitor starts with its defaults");
@@ -155,16 +161,21 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     /** A changed configuration applies whole, or (with a bad value) not at all. */
     @Modified
-    synchronized void modified(MonitorConfig config) {
+    synchronized void modified(MonitorConfig config, Map<String, Object> properties) {
         MonitorSettings settings;
         try {
-            settings = MonitorSettings.of(config);
+            settings = MonitorSettings.of(config, properties);
         } catch (InvalidMemoryRequestException refused) {
             reject(refused.getMessage() + "; the monitor keeps its configuration as it was");
             return;
         }
         clearRejection();
         apply(settings);
+    }
+
+    /** Tests: {@link #modified} with raw properties that hold no list (not named modified: DS would see two). */
+    void modify(MonitorConfig config) {
+        modified(config, Map.of());
     }
 
     private synchronized void apply(MonitorSettings settings) {

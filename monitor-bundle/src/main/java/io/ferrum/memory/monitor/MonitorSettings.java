@@ -1,7 +1,12 @@
 package io.ferrum.memory.monitor;
 
+import java.lang.reflect.Array;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Collectors;
 import java.util.regex.Pattern;
 
 import io.ferrum.memory.api.InvalidMemoryRequestException;
@@ -28,7 +33,23 @@ record MonitorSettings(String strategy, long samplePeriodMs, int maxAttempts) {
      * @throws InvalidMemoryRequestException naming every bad value, and what to write instead
      */
     static MonitorSettings of(MonitorConfig config) {
+        return of(config, Map.of());
+    }
+
+    /**
+     * @param config     a configuration as DS hands it over
+     * @param properties its raw properties: a value given as a list is refused (DS would keep its
+     *                   first element silently)
+     * @return its settings
+     * @throws InvalidMemoryRequestException naming every bad value, and what to write instead
+     */
+    static MonitorSettings of(MonitorConfig config, Map<String, ?> properties) {
         List<String> bad = new ArrayList<>();
+        new TreeMap<String, Object>(properties).forEach((key, value) -> {
+            if (value instanceof Collection<?> || value != null && value.getClass().isArray()) {
+                bad.add("Invalid " + key + " " + listText(value) + ": " + key + " takes one value, not a list");
+            }
+        });
         long period = whole(bad, "samplePeriodMs", config.samplePeriodMs(), 0, Long.MAX_VALUE,
                 "use 0 (no sampling) or a whole number of milliseconds");
         long attempts = whole(bad, "maxAttempts", config.maxAttempts(), 1, Integer.MAX_VALUE,
@@ -38,6 +59,20 @@ record MonitorSettings(String strategy, long samplePeriodMs, int maxAttempts) {
         }
         String strategy = config.strategy();
         return new MonitorSettings(strategy == null ? "" : strategy.strip(), period, (int) attempts);
+    }
+
+    /** @return a list as a configuration file writes it: {@code ["3", "0"]} */
+    private static String listText(Object list) {
+        List<Object> items = new ArrayList<>();
+        if (list instanceof Collection<?> c) {
+            items.addAll(c);
+        } else {
+            for (int i = 0; i < Array.getLength(list); i++) {
+                items.add(Array.get(list, i));
+            }
+        }
+        return items.stream().map(o -> o instanceof String t ? "\"" + t + "\"" : String.valueOf(o))
+                .collect(Collectors.joining(", ", "[", "]"));
     }
 
     /** @return the number, or -1 after adding to {@code bad} why {@code text} is none in [min, max] */

@@ -326,7 +326,7 @@ class HostilePluginsTest {
             assertEquals(Optional.of(CPU3), mon.owner(h), "the swap applies at once");
             mon.deallocate(h);
             mon.removeStrategy(toCpu3);
-            mon.modified(MemoryMonitorTest.config("sitter", 0));
+            mon.modify(MemoryMonitorTest.config("sitter", 0));
             mon.removeManager(c, props(CPU3));
             return null;
         });

@@ -349,11 +349,11 @@ class MemoryMonitorTest {
         assertEquals(Optional.of("best-fit"), mon.activeStrategy(), "best-fit wins among equal rankings");
         mon.addStrategy(two, strategyProps("two", 5));
         assertEquals(Optional.of("two"), mon.activeStrategy(), "a higher ranking wins");
-        mon.modified(config("one", 0));
+        mon.modify(config("one", 0));
         assertEquals(Optional.of("one"), mon.activeStrategy(), "the configured name wins");
         mon.removeStrategy(one);
         assertEquals(Optional.of("two"), mon.activeStrategy(), "a configured strategy that is gone falls back");
-        mon.modified(config("", 0));
+        mon.modify(config("", 0));
         mon.removeStrategy(two);
         assertEquals(Optional.of("best-fit"), mon.activeStrategy());
         assertEquals(List.of("best-fit"), mon.strategyNames());

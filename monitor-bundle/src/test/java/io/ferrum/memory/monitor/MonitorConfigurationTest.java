@@ -107,7 +107,7 @@ class MonitorConfigurationTest {
         MemoryMonitor m = start(Map.of("samplePeriodMs", "0", "maxAttempts", "2"));
         MonitorSettings before = m.settings();
 
-        m.modified(file(Map.of("strategy", "most-free", "samplePeriodMs", "abc")));
+        m.modify(file(Map.of("strategy", "most-free", "samplePeriodMs", "abc")));
 
         assertEquals(before, m.settings(), "neither the strategy nor anything else applied");
         assertEquals(1, errors.size(), errors.toString());
@@ -115,7 +115,7 @@ class MonitorConfigurationTest {
                 && errors.get(0).contains("the monitor keeps its configuration as it was"), errors.get(0));
         assertEquals(errors.get(0), m.rejected());
 
-        m.modified(file(Map.of("strategy", "most-free", "samplePeriodMs", "250", "maxAttempts", "3")));
+        m.modify(file(Map.of("strategy", "most-free", "samplePeriodMs", "250", "maxAttempts", "3")));
 
         assertEquals(new MonitorSettings("most-free", 250, 3), m.settings(), "a good configuration applies whole");
         assertNull(m.rejected(), "and the refusal no longer stands");
@@ -179,6 +179,19 @@ class MonitorConfigurationTest {
         assertTrue(e.getMessage().contains("Invalid maxAttempts '+3': use a whole number of devices, 1 or more (without a sign)")
                 && e.getMessage().contains("Invalid samplePeriodMs '-0': use 0 (no sampling) or a whole number of milliseconds"
                 + " (zero or more, without a sign)"), e.getMessage());
+    }
+
+    /** Review defect: DS cut maxAttempts=["3","0"] to 3 silently. */
+    @Test
+    void aValueGivenAsAListIsRefusedNamingTheAttribute() {
+        MemoryMonitor m = start(Map.of("samplePeriodMs", "0", "maxAttempts", "2"));
+        MonitorSettings before = m.settings();
+
+        m.modified(file(Map.of("samplePeriodMs", "0", "maxAttempts", "3")), Map.of("maxAttempts", new String[] {"3", "0"}));
+
+        assertEquals(before, m.settings(), "nothing applied");
+        assertEquals(List.of("Configuration io.ferrum.memory.monitor refused: Invalid maxAttempts [\"3\", \"0\"]: maxAttempts takes"
+                + " one value, not a list; the monitor keeps its configuration as it was"), errors);
     }
 
     @Test

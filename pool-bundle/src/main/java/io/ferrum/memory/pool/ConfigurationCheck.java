@@ -169,6 +169,38 @@ public final class ConfigurationCheck {
         return read(() -> toDecimal(attribute, value));
     }
 
+    /**
+     * Names each attribute given a list (an array or a {@code Collection}, as a typed {@code .config}
+     * file or a Config Admin user may give): DS would hand the component its first element and drop
+     * the others silently. Call it with the component's raw properties.
+     *
+     * @param properties the configuration's properties as DS passes them; null: none
+     */
+    public void singleValues(java.util.Map<String, ?> properties) {
+        if (properties == null) {
+            return;
+        }
+        new java.util.TreeMap<String, Object>(properties).forEach((key, value) -> {
+            if (value instanceof java.util.Collection<?> || value != null && value.getClass().isArray()) {
+                problem("Invalid " + key + " " + listText(value) + ": " + key + " takes one value, not a list");
+            }
+        });
+    }
+
+    /** @return a list as a configuration file writes it: {@code ["3", "abc"]} */
+    static String listText(Object list) {
+        List<Object> items = new ArrayList<>();
+        if (list instanceof java.util.Collection<?> c) {
+            items.addAll(c);
+        } else {
+            for (int i = 0; i < java.lang.reflect.Array.getLength(list); i++) {
+                items.add(java.lang.reflect.Array.get(list, i));
+            }
+        }
+        return items.stream().map(o -> o instanceof String t ? "\"" + t + "\"" : String.valueOf(o))
+                .collect(java.util.stream.Collectors.joining(", ", "[", "]"));
+    }
+
     /** @param problem a problem found by the caller's own rule, naming the value */
     public void problem(String problem) {
         problems.add(problem);
