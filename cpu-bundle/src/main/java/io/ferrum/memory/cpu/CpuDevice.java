@@ -241,6 +241,7 @@ abstract class CpuDevice {
     static String refusal(CpuDeviceConfig cfg, Map<String, ?> properties, int index, String indexRefusal) {
         ConfigurationCheck check = new ConfigurationCheck();
         check.singleValues(properties);
+        check.knownAttributes(properties, CpuDeviceConfig.class);
         Long capacity = check.read(() -> ConfigSizes.parse("capacity", cfg.capacity()));
         Long initial = check.read(() -> ConfigSizes.parse("initialSize", cfg.initialSize()));
         Long maxSize = check.read(() -> ConfigSizes.parse("maxSize", cfg.maxSize()));

@@ -353,6 +353,24 @@ class DeviceConfigurationTest {
         }
     }
 
+    /** Review defect: capacty=1g (a typo) was ignored, and the device took all the RAM by default. */
+    @Test
+    void anUnknownAttributeIsRefusedWithTheClosestKnownOne() {
+        Map<String, Object> raw = Map.of("index", "2", "capacty", "1g", "bogusKey", "x", "service.pid", "p",
+                "felix.fileinstall.filename", "file:/x.cfg", "component.name", "c");
+        ConfiguredCpuDevice device = new ConfiguredCpuDevice(fw.context(), TestConfigs.small(Map.of("index", "2")), raw, fw.logger());
+        try {
+            assertTrue(fw.services.values().stream().noneMatch(n -> n.contains("DeviceMemoryManager")), "no device: " + fw.services);
+            assertEquals(1, fw.errors.size(), fw.errors.toString());
+            String error = fw.errors.get(0);
+            assertTrue(error.startsWith("Configuration of cpu:2 refused: Unknown attribute 'bogusKey': the attributes are alignment,"), error);
+            assertTrue(error.contains("Unknown attribute 'capacty' (capacity?): the attributes are"), error);
+            assertFalse(error.contains("service.pid") || error.contains("felix") || error.contains("component.name"), error);
+        } finally {
+            device.deactivate();
+        }
+    }
+
     @Test
     void anUpdateWithABadFlagChangesNothing() {
         DefaultCpuDevice cpu0 = new DefaultCpuDevice(fw.context(), TestConfigs.small(), fw.logger());

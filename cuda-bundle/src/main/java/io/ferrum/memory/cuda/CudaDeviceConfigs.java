@@ -58,6 +58,7 @@ final class CudaDeviceConfigs {
     static String refusal(CudaDeviceConfig cfg, Map<String, ?> properties, Integer index, int devices) {
         ConfigurationCheck check = new ConfigurationCheck();
         check.singleValues(properties);
+        check.knownAttributes(properties, CudaDeviceConfig.class);
         if (index == null) {
             check.problem("Invalid index '" + cfg.index() + "': use the index of a GPU the driver reports: " + choices(devices));
         } else if (index < 0 || index >= devices) {
@@ -76,6 +77,7 @@ final class CudaDeviceConfigs {
     static String defaultsRefusal(CudaDeviceConfig cfg, Map<String, ?> properties) {
         ConfigurationCheck check = new ConfigurationCheck();
         check.singleValues(properties);
+        check.knownAttributes(properties, CudaDeviceConfig.class);
         return refusal(check, cfg, CudaBackend.PID + " (every GPU)");
     }
 

@@ -82,6 +82,13 @@ class CudaConfigTest {
     }
 
     @Test
+    void anUnknownAttributeIsRefusedWithTheClosestKnownOne() {
+        String r = CudaDeviceConfigs.defaultsRefusal(CudaDeviceConfigs.DEFAULTS, Map.of("stagingSlot", "8", "service.pid", "x"));
+        assertTrue(r.startsWith("Configuration of io.ferrum.memory.cuda (every GPU) refused: Unknown attribute 'stagingSlot'"
+                + " (stagingSlots?): the attributes are"), r);
+    }
+
+    @Test
     void aBadIndexIsNamedWithoutThrowing() {
         CudaDeviceConfig cfg = CudaDeviceConfigs.of(Map.of("index", "abc", "debug", "sometimes"));
         assertNull(CudaDeviceConfigs.index(cfg));

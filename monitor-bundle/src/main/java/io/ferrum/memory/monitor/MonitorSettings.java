@@ -49,6 +49,10 @@ record MonitorSettings(String strategy, long samplePeriodMs, int maxAttempts) {
             if (value instanceof Collection<?> || value != null && value.getClass().isArray()) {
                 bad.add("Invalid " + key + " " + listText(value) + ": " + key + " takes one value, not a list");
             }
+            // Keys with a dot are Config Admin's, DS's and FileInstall's (service.pid, felix.fileinstall.filename).
+            if (!key.contains(".") && !ATTRIBUTES.contains(key)) {
+                bad.add(unknownAttribute(key));
+            }
         });
         long period = whole(bad, "samplePeriodMs", config.samplePeriodMs(), 0, Long.MAX_VALUE,
                 "use 0 (no sampling) or a whole number of milliseconds");
@@ -59,6 +63,42 @@ record MonitorSettings(String strategy, long samplePeriodMs, int maxAttempts) {
         }
         String strategy = config.strategy();
         return new MonitorSettings(strategy == null ? "" : strategy.strip(), period, (int) attempts);
+    }
+
+    /** The monitor's attributes: those of {@link MonitorConfig}. */
+    private static final List<String> ATTRIBUTES = java.util.Arrays.stream(MonitorConfig.class.getDeclaredMethods())
+            .map(java.lang.reflect.Method::getName).sorted().toList();
+
+    /** @return {@code Unknown attribute 'maxAttempt' (maxAttempts?)}, the suggestion only for a small typo */
+    private static String unknownAttribute(String key) {
+        String closest = null;
+        for (String a : ATTRIBUTES) {
+            String k = key.toLowerCase(java.util.Locale.ROOT);
+            String l = a.toLowerCase(java.util.Locale.ROOT);
+            // Close: the same but for case, one letter missing, added, replaced, or two swapped.
+            if (k.length() >= l.length() - 1 && k.length() <= l.length() + 1 && oneEditApart(k, l)) {
+                closest = a;
+            }
+        }
+        return "Unknown attribute '" + key + "'" + (closest != null ? " (" + closest + "?)" : "") + ": the attributes are "
+                + String.join(", ", ATTRIBUTES);
+    }
+
+    private static boolean oneEditApart(String a, String b) {
+        int i = 0;
+        while (i < a.length() && i < b.length() && a.charAt(i) == b.charAt(i)) {
+            i++;
+        }
+        int ja = a.length() - 1;
+        int jb = b.length() - 1;
+        while (ja >= i && jb >= i && a.charAt(ja) == b.charAt(jb)) {
+            ja--;
+            jb--;
+        }
+        int restA = ja - i + 1;
+        int restB = jb - i + 1;
+        boolean swap = restA == 2 && restB == 2 && a.charAt(i) == b.charAt(i + 1) && a.charAt(i + 1) == b.charAt(i);
+        return Math.max(restA, restB) <= 1 || swap;
     }
 
     /** @return a list as a configuration file writes it: {@code ["3", "0"]} */

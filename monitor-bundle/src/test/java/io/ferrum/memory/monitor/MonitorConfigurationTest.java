@@ -195,6 +195,15 @@ class MonitorConfigurationTest {
     }
 
     @Test
+    void anUnknownAttributeIsRefusedWithTheClosestKnownOne() {
+        InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class, () -> MonitorSettings.of(file(Map.of()),
+                Map.of("maxAttempt", "3", "colour", "red", "service.pid", "io.ferrum.memory.monitor", "felix.fileinstall.filename", "f")));
+        assertEquals("Configuration io.ferrum.memory.monitor refused: Unknown attribute 'colour': the attributes are maxAttempts,"
+                + " samplePeriodMs, strategy; Unknown attribute 'maxAttempt' (maxAttempts?): the attributes are maxAttempts,"
+                + " samplePeriodMs, strategy", e.getMessage());
+    }
+
+    @Test
     void aBuilderRefusesBadValuesAtOnce() {
         InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class,
                 () -> new MonitorBuilder().maxAttempts(0).samplePeriodMs(-5).build());

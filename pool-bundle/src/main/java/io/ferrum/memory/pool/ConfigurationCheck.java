@@ -187,6 +187,67 @@ public final class ConfigurationCheck {
         });
     }
 
+    /**
+     * Names each property that is no attribute of the component (a typo such as {@code capacty=1g}
+     * would otherwise be ignored, and its attribute keep its default), suggesting the closest
+     * attribute when one is close. Keys with a dot are left alone: Config Admin, DS and FileInstall
+     * use them ({@code service.pid}, {@code component.name}, {@code felix.fileinstall.filename}).
+     *
+     * @param properties the configuration's raw properties; null: none
+     * @param config     the component's configuration type, whose methods are its attributes
+     */
+    public void knownAttributes(java.util.Map<String, ?> properties, Class<? extends java.lang.annotation.Annotation> config) {
+        if (properties == null) {
+            return;
+        }
+        List<String> known = new ArrayList<>();
+        for (java.lang.reflect.Method m : config.getDeclaredMethods()) {
+            known.add(m.getName());
+        }
+        for (String key : new java.util.TreeSet<>(properties.keySet())) {
+            if (!key.contains(".") && !known.contains(key)) {
+                problem(unknownAttribute(key, known));
+            }
+        }
+    }
+
+    /** @return {@code Unknown attribute 'capacty' (capacity?)}, the suggestion only when one is close */
+    public static String unknownAttribute(String key, List<String> known) {
+        String closest = null;
+        int best = Integer.MAX_VALUE;
+        for (String k : known) {
+            int d = distance(key.toLowerCase(Locale.ROOT), k.toLowerCase(Locale.ROOT));
+            if (d < best) {
+                best = d;
+                closest = k;
+            }
+        }
+        // Close: a typo or two, not a different word (capacity is no suggestion for index).
+        boolean close = closest != null && best <= Math.max(1, Math.min(3, key.length() / 3));
+        return "Unknown attribute '" + key + "'" + (close ? " (" + closest + "?)" : "") + ": the attributes are "
+                + String.join(", ", known.stream().sorted().toList());
+    }
+
+    /** @return the Levenshtein distance: edits (insert, delete, replace) from a to b */
+    private static int distance(String a, String b) {
+        int[] prev = new int[b.length() + 1];
+        int[] cur = new int[b.length() + 1];
+        for (int j = 0; j <= b.length(); j++) {
+            prev[j] = j;
+        }
+        for (int i = 1; i <= a.length(); i++) {
+            cur[0] = i;
+            for (int j = 1; j <= b.length(); j++) {
+                int replace = prev[j - 1] + (a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1);
+                cur[j] = Math.min(replace, Math.min(prev[j], cur[j - 1]) + 1);
+            }
+            int[] t = prev;
+            prev = cur;
+            cur = t;
+        }
+        return prev[b.length()];
+    }
+
     /** @return a list as a configuration file writes it: {@code ["3", "abc"]} */
     static String listText(Object list) {
         List<Object> items = new ArrayList<>();
