@@ -318,7 +318,7 @@ public class ShellIT {
 
         p.put("capacity", "32m");
         c.update(p);
-        Await.until("the refusal", () -> unchecked("mem:backends").contains("live blocks"));
+        Await.until("the refusal", () -> unchecked("mem:backends").contains("1 live block"));
         DeviceMemoryManager m = monitor.manager(Device.cpu(1)).orElseThrow();
         assertTrue("the block survived", m.owns(h));
         assertEquals(64L << 20, m.memoryInfo().totalBytes());
