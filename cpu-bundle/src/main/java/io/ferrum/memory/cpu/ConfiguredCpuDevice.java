@@ -29,7 +29,11 @@ public final class ConfiguredCpuDevice extends CpuDevice {
     @Activate
     public ConfiguredCpuDevice(BundleContext context, CpuDeviceConfig config, Map<String, Object> properties,
                                @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger log) {
+        pid(properties);
         String refusal = refusal(config, properties, index(config) == null ? -1 : index(config), indexRefusal(config));
+        if (refusal == null) {
+            refusal = claimRefusal(index(config));
+        }
         if (refusal != null) {
             // No exception: DS would log it with a stack trace. One error line, and mem:backends shows it.
             context(context, log);
@@ -56,6 +60,7 @@ public final class ConfiguredCpuDevice extends CpuDevice {
 
     @Modified
     void modified(CpuDeviceConfig config, Map<String, Object> properties) {
+        pid(properties);
         Integer index = index(config);
         reconfigure(config, properties, index == null ? -1 : index, indexRefusal(config));
     }

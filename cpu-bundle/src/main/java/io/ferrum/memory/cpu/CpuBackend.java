@@ -25,6 +25,12 @@ final class CpuBackend {
     static final AtomicLong HELD_BYTES = new AtomicLong();
     /** The running devices of this bundle, so that cpu:a can map memory with cpu:b. */
     static final ConcurrentHashMap<Device, PooledMemoryManager> DEVICES = new ConcurrentHashMap<>();
+    /**
+     * Which component holds each device index: the first configuration to claim {@code cpu:N} runs
+     * it, and another that asks for the same index is refused (two managers of one device would
+     * overwrite each other here and in the monitor).
+     */
+    static final ConcurrentHashMap<Device, CpuDevice> CLAIMS = new ConcurrentHashMap<>();
 
     private CpuBackend() {
     }

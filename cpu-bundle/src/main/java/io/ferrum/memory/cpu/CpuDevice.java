@@ -53,10 +53,40 @@ abstract class CpuDevice {
     /** The configuration running now, or null when no device runs. */
     private CpuDeviceConfig running;
     private ServiceRegistration<?> rejection;
+    /** The configuration's PID, for a refusal that names it; {@code ?} where none was given (tests). */
+    private String pid = "?";
 
+    /** @param properties the configuration's raw properties, whose {@code service.pid} names it */
+    final void pid(Map<String, ?> properties) {
+        Object p = properties.get("service.pid");
+        pid = p == null ? "?" : p.toString();
+    }
+
+    /**
+     * @return why {@code index} may not be this component's (another configuration runs that
+     *         device), or null
+     */
+    final String claimRefusal(int index) {
+        CpuDevice holder = CpuBackend.CLAIMS.get(Device.cpu(index));
+        if (holder == null || holder == this) {
+            return null;
+        }
+        return "Configuration " + pid + " refused: cpu:" + index + " is already configured by " + holder.pid
+                + "; give this one another index, or remove one of the two";
+    }
+
+    /**
+     * Starts {@code cpu:index}, or refuses when another configuration claimed that index since
+     * {@link #claimRefusal} said it was free (the claim itself is atomic).
+     */
     final void start(BundleContext bundleContext, CpuDeviceConfig cfg, int index, Logger logger) {
         this.context = bundleContext;
         this.log = logger;
+        CpuDevice holder = CpuBackend.CLAIMS.putIfAbsent(Device.cpu(index), this);
+        if (holder != null && holder != this) {
+            reject(claimRefusal(index), "no device was created");
+            return;
+        }
         this.device = Device.cpu(index);
         this.upstream = new FfmUpstream(device, capacity(cfg), CpuBackend.HELD_BYTES);
         this.streams = new HostStreamManager(device);
@@ -81,6 +111,7 @@ abstract class CpuDevice {
     final void stop() {
         if (device != null) {
             CpuBackend.DEVICES.remove(device, manager);
+            CpuBackend.CLAIMS.remove(device, this);
         }
         if (registration != null) {
             registration.unregister();
@@ -122,6 +153,9 @@ abstract class CpuDevice {
      */
     final void reconfigure(CpuDeviceConfig cfg, Map<String, ?> properties, int index, String indexRefusal) {
         String refusal = refusal(cfg, properties, index, indexRefusal);
+        if (refusal == null) {
+            refusal = claimRefusal(index);
+        }
         if (refusal == null && running != null && device.index() == index && onlyPoolsDiffer(running, cfg)) {
             try {
                 applyPools(managerConfig(cfg));

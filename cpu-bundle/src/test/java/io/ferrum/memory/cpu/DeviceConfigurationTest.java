@@ -1,6 +1,7 @@
 package io.ferrum.memory.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -233,6 +234,45 @@ class DeviceConfigurationTest {
         } finally {
             device.deactivate();
         }
+    }
+
+    /**
+     * Review defect: two configurations with one index both started; the second overwrote the first
+     * in the backend's table and in the monitor, and mem:backends listed cpu:1 twice.
+     */
+    @Test
+    void aSecondConfigurationOfOneIndexIsRefusedNamingTheFirst() {
+        Recording rec = new Recording();
+        ConfiguredCpuDevice first = new ConfiguredCpuDevice(rec.context(), TestConfigs.small(Map.of("index", "6")),
+                Map.of("service.pid", "io.ferrum.memory.cpu.device~a"), rec.logger());
+        ConfiguredCpuDevice second = null;
+        try {
+            DeviceMemoryManager cpu6 = rec.manager();
+            second = new ConfiguredCpuDevice(rec.context(), TestConfigs.small(Map.of("index", "6")),
+                    Map.of("service.pid", "io.ferrum.memory.cpu.device~b"), rec.logger());
+            assertEquals(1, rec.services.values().stream().filter(n -> n.contains("DeviceMemoryManager")).count(),
+                    "one device service: " + rec.services);
+            assertSame(cpu6, rec.manager());
+            assertSame(cpu6, CpuBackend.DEVICES.get(Device.cpu(6)), "the first keeps the backend's table");
+            assertEquals(List.of("Configuration io.ferrum.memory.cpu.device~b refused: cpu:6 is already configured by"
+                    + " io.ferrum.memory.cpu.device~a; give this one another index, or remove one of the two; no device was"
+                    + " created"), rec.rejections());
+
+            // The first goes; the second, saved again, takes the index.
+            first.deactivate();
+            first = null;
+            second.modify(TestConfigs.small(Map.of("index", "6")));
+            assertEquals(Device.cpu(6), rec.manager().device());
+            assertEquals(List.of(), rec.rejections());
+        } finally {
+            if (first != null) {
+                first.deactivate();
+            }
+            if (second != null) {
+                second.deactivate();
+            }
+        }
+        assertNull(CpuBackend.CLAIMS.get(Device.cpu(6)), "the claim goes with the device");
     }
 
     /** Review defects 2 and 3: flags and numbers are checked by our code, and a refusal names every bad value. */
