@@ -14,6 +14,7 @@ import org.osgi.service.log.Logger;
 
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryException;
 import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryPoolConfig;
@@ -88,16 +89,16 @@ abstract class CpuDevice {
             return;
         }
         this.device = Device.cpu(index);
-        this.upstream = new FfmUpstream(device, capacity(cfg), CpuBackend.HELD_BYTES);
-        this.streams = new HostStreamManager(device);
-        this.manager = newManager(upstream, cfg, logger, streams);
-        CpuBackend.DEVICES.put(device, manager);
-
         try {
+            this.upstream = new FfmUpstream(device, capacity(cfg), CpuBackend.HELD_BYTES);
+            this.streams = new HostStreamManager(device);
+            this.manager = newManager(upstream, cfg, logger, streams);
+            CpuBackend.DEVICES.put(device, manager);
             registration = DeviceRegistration.of(manager).streams(streams)
                     .property("service.description", "Ferrum Memory host memory " + device + " (FFM)").register(bundleContext);
         } catch (RuntimeException | Error e) {
-            // DS does not deactivate a component whose activation failed: give the memory back here.
+            // DS does not deactivate a component whose activation failed: give back the memory and the
+            // claim of the index here, or no later configuration could run this device.
             stop();
             throw e;
         }
@@ -165,7 +166,8 @@ abstract class CpuDevice {
                     log.info("{}: pool configuration applied without a restart: {}", device, manager.poolConfig(MemoryType.GENERAL));
                 }
                 return;
-            } catch (InvalidMemoryRequestException e) {
+            } catch (MemoryException e) {
+                // A check refused it, or a pool's pre-allocation failed: every pool is back as it was.
                 refusal = "Configuration of " + device + " refused: " + e.getMessage();
             }
         }
@@ -202,12 +204,13 @@ abstract class CpuDevice {
                 before.put(type, manager.poolConfig(type));
                 manager.configurePool(device, type, next.poolConfig(type));
             }
-        } catch (InvalidMemoryRequestException e) {
-            // A block allocated since the check made a pool refuse: the pools changed already go back.
+        } catch (MemoryException e) {
+            // A block allocated since the check made a pool refuse, or a pool could not pre-allocate
+            // its new initial size: the pools changed already go back.
             before.forEach((type, previous) -> {
                 try {
                     manager.configurePool(device, type, previous);
-                } catch (InvalidMemoryRequestException stillRefused) {
+                } catch (MemoryException stillRefused) {
                     // its previous limit held its blocks before; nothing else can refuse it
                 }
             });

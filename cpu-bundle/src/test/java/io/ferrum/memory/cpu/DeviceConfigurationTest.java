@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
@@ -13,6 +14,8 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.pool.PooledMemoryManager;
 
@@ -273,6 +276,55 @@ class DeviceConfigurationTest {
             }
         }
         assertNull(CpuBackend.CLAIMS.get(Device.cpu(6)), "the claim goes with the device");
+    }
+
+    /**
+     * Review defect: an activation that failed after claiming its index (a pre-allocation larger than
+     * the machine) kept the claim, and DS never deactivates such a component: no later configuration
+     * could run that index.
+     */
+    @Test
+    void aFailedStartGivesItsIndexBack() {
+        Recording rec = new Recording();
+        assertThrows(RuntimeException.class, () -> new ConfiguredCpuDevice(rec.context(),
+                TestConfigs.small(Map.of("index", "7", "capacity", "0", "preAllocate", "true", "initialSize", "1t")),
+                Map.of("service.pid", "io.ferrum.memory.cpu.device~a"), rec.logger()));
+        assertNull(CpuBackend.CLAIMS.get(Device.cpu(7)), "the failed start gave its claim back");
+        ConfiguredCpuDevice next = new ConfiguredCpuDevice(rec.context(), TestConfigs.small(Map.of("index", "7")),
+                Map.of("service.pid", "io.ferrum.memory.cpu.device~b"), rec.logger());
+        try {
+            assertEquals(List.of(), rec.rejections(), "cpu:7 runs the next configuration");
+            assertEquals(Device.cpu(7), rec.manager().device());
+        } finally {
+            next.deactivate();
+        }
+    }
+
+    /**
+     * Review defect: a pool edit whose pre-allocation failed part-way (not a refusal of the check)
+     * left the pools before it changed, with a DS stack trace and no note.
+     */
+    @Test
+    void aPoolEditWhosePreAllocationFailsChangesNoPool() {
+        Recording rec = new Recording();
+        ConfiguredCpuDevice device = new ConfiguredCpuDevice(rec.context(), TestConfigs.small(Map.of("index", "8")),
+                Map.of("service.pid", "io.ferrum.memory.cpu.device~c"), rec.logger());
+        try {
+            PooledMemoryManager m = (PooledMemoryManager) rec.manager();
+            Map<MemoryType, MemoryPoolConfig> before = new java.util.EnumMap<>(MemoryType.class);
+            for (MemoryType t : MemoryType.values()) {
+                before.put(t, m.poolConfig(t));
+            }
+            device.modify(TestConfigs.small(Map.of("index", "8", "initialSize", "40m", "preAllocate", "true")));
+            for (MemoryType t : MemoryType.values()) {
+                assertEquals(before.get(t), m.poolConfig(t), t + ": a refused edit changes no pool");
+            }
+            assertEquals(1, rec.rejections().size(), rec.rejections().toString());
+            assertTrue(rec.rejections().get(0).contains("cpu:8 keeps running as it was"), rec.rejections().get(0));
+            assertSame(m, rec.manager());
+        } finally {
+            device.deactivate();
+        }
     }
 
     /** Review defects 2 and 3: flags and numbers are checked by our code, and a refusal names every bad value. */
