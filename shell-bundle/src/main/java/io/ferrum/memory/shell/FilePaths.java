@@ -124,17 +124,36 @@ final class FilePaths {
             throw new InvalidMemoryRequestException(p + " is not a regular file (a device, a pipe or a socket); mem:save"
                     + " writes regular files only; nothing saved");
         }
-        for (Path at = p; Files.isSymbolicLink(at); ) {
-            Path next = at.resolveSibling(Files.readSymbolicLink(at));
-            if (next.startsWith("/proc") || next.startsWith("/dev/fd")) {
-                // /dev/stdout leads to the file the shell's output goes to: renaming over it would
-                // delete that file's earlier lines, and every later line would go to the old one.
-                throw new InvalidMemoryRequestException(p + " leads to a file a process has open (through " + next
-                        + "); mem:save writes files by name only; nothing saved");
-            }
-            at = next;
+        Path through = throughProc(p);
+        if (through != null) {
+            // /dev/stdout leads to the file the shell's output goes to: renaming over it would delete
+            // that file's earlier lines, and every later line would go to the old one.
+            throw new InvalidMemoryRequestException(p + " leads to a file a process has open (through " + through
+                    + "); mem:save writes files by name only; nothing saved");
         }
         return p.toRealPath();
+    }
+
+    /**
+     * @return the first place on the way from {@code p} to the file it names that lies in
+     *         {@code /proc} (or {@code /dev/fd}, which leads there), or null: {@code p} itself, a
+     *         folder of its path, or a link it follows, each as the file system resolves it
+     */
+    private static Path throughProc(Path p) throws IOException {
+        Path at = p;
+        for (int hops = 0; hops < 40; hops++) {
+            Path folder = at.getParent();
+            Path here = folder != null && Files.isDirectory(folder) ? folder.toRealPath().resolve(at.getFileName())
+                    : at.normalize();
+            if (here.startsWith("/proc") || here.startsWith("/dev/fd")) {
+                return here;
+            }
+            if (!Files.isSymbolicLink(here)) {
+                return null;
+            }
+            at = here.resolveSibling(Files.readSymbolicLink(here));
+        }
+        return null; // a loop: refused as missing before this is asked
     }
 
     /**

@@ -324,12 +324,18 @@ class FileCommandsTest {
         Path log = file("run.log", "EARLIER LOG LINES".getBytes(StandardCharsets.UTF_8));
         try (var open = java.nio.channels.FileChannel.open(log, StandardOpenOption.APPEND)) {
             // A link such as /dev/stdout: into /proc, where this process's open file is named.
-            Path fd = Path.of("/proc/self/fd").resolve(String.valueOf(openFileNumber(log)));
+            String n = openFileNumber(log);
+            Path fd = Path.of("/proc/self/fd").resolve(n);
             Path stdout = Files.createSymbolicLink(dir.resolve("stdout"), fd);
-            String refused = commands.save(block.toString(), stdout.toString()).toString();
-            assertTrue(refused.startsWith("error: " + stdout + " leads to a file a process has open (through /proc/"),
-                    refused);
-            assertTrue(refused.endsWith("mem:save writes files by name only; nothing saved"), refused);
+            // A relative link climbing to /, a /proc path itself, and /dev/fd (a link to /proc/self/fd).
+            Path relative = Files.createSymbolicLink(dir.resolve("rel"),
+                    Path.of("../".repeat(dir.getNameCount()) + "proc/self/fd/" + n));
+            for (Path target : List.of(stdout, relative, fd, Path.of("/dev/fd").resolve(n))) {
+                String refused = commands.save(block.toString(), target.toString()).toString();
+                assertTrue(refused.startsWith("error: " + target + " leads to a file a process has open (through /proc/"),
+                        refused);
+                assertTrue(refused.endsWith("mem:save writes files by name only; nothing saved"), refused);
+            }
         }
         assertEquals("EARLIER LOG LINES", Files.readString(log));
     }
