@@ -146,12 +146,13 @@ public final class StrategyCommands {
             }
             List<String> refused = monitorRejections();
             if (!refused.isEmpty()) {
-                // The choice would join the refused properties, and the monitor would refuse them all again:
-                // the router would not switch, yet the choice would be saved (and written to the file).
+                // The choice would join the refused properties, and the monitor would refuse them again
+                // (unless the strategy itself was the bad value): the router would not switch, yet the
+                // choice would be saved (and written to the file). Fixing the file is the one way out.
                 throw new InvalidMemoryRequestException("Cannot switch to '" + name + "': the monitor refused its configuration ("
-                        + refused.get(0).substring("rejected configuration: ".length()) + ") and would refuse it again with"
-                        + " any strategy; fix the value it names in config/" + MONITOR_PID + ".cfg (PID " + MONITOR_PID
-                        + "), then run mem:strategy " + name + " again; nothing changed");
+                        + refused.get(0).substring("rejected configuration: ".length()) + "); fix the value it names in the"
+                        + " monitor's configuration (PID " + MONITOR_PID + ", in the distribution a file " + MONITOR_PID
+                        + ".cfg or .config in config/), then run mem:strategy " + name + " again; nothing changed");
             }
             Configuration c = ca.getConfiguration(MONITOR_PID, "?");
             Dictionary<String, Object> p = c.getProperties() != null ? c.getProperties() : new Hashtable<>();

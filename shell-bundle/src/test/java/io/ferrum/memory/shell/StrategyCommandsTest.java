@@ -115,9 +115,10 @@ class StrategyCommandsTest {
         String reply = c.strategy("most-free").toString();
 
         assertEquals(List.of("error: Cannot switch to 'most-free': the monitor refused its configuration (Configuration"
-                + " io.ferrum.memory.monitor refused: maxAttempts 0 must be one or more; the monitor starts with its defaults)"
-                + " and would refuse it again with any strategy; fix the value it names in config/io.ferrum.memory.monitor.cfg"
-                + " (PID io.ferrum.memory.monitor), then run mem:strategy most-free again; nothing changed"), reply.lines().toList());
+                + " io.ferrum.memory.monitor refused: maxAttempts 0 must be one or more; the monitor starts with its defaults);"
+                + " fix the value it names in the monitor's configuration (PID io.ferrum.memory.monitor, in the distribution a"
+                + " file io.ferrum.memory.monitor.cfg or .config in config/), then run mem:strategy most-free again; nothing"
+                + " changed"), reply.lines().toList());
         assertEquals(List.of(), calls, "the monitor's configuration was not read or changed");
     }
 

@@ -74,8 +74,9 @@ public final class SavedStrategy implements ConfigurationListener {
         try {
             Configuration[] found = configAdmin.listConfigurations("(service.pid=" + MONITOR_PID + ")");
             Object strategy = found == null || found[0].getProperties() == null ? null : found[0].getProperties().get(KEY);
-            if (strategy != null) {
-                save(file, strategy.toString());
+            // Only a name is saved: a list (refused by the monitor) would be written as a Java array's text.
+            if (strategy instanceof String name) {
+                save(file, name);
             }
         } catch (Exception e) {
             System.err.println("ferrum: the strategy choice could not be written to " + file + ": " + e.getMessage());
