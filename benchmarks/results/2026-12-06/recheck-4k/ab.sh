@@ -2,7 +2,7 @@
 # PERFORMANCE item 25: two benchmarks.jar builds alternate, three rounds of one fork each:
 #   run.sh OUTDIR base.jar head.jar
 out=$1; shift; mkdir -p $out
-J=("$(/work/main/ferrum java-home)/bin/java" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow)
+J=("$("$(dirname "$0")/../../../../ferrum" java-home)/bin/java" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow)
 for round in 1 2 3; do
 for j in "$@"; do
   n=$(basename $j .jar)
