@@ -36,6 +36,10 @@ class EngineHandlesTest extends EngineTestSupport {
         InvalidHandleException doubleFree = assertRejected(m, InvalidHandleException.class, () -> m.deallocate(freed));
         assertEquals(freed, doubleFree.handle());
         assertTrue(doubleFree.getMessage().contains("already freed"), doubleFree.getMessage());
+        // An id of this manager that was never issued (the live one's slot, a later generation) says so too.
+        MemoryHandle neverIssued = new MemoryHandle(live.id() + (1L << 20));
+        String never = assertRejected(m, InvalidHandleException.class, () -> m.deallocate(neverIssued)).getMessage();
+        assertTrue(never.contains("was never allocated"), never);
         assertTrue(assertRejected(m, InvalidHandleException.class, () -> m.deallocate(foreign)).getMessage().contains("not issued"));
         assertRejected(m, InvalidHandleException.class, () -> m.deallocate(null));
         assertRejected(m, InvalidHandleException.class, () -> m.copy(live, freed, 1, 0, 0));

@@ -131,7 +131,7 @@ final class Checks {
                     + " (it belongs to another device or manager, or is stale from before a restart)");
         }
         return new InvalidHandleException(handle, "Handle " + handle + " is not live on " + device
-                + ": it was already freed (a double free?) or its manager restarted");
+                + ": it was already freed (a double free?), was never allocated, or its manager restarted");
     }
 
     /** {@code size} bytes at {@code offset} lie inside block {@code b} (the {@code what} side of a copy). */
