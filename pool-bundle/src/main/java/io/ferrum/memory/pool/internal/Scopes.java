@@ -62,7 +62,9 @@ final class Scopes {
      * {@code try} whose {@code finally} leaves by {@link #exit}, and whose first statement is {@link
      * #checkNamed}. Nothing that needs stack runs between the count going up and that {@code try}.
      *
-     * @throws io.ferrum.memory.api.InvalidHandleException     if {@code id} no longer names {@code b}
+     * @throws io.ferrum.memory.api.InvalidHandleException     if a flag says the block was freed and
+     *         {@code id} no longer names it (checked under the lock; a name gone without a flag is
+     *         {@link #checkNamed}'s to find, inside the caller's {@code try})
      * @throws io.ferrum.memory.api.DeviceUnavailableException if its pool is closed
      * @throws io.ferrum.memory.api.InvalidMemoryRequestException if {@link Block#SCOPE_COUNT} scopes are inside already
      */
