@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 
@@ -107,6 +109,43 @@ class EngineFiguresTest extends EngineTestSupport {
         assertEquals(4 * MiB, stats.memoryFreed(), "B emptied into A and went back");
         assertEquals(MiB, m.memoryInfo().reservedBytes());
         assertContent(m, b2, (byte) 7);
+    }
+
+    /**
+     * A block another thread freed into its own cache is not live (activeAllocations leaves it out)
+     * but compaction may still slide it: it moved, yet it is no live block relocated. Layout before:
+     * x (freed, a hole) - y (in the other thread's cache) - z (live) - the rest free.
+     */
+    @Test
+    void defragmentationCountsOnlyLiveBlocksAsMovedNotOnesInAThreadCache() throws Exception {
+        PooledMemoryManager m = manager(new ArenaUpstream(256 * MiB), config(pool(MiB, MiB)), PoolSettings.defaults());
+        MemoryHandle x = m.allocate(64 * KiB, CPU);
+        CountDownLatch cached = new CountDownLatch(1);
+        CountDownLatch end = new CountDownLatch(1);
+        Thread other = new Thread(() -> {
+            m.deallocate(m.allocate(64 * KiB, CPU)); // stays in this thread's cache while it lives
+            cached.countDown();
+            try {
+                end.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "keeps-a-cached-block");
+        other.start();
+        try {
+            assertTrue(cached.await(30, TimeUnit.SECONDS));
+            MemoryHandle z = m.allocate(64 * KiB, CPU);
+            write(m, z, (byte) 3);
+            m.deallocate(x);
+            m.trim(); // this thread's cache goes back: x is a hole in the pool
+            assertEquals(1, m.memoryInfo().activeAllocations(), "z is the only live block");
+            DefragmentationStats stats = m.defragment(CPU).toCompletableFuture().get();
+            assertEquals(1, stats.blocksMoved(), "live blocks moved: z alone, not the other thread's cached block");
+            assertContent(m, z, (byte) 3);
+        } finally {
+            end.countDown();
+            other.join(TimeUnit.SECONDS.toMillis(30));
+        }
     }
 
     /** Nine small blocks of every memory type: with small first chunks, reserved stays a few chunks above used. */

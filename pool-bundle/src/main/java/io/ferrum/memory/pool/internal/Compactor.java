@@ -45,7 +45,8 @@ final class Compactor {
      * Under {@code pool}'s lock: moves its movable live blocks so that free space coalesces.
      *
      * @return live blocks moved, each counted once however often it moved (a block may slide down
-     *         and then be evacuated to another chunk)
+     *         and then be evacuated to another chunk); a block in a thread cache may move too, but
+     *         it is no live block (the figures count it as free) and is not counted
      */
     long compact(Pool pool) {
         Set<Block> moved = Collections.newSetFromMap(new IdentityHashMap<>());
@@ -68,7 +69,7 @@ final class Compactor {
                 } finally {
                     n.endMove();
                 }
-                moved.add(n);
+                countMove(moved, n);
                 // x is still the free block, now after n: keep sliding what follows it.
             } else {
                 x = n;
@@ -171,7 +172,7 @@ final class Compactor {
                     }
                     // dest now sits where b was, in c: it is free space (c's free blocks stay unlisted).
                     pool.vacated(dest);
-                    moved.add(b);
+                    countMove(moved, b);
                     if (scrub) {
                         upstream.fill(c.device, dest.offset, b.requested, (byte) 0);
                     }
@@ -186,6 +187,16 @@ final class Compactor {
             if (!emptied) {
                 break;
             }
+        }
+    }
+
+    /**
+     * Counts a moved block as a live block relocated when a handle names it: a block in a thread
+     * cache (no name, neither pinned nor mapped) moves like a live one, but activeAllocations leaves it out.
+     */
+    private static void countMove(Set<Block> moved, Block b) {
+        if (b.isNamed()) {
+            moved.add(b);
         }
     }
 

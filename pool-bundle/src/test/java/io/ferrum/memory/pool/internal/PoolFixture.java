@@ -100,6 +100,8 @@ final class PoolFixture {
     /** The device-wide figures the fixture's pool feeds. */
     final DeviceAccount account;
     final Pool pool;
+    /** Names of the blocks {@link #carve} hands out, as the allocator names them (never 0). */
+    private final java.util.concurrent.atomic.AtomicLong fakeIds = new java.util.concurrent.atomic.AtomicLong();
 
     /** A pool of unit {@code alignment}: initial size and growth 64 KiB, maxSize 256 KiB, no auto-GC. */
     PoolFixture(long alignment) {
@@ -126,12 +128,17 @@ final class PoolFixture {
         return pool.chunks.get(pool.chunks.size() - 1);
     }
 
-    /** Carves a live block as the allocator does: requested size and alignment set. @return the block, or null */
+    /**
+     * Carves a live block as the allocator does: requested size and alignment set, and named (by an
+     * id no handle table issued; a test that looks the block up registers it, which names it anew).
+     * @return the block, or null
+     */
     Block carve(long size, long alignment) {
         Block b = pool.carve(size, alignment);
         if (b != null) {
             b.requested = size;
             b.alignment = Math.max(alignment, SizeClasses.unit(pool.config));
+            b.nameFirst(fakeIds.incrementAndGet());
         }
         return b;
     }
