@@ -112,6 +112,37 @@ class EngineFiguresTest extends EngineTestSupport {
     }
 
     /**
+     * Nine blocks of one class; all but the fifth go to this thread's cache (a bin holds eight), the
+     * fifth to the pool. The figures count cached blocks as free: with every block freed they read
+     * no used byte, no allocation, and so no hole between live blocks either. Before that, the
+     * fifth block alone is live, with free space (cached) on both sides of it.
+     */
+    @Test
+    void blocksInAThreadCacheAreFreeSpaceInTheFragmentationToo() {
+        PooledMemoryManager m = manager(new ArenaUpstream(256 * MiB), config(pool(MiB, MiB)), PoolSettings.defaults());
+        MemoryHandle[] h = new MemoryHandle[9];
+        for (int i = 0; i < h.length; i++) {
+            h[i] = m.allocate(64 * KiB, CPU);
+        }
+        for (int i = 0; i < h.length; i++) {
+            if (i != 4) {
+                m.deallocate(h[i]);
+            }
+        }
+        MemoryInfo one = m.memoryInfo();
+        assertEquals(64 * KiB, one.usedBytes());
+        assertEquals(1, one.activeAllocations());
+        // Free: 4 x 64 KiB before the live block, 4 x 64 KiB and the chunk's untouched 7 x 64 KiB after it.
+        assertEquals(4.0 / 15.0, one.fragmentationRatio(), 1e-12, "the cached blocks before the live one are a hole");
+        m.deallocate(h[4]); // the bin is full: back to the pool, between cached blocks
+        MemoryInfo none = m.memoryInfo();
+        assertEquals(0, none.usedBytes());
+        assertEquals(0, none.activeAllocations());
+        assertEquals(0.0, none.fragmentationRatio(), "no live block, so no hole between live blocks");
+        assertEquals(0.0, m.quickInfo().fragmentationRatio());
+    }
+
+    /**
      * A block another thread freed into its own cache is not live (activeAllocations leaves it out)
      * but compaction may still slide it: it moved, yet it is no live block relocated. Layout before:
      * x (freed, a hole) - y (in the other thread's cache) - z (live) - the rest free.

@@ -232,6 +232,15 @@ public final class Block extends BlockPadding {
         return handleId != 0 || aliasId != 0;
     }
 
+    /**
+     * Under the pool lock: the block is not free in its pool, yet no handle names it and no work
+     * holds it (no pin, view or scope, no free pending). With thread caches on, that is a block in a
+     * thread cache, or one whose free is under way: the figures report its bytes as free.
+     */
+    boolean isIdle() {
+        return !free && !isNamed() && isMovable();
+    }
+
     /** @return true while defragmentation may move the block */
     boolean isMovable() {
         return !free && pins == 0 && mapping == null && !freePending && scopes == 0;

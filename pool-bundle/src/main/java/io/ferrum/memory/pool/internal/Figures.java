@@ -25,9 +25,10 @@ import io.ferrum.memory.api.MemoryUsageHint;
  * <p><b>Definitions.</b> used = bytes of the pools' non-free blocks less those in thread caches
  * (free for their threads' next allocations); live = those blocks' count, likewise; reserved = the
  * pools' chunks; fragmentation = the share of the free bytes inside the chunks that lie outside the
- * largest free block of their own chunk (0 when there are none): an empty pool, or one just compacted
- * (each chunk's live blocks together, one free run after them), reads 0, and the figure rises as
- * free space splits into holes between live blocks; bandwidth = bytes copied / nanoseconds spent copying, over the manager's life.
+ * largest free run of their own chunk (0 when there are none), blocks in thread caches counting as
+ * free there as they do in used: an empty pool, or one just compacted (each chunk's live blocks
+ * together, one free run after them), reads 0, and the figure rises as free space splits into holes
+ * between live blocks; bandwidth = bytes copied / nanoseconds spent copying, over the manager's life.
  *
  * <p><b>Invariants.</b> {@link #memoryInfo} is one instant's: it holds every pool lock, always in
  * pool order (no other path holds two), and reads the caches at one moment under them. The cheap
@@ -85,8 +86,10 @@ final class Figures {
                 reserved += pool.reserved;
                 used += pool.used;
                 live += pool.live;
-                freeInReserved += pool.freeInReserved();
-                scattered += pool.scatteredFree();
+                // Blocks in thread caches are free in these figures: a hole they sit in is no hole.
+                long[] fs = pool.freeAndScattered(caches.enabled());
+                freeInReserved += fs[0];
+                scattered += fs[1];
             }
             cached = caches.cachedAtOneMoment();
         } finally {

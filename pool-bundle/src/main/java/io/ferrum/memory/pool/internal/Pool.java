@@ -394,32 +394,41 @@ public final class Pool {
         return out;
     }
 
-    /** @return free bytes inside the reserved chunks */
+    /** @return free bytes inside the reserved chunks (blocks in thread caches are not free here) */
     long freeInReserved() {
         return reserved - used;
     }
 
     /**
-     * Under the lock: the free bytes of this pool's chunks that lie outside the largest free block
-     * of their chunk (the numerator of {@link Figures}' fragmentation). An empty chunk, or one whose
-     * live blocks sit together with one free run after them, adds nothing. Walks every block.
+     * Under the lock: the free bytes of this pool's chunks, and those of them that lie outside the
+     * largest free run of their own chunk (the numerator of {@link Figures}' fragmentation). An empty
+     * chunk, or one whose live blocks sit together with one free run after them, adds nothing to the
+     * second. Walks every block.
      *
-     * @return bytes, zero or more
+     * @param idleIsFree whether blocks in thread caches ({@link Block#isIdle}) count as free, as the
+     *                   figures report them (caches on); a run is free and idle blocks side by side
+     * @return {free bytes, scattered bytes}, each zero or more
      */
-    long scatteredFree() {
+    long[] freeAndScattered(boolean idleIsFree) {
+        long free = 0;
         long scattered = 0;
         for (PoolChunk c : chunks) {
             long largest = 0;
-            long free = 0;
+            long chunkFree = 0;
+            long run = 0;
             for (Block b = c.first; b != null; b = b.nextPhys) {
-                if (b.free) {
-                    free += b.size;
-                    largest = Math.max(largest, b.size);
+                if (b.free || (idleIsFree && b.isIdle())) {
+                    run += b.size;
+                    chunkFree += b.size;
+                    largest = Math.max(largest, run);
+                } else {
+                    run = 0;
                 }
             }
-            scattered += free - largest;
+            free += chunkFree;
+            scattered += chunkFree - largest;
         }
-        return scattered;
+        return new long[] {free, scattered};
     }
 
     /**
