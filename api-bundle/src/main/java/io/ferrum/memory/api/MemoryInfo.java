@@ -13,9 +13,12 @@ import java.util.OptionalDouble;
  *       included);</li>
  *   <li>{@code freeBytes}: {@code totalBytes - usedBytes};</li>
  *   <li>{@code reservedBytes}: bytes the pools hold from the device, used or not;</li>
- *   <li>{@code activeAllocations}: the number of live handles;</li>
- *   <li>{@code fragmentationRatio}: {@code 1 - largest free block / total free space} inside the
- *       reserved chunks, in {@code [0, 1]}, and 0 when nothing there is free;</li>
+ *   <li>{@code activeAllocations}: the number of live blocks, the blocks {@code usedBytes} counts: a
+ *       mapping's block, named by two handles, counts once, and a block freed while an asynchronous
+ *       copy still uses it counts until the copy ends;</li>
+ *   <li>{@code fragmentationRatio}: the share of the free space inside the reserved chunks that lies
+ *       outside the largest free run of its own chunk (holes between live blocks; free space split
+ *       only by chunk boundaries is none), in {@code [0, 1]}, and 0 when nothing there is free;</li>
  *   <li>{@code bandwidthGbps}: copy bandwidth measured from real copies, in GB/s (10^9 bytes per
  *       second); empty before the first copy. The seed's {@code Option<f32>} becomes an
  *       {@link OptionalDouble} rather than a nullable box.</li>
@@ -25,7 +28,7 @@ import java.util.OptionalDouble;
  * @param usedBytes          live bytes, zero or more
  * @param freeBytes          capacity not in live blocks, zero or more
  * @param reservedBytes      bytes held from the device, zero or more
- * @param activeAllocations  live handles, zero or more
+ * @param activeAllocations  live blocks, zero or more
  * @param fragmentationRatio in {@code [0, 1]}
  * @param bandwidthGbps      measured copy bandwidth, or empty; not null
  */
