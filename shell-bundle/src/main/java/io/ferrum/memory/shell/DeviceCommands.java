@@ -101,7 +101,9 @@ public final class DeviceCommands {
 
     /**
      * @return one line per memory type whose pool holds memory or live blocks, under the device's
-     *         reserved line: what the pool reserved, and what its live blocks use of it
+     *         reserved line: what the pool reserved, and the bytes its live blocks were asked for
+     *         (handle sizes: the device's used bytes add each block's alignment and size-class
+     *         rounding, so these lines need not add up to it)
      */
     private static List<String> pools(DeviceMemoryManager m) {
         Map<MemoryType, Long> reserved = m.reservedByType();
