@@ -128,6 +128,12 @@ final class Transfers {
                 reclaimer.unpin(s);
                 throw e;
             }
+        } else if (!s.isNamedBy(transfer.dst().id())) {
+            // Two names of one block (a mapping): the pin checked the source's; the destination's may
+            // have been freed since the arguments were checked, and no byte goes through a freed name.
+            // Checked after the pin, so a free after this check is one the copy was accepted before.
+            reclaimer.unpin(s);
+            throw checks.invalidHandle(transfer.dst());
         }
         Runnable work = () -> {
             running.acquireUninterruptibly();
