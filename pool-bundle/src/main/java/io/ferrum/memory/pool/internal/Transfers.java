@@ -85,9 +85,13 @@ final class Transfers {
 
     private void doCopy(Block s, long srcOffset, Block d, long dstOffset, long size) {
         // Blocks of one manager (a peer's included, named here by aliases) are copied by that
-        // manager's upstream, which owns their chunks; blocks of two managers by this one's.
+        // manager's upstream, which owns their chunks; blocks of two managers by this one's when one
+        // of them is this manager's. Blocks of two peers (both named here by aliases) by the
+        // source's owner's: the copy holds that block (a pin or a scope), so that owner's close, and
+        // the close of its upstream, waits for it; this manager's close would not.
         Reclaimer owner = s.pool.reclaimer;
-        DeviceUpstream up = owner == d.pool.reclaimer ? owner.upstream() : upstream;
+        Reclaimer dOwner = d.pool.reclaimer;
+        DeviceUpstream up = owner == dOwner || (owner != reclaimer && dOwner != reclaimer) ? owner.upstream() : upstream;
         // A clock read costs as much as a small copy: only copies of DataPath.TIMED_BYTES or more are timed.
         boolean timed = size >= DataPath.TIMED_BYTES;
         long t0 = timed ? clock.getAsLong() : 0;
