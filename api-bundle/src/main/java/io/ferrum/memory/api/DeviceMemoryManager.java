@@ -155,7 +155,8 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * ones throw here, not through the stage). The caller must not change {@code src} (nor close
      * its arena) until the stage completes: the bytes are taken when the copy runs. The block is
      * pinned until then, as for {@link #copyAsync}: a free meanwhile succeeds, and the memory goes
-     * back to the pool only when the copy has run.
+     * back to the pool only when the copy has run. A call of zero bytes copies nothing but still
+     * takes its place on the stream, as it does for {@link #copyAsync}.
      *
      * @param stream a stream of this manager's device, or {@code null} for the default stream;
      *               another device's stream is refused with {@link InvalidMemoryRequestException}
@@ -176,7 +177,9 @@ public interface DeviceMemoryManager extends AutoCloseable {
     /**
      * Copies asynchronously on a stream. The arguments are checked before this method returns (bad
      * ones throw here, not through the stage); the stage completes when the bytes have arrived, or
-     * exceptionally if the device fails. Blocks in flight are not moved by defragmentation.
+     * exceptionally if the device fails. Blocks in flight are not moved by defragmentation. A copy of
+     * zero bytes moves nothing, yet its stage too completes only after the work submitted to the
+     * stream before it.
      *
      * @param transfer what to copy
      * @param stream   the stream to order it on, or {@code null} for the default stream

@@ -1,12 +1,14 @@
 package io.ferrum.memory.pool;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
@@ -131,6 +133,42 @@ class EngineCopyTest extends EngineTestSupport {
         gate.countDown();
         copy.get(10, TimeUnit.SECONDS);
         assertEquals(MiB, m.memoryInfo().usedBytes());
+    }
+
+    @Test
+    void anAsyncCallOfZeroBytesCompletesOnlyAfterTheWorkBeforeItOnItsStream() throws Exception {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        HostStreamManager streams = streams();
+        PooledMemoryManager m = managerWith(up, streams);
+        MemoryHandle a = m.allocate(MiB, CPU);
+        MemoryHandle b = m.allocate(MiB, CPU);
+        StreamHandle s = streams.createStream(CPU);
+        CountDownLatch gate = new CountDownLatch(1);
+        CompletableFuture<Void> before = streams.submit(s, () -> {
+            try {
+                gate.await();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        }).toCompletableFuture();
+        MemorySegment none = MemorySegment.ofArray(new byte[0]);
+        CompletableFuture<Void> copy = m.copyAsync(MemoryTransfer.of(a, b, 0), s).toCompletableFuture();
+        CompletableFuture<Void> write = m.writeAsync(b, 16, none, s).toCompletableFuture();
+        CompletableFuture<Void> read = m.readAsync(a, MiB, none, s).toCompletableFuture();
+        // A caller may wait on any stage as on an event: none of them may say the stream got this far.
+        assertFalse(copy.isDone(), "a copy of 0 bytes completed before the work submitted before it");
+        assertFalse(write.isDone(), "a write of 0 bytes completed before the work submitted before it");
+        assertFalse(read.isDone(), "a read of 0 bytes completed before the work submitted before it");
+        gate.countDown();
+        CompletableFuture.allOf(copy, write, read).get(10, TimeUnit.SECONDS);
+        assertTrue(before.isDone());
+        // Their arguments are checked all the same, at once.
+        assertRejected(m, InvalidMemoryRequestException.class, () -> m.writeAsync(b, MiB + 1, none, s));
+        assertRejected(m, InvalidMemoryRequestException.class, () -> m.copyAsync(MemoryTransfer.of(a, b, 0), new StreamHandle(999)));
+        assertEquals(2 * MiB, m.memoryInfo().usedBytes(), "no pin or block left behind");
+        m.deallocate(a);
+        m.deallocate(b);
+        assertEquals(0, m.memoryInfo().usedBytes());
     }
 
     private HostStreamManager streams() {

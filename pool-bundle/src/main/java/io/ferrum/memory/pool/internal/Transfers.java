@@ -1,7 +1,6 @@
 package io.ferrum.memory.pool.internal;
 
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Semaphore;
 import java.util.function.LongSupplier;
@@ -115,13 +114,21 @@ final class Transfers {
         }
     }
 
+    /**
+     * The work of an asynchronous call of zero bytes. Such a call still takes its place on the
+     * stream, so that its stage, like any other, completes only after the work submitted before it
+     * (a caller may wait on it as on an event).
+     */
+    private static final Runnable NOTHING = () -> { };
+
     /** Copies between two live blocks whose ranges are checked, on {@code stream}. */
     CompletionStage<Void> copyAsync(MemoryTransfer transfer, Block s, Block d, StreamHandle stream) {
         if (!streams.knows(stream)) {
             throw checks.unknownStream(stream);
         }
         if (transfer.size() == 0) {
-            return CompletableFuture.completedFuture(null);
+            // Nothing to copy, but a place on the stream: the stage completes after the work before it.
+            return streams.submit(stream, NOTHING);
         }
         // Pinned now, so the blocks can neither move nor be reused until the copy has run.
         reclaimer.pin(s, transfer.src().id());
@@ -201,10 +208,16 @@ final class Transfers {
         };
         try {
             checks.blockRange(h, b, offset, n, write ? "write" : "read");
-            if (n == 0) {
-                reclaimer.unpin(b);
-                return CompletableFuture.completedFuture(null);
-            }
+        } catch (RuntimeException | Error e) {
+            reclaimer.unpin(b);
+            throw e;
+        }
+        if (n == 0) {
+            reclaimer.unpin(b);
+            // Nothing to copy, but a place on the stream: the stage completes after the work before it.
+            return streams.submit(stream, NOTHING);
+        }
+        try {
             // The executor either refuses the work here (it will never run) or runs it once.
             return streams.submit(stream, work);
         } catch (RuntimeException | Error e) {
