@@ -3,6 +3,8 @@ package io.ferrum.memory.pool;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.MemorySegment;
+import java.time.Instant;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.junit.jupiter.api.Test;
@@ -47,6 +49,29 @@ class EngineStatisticsTest extends EngineTestSupport {
             m.copy(src, burst, 16, 0, (i * 5000L) % 60000);
         }
         assertEquals(AccessPatternType.BURST, m.accessStats(burst).orElseThrow().patternType());
+    }
+
+    /**
+     * On the system clock, access times come from the coarse clock (PERFORMANCE item 15), which lags
+     * the exact one by up to a millisecond: an async write stamped with the exact clock put the
+     * synchronous write after it earlier in time. Each round fails unless a tick falls between the
+     * two calls.
+     */
+    @Test
+    void lastAccessNeverStepsBackFromAnAsyncWriteToTheNextWrite() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB)), PoolSettings.defaults());
+        MemoryHandle h = m.allocate(4096, CPU);
+        MemorySegment one = MemorySegment.ofArray(new byte[] {1});
+        for (int round = 0; round < 50; round++) {
+            m.writeAsync(h, 0, one, null).toCompletableFuture().join(); // the default stream: done on return
+            Instant afterAsync = m.accessStats(h).orElseThrow().lastAccess();
+            m.write(h, 1, one);
+            Instant afterWrite = m.accessStats(h).orElseThrow().lastAccess();
+            assertTrue(!afterWrite.isBefore(afterAsync),
+                    "round " + round + ": the write came after the async write but reads " + afterWrite + " < " + afterAsync);
+        }
+        assertEquals(100, m.accessStats(h).orElseThrow().writeCount());
     }
 
     @Test

@@ -199,7 +199,9 @@ final class Transfers {
                 }
                 AccessTracker t = b.access;
                 if (t != null) {
-                    t.record(write, offset, n, t1, b.allocatedAtNanos);
+                    // The access clock, as every other record of the block: with the coarse clock,
+                    // an exact time here would put a later synchronous access before this one.
+                    t.record(write, offset, n, accessClock.getAsLong(), b.allocatedAtNanos);
                 }
             } finally {
                 running.release();
