@@ -51,6 +51,14 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
     /** Work accepted on a stream and not yet finished; close waits for it, and the executor stops only at 0. */
     private final AtomicLong pending = new AtomicLong();
     private volatile boolean closed;
+    /** How long {@link #close()} waits for accepted work. */
+    private final long closeWaitNanos;
+    /**
+     * How many pieces of this manager's stream work the calling thread is running now (its entry is
+     * removed at 0): a {@link #close()} called from inside stream work (a callback that stops the
+     * backend) must not wait for work that cannot end before it returns.
+     */
+    private final ThreadLocal<int[]> runningHere = ThreadLocal.withInitial(() -> new int[1]);
 
     private static final class Stream {
         /** Never completes exceptionally, so that work after a failure still runs. */
@@ -72,9 +80,15 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
 
     /** Tests: at most {@code sequenceLimit} ids of each kind per number, so that numbers run out quickly. */
     HostStreamManager(Device device, ExecutorService executor, long sequenceLimit) {
+        this(device, executor, sequenceLimit, CLOSE_WAIT_NANOS);
+    }
+
+    /** Tests: {@link #close()} waits at most {@code closeWaitNanos} for accepted work. */
+    HostStreamManager(Device device, ExecutorService executor, long sequenceLimit, long closeWaitNanos) {
         this.device = device;
         this.executor = executor;
         this.ids = new StreamIds(device, sequenceLimit);
+        this.closeWaitNanos = closeWaitNanos;
     }
 
     private static ExecutorService threads(Device device) {
@@ -322,9 +336,14 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
             checkOpen();
         }
         Runnable counted = () -> {
+            int[] here = runningHere.get();
+            here[0]++;
             try {
                 work.run();
             } finally {
+                if (--here[0] == 0) {
+                    runningHere.remove();
+                }
                 finished();
             }
         };
@@ -369,17 +388,26 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
      * work already accepted on streams to run. Work accepted is never dropped: what has not run when
      * the wait ends (work behind a stream's work that still blocks) runs when the work before it
      * finishes, and the pool's threads stop after the last of it (they are never interrupted).
+     * Called from inside this manager's stream work (a callback that stops the backend), it does not
+     * wait at all: that work, and whatever is ordered after it, can only run after this returns.
      * Idempotent. An interrupt of the closing thread ends the wait, and its flag stays set.
      */
     @Override
     public void close() {
-        long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+        long deadline = System.nanoTime() + closeWaitNanos;
+        int[] here = runningHere.get();
+        int own = here[0];
+        if (own == 0) {
+            runningHere.remove();
+        }
         synchronized (pending) {
             if (closed) {
                 return;
             }
             closed = true;
-            while (pending.get() > 0) {
+            // Called from inside stream work, it does not wait: that work ends only after this
+            // returns, and so does the work behind it, on its stream or waiting on its events.
+            while (own == 0 && pending.get() > 0) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
                     break;

@@ -286,6 +286,31 @@ class HostStreamManagerTest {
         assertTrue(a.isStreamReady(s));
     }
 
+    /**
+     * A callback on a stream that stops the backend closes its stream manager from inside stream
+     * work. That work, and the work behind it, can end only after close returns; a close that waited
+     * for them waited its whole limit (10 s; an hour here, so that the old wait fails the test).
+     */
+    @Test
+    void closeCalledFromInsideStreamWorkReturnsAtOnceAndTheWorkBehindItStillRuns() throws Exception {
+        HostStreamManager a = new HostStreamManager(CPU0, Executors.newCachedThreadPool(), StreamIds.MAX_SEQUENCE,
+                TimeUnit.HOURS.toNanos(1));
+        toClose.add(a);
+        StreamHandle s = a.createStream(CPU0);
+        CountDownLatch gate = new CountDownLatch(1);
+        CompletableFuture<Void> closing = a.submit(s, () -> {
+            await(gate);
+            a.close();
+        });
+        AtomicInteger behind = new AtomicInteger();
+        CompletableFuture<Void> queued = a.submit(s, behind::incrementAndGet);
+        gate.countDown();
+        closing.get(60, TimeUnit.SECONDS);
+        queued.get(60, TimeUnit.SECONDS);
+        assertEquals(1, behind.get(), "the work accepted behind the closing work ran once");
+        assertThrows(DeviceUnavailableException.class, () -> a.submit(s, behind::incrementAndGet));
+    }
+
     @Test
     void closeLetsAcceptedWorkRunAndRefusesNewWork() throws Exception {
         HostStreamManager a = manager(CPU0);
