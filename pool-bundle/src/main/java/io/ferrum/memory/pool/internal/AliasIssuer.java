@@ -11,7 +11,8 @@ interface AliasIssuer {
      * Issues an alias for {@code b}, a block of another manager whose name count already counts it,
      * and records it ({@link IssuedAliases}) until it is freed or this manager closes.
      *
-     * @return the alias's handle id (already dead if this manager closed meanwhile)
+     * @return the alias's handle id (already dead if this manager closed meanwhile: the caller then
+     *         checks {@link #isClosed()} and refuses the mapping)
      */
     long issueAlias(Block b);
 

@@ -26,7 +26,8 @@ import io.ferrum.memory.pool.PooledMemoryManager;
  *
  * <p><b>Invariants.</b> A mapping's block is counted as named twice before its first handle is
  * published (a free of the guessable first handle leaves it to the second); a mapping whose second
- * handle cannot be issued gives its block back. An alias issued for a peer's block is recorded by
+ * handle cannot be issued, or whose peer closed during the call (its alias died as it was issued),
+ * gives its block back and is refused. An alias issued for a peer's block is recorded by
  * the issuer until freed or closed ({@link IssuedAliases}).
  */
 final class Mappings {
@@ -143,6 +144,13 @@ final class Mappings {
             }
             freeQuietly(primary);
             throw e;
+        }
+        if (peer != null && peer.isClosed()) {
+            // The peer closed after it was found: the alias died as it was issued (or dies now, with
+            // the rest of the peer's), so no mapping exists. Refused as a call after that close would
+            // be; the alias's name is gone, the primary's free gives the block back.
+            freeQuietly(primary);
+            throw checks.noPeer(sourceDevice, targetDevice, other);
         }
         MemoryHandle second = new MemoryHandle(alias);
         return sourceDevice.equals(device)

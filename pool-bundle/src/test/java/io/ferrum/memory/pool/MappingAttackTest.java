@@ -1,0 +1,69 @@
+package io.ferrum.memory.pool;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryMapping;
+import io.ferrum.memory.pool.HookedUpstream.Call;
+import io.ferrum.memory.pool.HookedUpstream.Pause;
+
+/**
+ * Found by an attack on mappings, aliases between managers and close (a mapping review, 2026-12),
+ * forced with {@link HookedUpstream} pauses where a race is involved; each test failed before its fix.
+ */
+class MappingAttackTest extends RaceHarness {
+    static final Device CPU1 = Device.cpu(1);
+    static final Device CPU2 = Device.cpu(2);
+    static final Device CPU3 = Device.cpu(3);
+
+    private final Map<Device, PooledMemoryManager> running = new ConcurrentHashMap<>();
+    private final PoolSettings settings = PoolSettings.defaults().withPeers(running::get);
+
+    private PooledMemoryManager running(HookedUpstream up) {
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), settings, null);
+        running.put(up.device(), m);
+        return m;
+    }
+
+    /**
+     * cpu:1 maps a block for cpu:2, and cpu:2 closes while cpu:1 is inside the call (past its check
+     * that cpu:2 runs, reserving the MAPPED pool's first chunk). cpu:2's alias dies as it is issued,
+     * so the call must be refused as one made after that close would be, and keep no block. It
+     * returned a mapping whose target handle was dead from the start while its source held 4 KiB
+     * on cpu:1.
+     */
+    @Test
+    void aMappingWhosePeerClosesDuringTheCallIsRefusedAndKeepsNoBlock() throws Exception {
+        HookedUpstream up1 = new HookedUpstream(CPU1, 64 * MiB);
+        PooledMemoryManager a = running(up1);
+        PooledMemoryManager b = running(new HookedUpstream(CPU2, 64 * MiB));
+        Pause reserve = up1.pauseNext(Call.RESERVE);
+        CompletableFuture<MemoryMapping> mapping = start("create-mapping", () -> a.createMapping(CPU1, CPU2, 4 * KiB));
+        reserve.awaitArrival();
+        b.close();
+        reserve.release();
+        ExecutionException e = assertThrows(ExecutionException.class, () -> mapping.get(30, TimeUnit.SECONDS),
+                () -> "createMapping returned " + mapping.join() + " although cpu:2 closed during the call: its target"
+                        + " is dead (cpu:2 owns it: " + b.owns(mapping.join().target()) + ")");
+        InvalidMemoryRequestException refused = assertInstanceOf(InvalidMemoryRequestException.class, e.getCause());
+        assertTrue(refused.getMessage().contains("no running " + CPU2), refused.getMessage());
+        MemoryInfo info = a.memoryInfo();
+        assertEquals(0, info.usedBytes(), "the refused mapping's block went back");
+        assertEquals(0, info.activeAllocations());
+        assertEquals(List.of(), a.handles());
+    }
+}
