@@ -19,7 +19,8 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
  * @param peers         the backend's other running managers by device (answering null for an unknown
  *                      device), for {@link io.ferrum.memory.api.AdvancedMemoryManager#createMapping}
  *                      across devices; peers must be managers of the same backend (their upstreams
- *                      must understand each other's chunks); not null
+ *                      must understand each other's chunks), each answered for its own device (a
+ *                      manager answered for another device is refused); not null
  * @param threadCacheBytes how many bytes of freed blocks each platform thread may keep for its own
  *                      next allocations (a quarter of it for blocks up to 256 KiB, whose requests are
  *                      rounded up to one of 16 size classes per power of two; blocks up to 4 MiB only

@@ -66,4 +66,29 @@ class MappingAttackTest extends RaceHarness {
         assertEquals(0, info.activeAllocations());
         assertEquals(List.of(), a.handles());
     }
+
+    /**
+     * The backend's peer lookup answers a manager of another device for cpu:2 (a stale or wrong
+     * entry: cpu:3's, or cpu:1's own). The mapping says its target is on cpu:2, so its target handle
+     * must be cpu:2's: the call is refused and changes nothing. It returned a mapping whose target
+     * handle cpu:3 (or cpu:1) had issued, which cpu:2's manager refuses as foreign.
+     */
+    @Test
+    void aPeerLookupThatAnswersAnotherDevicesManagerIsRefused() {
+        PooledMemoryManager a = running(new HookedUpstream(CPU1, 64 * MiB));
+        PooledMemoryManager c = running(new HookedUpstream(CPU3, 64 * MiB));
+        for (PooledMemoryManager wrong : List.of(c, a)) {
+            running.put(CPU2, wrong);
+            MemoryInfo before = a.memoryInfo();
+            InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class,
+                    () -> a.createMapping(CPU1, CPU2, 4 * KiB), () -> "a mapping to cpu:2 issued by " + wrong.device());
+            assertTrue(e.getMessage().contains(CPU2.toString()) && e.getMessage().contains(wrong.device().toString()),
+                    e.getMessage());
+            MemoryInfo after = a.memoryInfo();
+            assertEquals(before.usedBytes(), after.usedBytes());
+            assertEquals(before.activeAllocations(), after.activeAllocations());
+            assertEquals(List.of(), a.handles());
+            assertEquals(List.of(), c.handles());
+        }
+    }
 }

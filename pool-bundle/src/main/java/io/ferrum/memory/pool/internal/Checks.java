@@ -277,6 +277,13 @@ final class Checks {
                    : ": " + device.kind() + " <-> " + other.kind() + " mappings come from a backend that serves both kinds"));
     }
 
+    InvalidMemoryRequestException wrongPeer(Device sourceDevice, Device targetDevice, Device other, Device answered) {
+        return new InvalidMemoryRequestException("Mapping " + sourceDevice + " <-> " + targetDevice
+                + " is refused on " + device + ": the " + backendName + " backend's lookup of running managers answered"
+                + " the manager of " + answered + " for " + other + ", whose handle would not be " + other
+                + "'s; the backend's device registry is wrong or stale");
+    }
+
     static void prefetchTarget(Device target) {
         if (target == null) {
             throw new InvalidMemoryRequestException("Prefetch target device is null");

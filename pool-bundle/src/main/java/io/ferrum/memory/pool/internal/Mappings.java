@@ -115,7 +115,8 @@ final class Mappings {
 
     /**
      * The memory lives on this device; the other handle is issued by the manager of the other
-     * device (this one when both are the same), found through the settings' peers. The devices are
+     * device (this one when both are the same), found through the settings' peers, which must
+     * answer that device's own manager (an answer for another device is refused). The devices are
      * checked: one of them is this manager's.
      */
     MemoryMapping createMapping(Device sourceDevice, Device targetDevice, long size) {
@@ -125,6 +126,10 @@ final class Mappings {
             PooledMemoryManager found = other.kind().equals(device.kind()) ? peers.apply(other) : null;
             if (!(found instanceof AliasIssuer p) || p.isClosed()) {
                 throw checks.noPeer(sourceDevice, targetDevice, other);
+            }
+            if (!other.equals(found.device())) {
+                // A stale or wrong entry of the lookup: the alias would be another device's handle.
+                throw checks.wrongPeer(sourceDevice, targetDevice, other, found.device());
             }
             peer = p;
         }
