@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.Pipe;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -15,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.api.MemoryMapping;
@@ -90,5 +93,35 @@ class MappingAttackTest extends RaceHarness {
             assertEquals(List.of(), a.handles());
             assertEquals(List.of(), c.handles());
         }
+    }
+
+    /**
+     * cpu:1 closes while a native operation (an NIO read) holds cpu:2's view of its alias: the view
+     * cannot close, so cpu:1 keeps its MAPPED pool's chunks. The read ends, cpu:2 frees the alias
+     * (its view closes) and closes. Nothing holds cpu:1's memory any more, yet its chunks stayed
+     * reserved and its upstream open until a second close of cpu:1, which nobody makes: once both
+     * managers are closed, the live bytes must be zero.
+     */
+    @Test
+    void theLastNameOfABlockAClosedPoolKeptForAStuckViewReleasesThePool() throws Exception {
+        HookedUpstream up1 = new HookedUpstream(CPU1, 64 * MiB);
+        HookedUpstream up2 = new HookedUpstream(CPU2, 64 * MiB);
+        PooledMemoryManager a = running(up1);
+        PooledMemoryManager b = running(up2);
+        MemoryMapping mapping = a.createMapping(CPU1, CPU2, 4 * KiB);
+        MemorySegment view = b.mapMemory(mapping.target(), MemoryAccess.READ_WRITE);
+        Pipe pipe = Pipe.open();
+        start("native-read", () -> pipe.source().read(view.asByteBuffer()));
+        ReviewRacesTest.awaitInNativeRead(threads.get(threads.size() - 1));
+        a.close(); // the view is in use: cpu:1's MAPPED pool keeps its chunks
+        assertTrue(up1.liveBytes() > 0, "the view in use kept cpu:1's chunk");
+        pipe.source().close(); // the read ends
+        threads.get(threads.size() - 1).join(30_000);
+        b.deallocate(mapping.target());
+        b.close();
+        assertEquals(0, up1.liveBytes(), "cpu:1's chunks are still reserved with both managers closed and nothing in use");
+        assertTrue(up1.closed, "cpu:1's upstream is closed");
+        assertEquals(0, up2.liveBytes());
+        assertEquals("", up1.violations.toString() + up2.violations.toString());
     }
 }

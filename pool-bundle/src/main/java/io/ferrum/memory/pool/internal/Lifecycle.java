@@ -20,7 +20,9 @@ import io.ferrum.memory.pool.PoolLog;
  * only when that count is zero: it waits for it up to {@value #CLOSE_WAIT_SECONDS} s, and after its
  * wait (or at once, interrupted) leaves the release to whoever ends the last such work
  * ({@link Pool#releaseWhenIdle}); a freed block whose view a native operation still holds open
- * ({@link Pool#stuckViews}) keeps its pool's chunks until a later close. A close called from inside a
+ * ({@link Pool#stuckViews}) keeps its pool's chunks until it can close: then the next to look
+ * ({@link #releaseIfDone}: a later close, the last work's end, the last name of a block of the pool
+ * going) releases them. A close called from inside a
  * {@code withMapped} action does not wait at all: the action's own scope is work that only its
  * return can end, so the last work to end releases the chunks.
  *
@@ -60,7 +62,22 @@ final class Lifecycle {
             return null;
         }
         pool.idle.signalAll();
-        if (!pool.releaseWhenIdle || !pool.stuckViews.isEmpty()) {
+        return releaseIfDone(pool);
+    }
+
+    /**
+     * Under the pool's lock, on a pool that close left to its last work: closes the views that
+     * native operations held open where they can close now, and if none is left and no work runs,
+     * hands over the pool's chunks.
+     *
+     * @return the chunks to release ({@link #releaseDeferred}), or null
+     */
+    static List<DeviceChunk> releaseIfDone(Pool pool) {
+        if (!pool.releaseWhenIdle) {
+            return null;
+        }
+        pool.stuckViews.removeIf(b -> b.mapping == null || Reclaimer.closeArena(b, b.mapping));
+        if (!pool.stuckViews.isEmpty() || pool.inflight > 0) {
             return null;
         }
         pool.releaseWhenIdle = false;
@@ -169,7 +186,8 @@ final class Lifecycle {
         releaseChunks(chunks);
         if (stuck > 0) {
             log.warn(device + ": closed while native operations still used " + stuck + " mapped views;"
-                    + " their pools' memory stays reserved until close() is called again after those operations end", null);
+                    + " their pools' memory stays reserved until those views can close (the last handle of their blocks"
+                    + " freed, or close() called again after those operations end)", null);
         }
         if (deferred > 0) {
             log.warn(device + ": closed while " + deferred + " copies, upstream calls or withMapped actions still ran on its memory;"
@@ -204,13 +222,7 @@ final class Lifecycle {
             List<DeviceChunk> release = null;
             pool.acquire();
             try {
-                if (pool.releaseWhenIdle && !pool.stuckViews.isEmpty()) {
-                    pool.stuckViews.removeIf(b -> b.mapping == null || Reclaimer.closeArena(b, b.mapping));
-                    if (pool.stuckViews.isEmpty() && pool.inflight == 0) {
-                        pool.releaseWhenIdle = false;
-                        release = pool.takeAllChunks();
-                    }
-                }
+                release = releaseIfDone(pool);
             } finally {
                 pool.lock.unlock();
             }

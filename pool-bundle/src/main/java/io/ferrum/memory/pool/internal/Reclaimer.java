@@ -196,6 +196,7 @@ final class Reclaimer {
             caches.sawPoolLock(tc, pool);
         }
         List<Block> unstuck = null;
+        List<DeviceChunk> closedRelease = null;
         try {
             MappingState mapping = b.mapping;
             // Close every view before the memory can go to anyone else, closed pool or not.
@@ -210,6 +211,10 @@ final class Reclaimer {
                 return;
             }
             if (pool.closed) {
+                // The views a native operation held open kept a closed pool's chunks (Lifecycle); this
+                // name's going (an alias freed in the peer, the peer's close) may be the moment they
+                // can close: the pool's chunks go then, not only at a second close of this manager.
+                closedRelease = Lifecycle.releaseIfDone(pool);
                 return;
             }
             if (!pool.stuckViews.isEmpty()) {
@@ -231,6 +236,7 @@ final class Reclaimer {
             }
         } finally {
             pool.lock.unlock();
+            lifecycle.releaseDeferred(closedRelease);
         }
         if (scrub) {
             if (scrub(b)) {
