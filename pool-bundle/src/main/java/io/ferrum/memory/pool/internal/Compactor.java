@@ -27,9 +27,10 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * fill runs on it), not mapped (a view points at its address), not freed-while-pinned. A moved
  * block keeps its identity (only chunk and offset change), so its handle stays valid and its bytes
  * move with it; the upstream's copy must have memmove semantics for overlapping ranges. Under
- * zeroing on free, the bytes a block leaves behind are cleared (free memory holds only zeros). A
- * copy the device fails moves nothing: the blocks stay where they were, every free block listed,
- * and the error goes to the caller.
+ * zeroing on free, the bytes a block leaves behind are cleared before that place is listed free
+ * (free memory holds only zeros); a place the device fails to clear stays out of use until close
+ * ({@link Pool#keepOutOfUse}), and the error goes to the caller. A copy the device fails moves
+ * nothing: the blocks stay where they were, every free block listed, and the error goes to the caller.
  */
 final class Compactor {
     private final DeviceUpstream upstream;
@@ -51,13 +52,13 @@ final class Compactor {
     long compact(Pool pool) {
         Set<Block> moved = Collections.newSetFromMap(new IdentityHashMap<>());
         for (PoolChunk c : pool.chunks) {
-            slideDown(pool.free, c, moved);
+            slideDown(pool, c, moved);
         }
         evacuateEmptiest(pool, moved);
         return moved.size();
     }
 
-    private void slideDown(FreeBlockIndex free, PoolChunk c, Set<Block> moved) {
+    private void slideDown(Pool pool, PoolChunk c, Set<Block> moved) {
         Block x = c.first;
         while (x != null) {
             Block n = x.nextPhys;
@@ -65,7 +66,7 @@ final class Compactor {
             if (x.free && n != null && n.isMovable()
                     && (c.device.address() + x.offset) % n.alignment == 0 && n.claimForMove()) {
                 try {
-                    swapDown(free, c, x, n);
+                    swapDown(pool, c, x, n);
                 } finally {
                     n.endMove();
                 }
@@ -77,8 +78,13 @@ final class Compactor {
         }
     }
 
-    /** {@code P - x(free) - n(live) - N} becomes {@code P - n - x(free) - N}, then x merges with N. */
-    private void swapDown(FreeBlockIndex free, PoolChunk c, Block x, Block n) {
+    /**
+     * {@code P - x(free) - n(live) - N} becomes {@code P - n - x(free) - N}, then x merges with N.
+     * Under zeroing on free, x is cleared of n's old bytes before it is listed; a device that fails
+     * that leaves x out of use ({@link Pool#keepOutOfUse}), never listed with a previous owner's bytes.
+     */
+    private void swapDown(Pool pool, PoolChunk c, Block x, Block n) {
+        FreeBlockIndex free = pool.free;
         long target = x.offset;
         long old = n.offset;
         // First the copy: a device that fails it leaves the blocks as they were.
@@ -100,6 +106,21 @@ final class Compactor {
         }
         n.offset = target;
         x.offset = target + n.size;
+        if (scrub) {
+            // n's old place that its new one does not cover lies in x now: its whole old place, past
+            // its requested bytes too (an earlier slide may have left its own old bytes there). Those
+            // in n's new place are n's own: a scrub clears the whole block.
+            long from = Math.max(old, x.offset);
+            long end = old + n.size;
+            if (end > from) {
+                try {
+                    upstream.fill(c.device, from, end - from, (byte) 0);
+                } catch (RuntimeException | Error e) {
+                    pool.keepOutOfUse(x);
+                    throw e;
+                }
+            }
+        }
         if (after != null && after.free) {
             free.remove(after);
             x.size += after.size;
@@ -109,14 +130,6 @@ final class Compactor {
             }
         }
         free.insert(x);
-        if (scrub) {
-            // The part of n's old bytes that its new place does not cover is free now.
-            long from = Math.max(old, target + n.requested);
-            long end = old + n.requested;
-            if (end > from) {
-                upstream.fill(c.device, from, end - from, (byte) 0);
-            }
-        }
     }
 
     /**
@@ -170,12 +183,18 @@ final class Compactor {
                     } finally {
                         b.endMove();
                     }
-                    // dest now sits where b was, in c: it is free space (c's free blocks stay unlisted).
-                    pool.vacated(dest);
                     countMove(moved, b);
+                    // dest now sits where b was, in c: free space once cleared (c's free blocks stay
+                    // unlisted). A device that fails the clearing leaves it out of use, as carved.
                     if (scrub) {
-                        upstream.fill(c.device, dest.offset, b.requested, (byte) 0);
+                        try {
+                            upstream.fill(c.device, dest.offset, dest.size, (byte) 0);
+                        } catch (RuntimeException | Error e) {
+                            pool.keepOutOfUse(dest);
+                            throw e;
+                        }
                     }
+                    pool.vacated(dest);
                     b = dest;
                 }
             } finally {

@@ -432,6 +432,25 @@ public final class Pool {
     }
 
     /**
+     * Under the lock, zeroing on free: compaction left a moved block's bytes in {@code b} (a free
+     * block it took off the free lists, or the destination it carved) and the device failed to
+     * clear them. {@code b} stays out of use until close, counted as used, like a freed block whose
+     * clearing failed ({@link Reclaimer}): listed free, the next owner would read them.
+     */
+    void keepOutOfUse(Block b) {
+        if (b.free) {
+            b.free = false;
+            b.chunk.usedBytes += b.size;
+            used += b.size;
+            live++;
+            account.allocated(b.size);
+        }
+        b.pool = this;
+        b.requested = b.size; // moved whole, should compaction move it (a place it may take)
+        b.alignment = MIN_BLOCK;
+    }
+
+    /**
      * Compaction moved live block {@code b} away and left {@code moved}, a block it carved as the
      * destination, in {@code b}'s old place: that place is free space now (not listed: the
      * compactor lists it when it is done with the chunk).

@@ -324,11 +324,13 @@ final class Reclaimer {
      */
     private boolean scrub(Block b) {
         try {
-            upstream.fill(b.chunk.device, b.offset, b.requested, (byte) 0);
+            // The whole block, not only its requested bytes: compaction may have slid the block over
+            // its own old bytes, which then lie past its requested ones (Compactor#swapDown).
+            upstream.fill(b.chunk.device, b.offset, b.size, (byte) 0);
             b.scrubbed = true;
             return true;
         } catch (RuntimeException e) {
-            log.warn(upstream.device() + ": a freed block of " + Bytes.exact(b.requested) + " could not be cleared ("
+            log.warn(upstream.device() + ": a freed block of " + Bytes.exact(b.size) + " could not be cleared ("
                     + e.getMessage() + "); it stays out of use until the manager closes", e);
             Pool pool = b.pool;
             List<DeviceChunk> release;
