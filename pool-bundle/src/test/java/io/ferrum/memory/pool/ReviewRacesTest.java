@@ -475,6 +475,8 @@ class ReviewRacesTest extends RaceHarness {
     static final class FlakyUpstream implements DeviceUpstream {
         final HookedUpstream up;
         final AtomicBoolean failNextFill = new AtomicBoolean();
+        /** The next copy writes its first half, then fails (a device error in the middle of a copy). */
+        final AtomicBoolean tearNextCopy = new AtomicBoolean();
 
         FlakyUpstream(HookedUpstream up) {
             this.up = up;
@@ -486,7 +488,14 @@ class ReviewRacesTest extends RaceHarness {
         @Override public long chunkAlignment() { return up.chunkAlignment(); }
         @Override public DeviceChunk reserve(long bytes) { return up.reserve(bytes); }
         @Override public void release(DeviceChunk chunk) { up.release(chunk); }
-        @Override public void copy(DeviceChunk s, long so, DeviceChunk d, long dO, long n) { up.copy(s, so, d, dO, n); }
+        @Override
+        public void copy(DeviceChunk s, long so, DeviceChunk d, long dO, long n) {
+            if (tearNextCopy.compareAndSet(true, false)) {
+                up.copy(s, so, d, dO, n / 2);
+                throw new IllegalStateException("device error in memcpy after " + n / 2 + " bytes");
+            }
+            up.copy(s, so, d, dO, n);
+        }
         @Override public void copyToHost(DeviceChunk s, long so, MemorySegment d, long n) { up.copyToHost(s, so, d, n); }
         @Override public void copyFromHost(MemorySegment s, DeviceChunk d, long dO, long n) { up.copyFromHost(s, d, dO, n); }
         @Override public Optional<MemorySegment> hostSegment(DeviceChunk c) { return up.hostSegment(c); }

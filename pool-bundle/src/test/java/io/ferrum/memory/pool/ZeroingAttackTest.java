@@ -115,4 +115,49 @@ class ZeroingAttackTest extends RaceHarness {
         assertNull(firstOtherThan(m, next, (byte) 0));
         assertNull(firstOtherThan(m, secret, (byte) 0x5A), "the moved block kept its bytes");
     }
+
+    /**
+     * zeroing=on-free: a slide's copy fails half-way, after writing 2 KiB of the block into the
+     * free space before it. The failure moves nothing, and those bytes must not stay listed free.
+     */
+    @Test
+    void aSlideWhoseCopyFailsHalfWayLeavesNoBytesForTheNextOwner() throws Exception {
+        HookedUpstream hooked = new HookedUpstream(64 * MiB);
+        FlakyUpstream up = new FlakyUpstream(hooked);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)),
+                PoolSettings.defaults().withZeroing(ZeroingPolicy.ON_FREE), null);
+        MemoryHandle hole = m.allocate(4 * KiB, CPU);
+        MemoryHandle secret = m.allocate(4 * KiB, CPU);
+        fill(m, secret, (byte) 0x5A);
+        m.deallocate(hole);
+        up.tearNextCopy.set(true);
+        Throwable failed = defragmentFailure(m);
+        MemoryHandle next = m.allocate(4 * KiB, CPU);
+        assertNull(firstOtherThan(m, next, (byte) 0), "defragment: " + failed);
+        assertNull(firstOtherThan(m, secret, (byte) 0x5A), "the block kept its bytes");
+    }
+
+    /**
+     * zeroing=on-free: an evacuation's copy fails half-way, after writing 32 KiB of the block into
+     * the destination it carved. The destination goes back to the free lists: without those bytes.
+     */
+    @Test
+    void anEvacuationWhoseCopyFailsHalfWayLeavesNoBytesForTheNextOwner() throws Exception {
+        HookedUpstream hooked = new HookedUpstream(64 * MiB);
+        FlakyUpstream up = new FlakyUpstream(hooked);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)),
+                PoolSettings.defaults().withZeroing(ZeroingPolicy.ON_FREE), null);
+        MemoryHandle[] full = new MemoryHandle[4];
+        for (int i = 0; i < 4; i++) {
+            full[i] = m.allocate(256 * KiB, CPU);
+        }
+        MemoryHandle secret = m.allocate(64 * KiB, CPU);
+        fill(m, secret, (byte) 0x5A);
+        m.deallocate(full[3]);
+        up.tearNextCopy.set(true);
+        Throwable failed = defragmentFailure(m);
+        MemoryHandle next = m.allocate(192 * KiB, CPU); // the first chunk's last 256 KiB: the destination's place
+        assertNull(firstOtherThan(m, next, (byte) 0), "defragment: " + failed);
+        assertNull(firstOtherThan(m, secret, (byte) 0x5A), "the block kept its bytes");
+    }
 }

@@ -7,6 +7,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Set;
 
+import io.ferrum.memory.pool.DeviceChunk;
 import io.ferrum.memory.pool.DeviceUpstream;
 
 /**
@@ -30,7 +31,9 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * zeroing on free, the bytes a block leaves behind are cleared before that place is listed free
  * (free memory holds only zeros); a place the device fails to clear stays out of use until close
  * ({@link Pool#keepOutOfUse}), and the error goes to the caller. A copy the device fails moves
- * nothing: the blocks stay where they were, every free block listed, and the error goes to the caller.
+ * nothing: the blocks stay where they were, every free block listed (under zeroing on free, once
+ * cleared of what the copy may have written; out of use if that fails too), and the error goes to
+ * the caller.
  */
 final class Compactor {
     private final DeviceUpstream upstream;
@@ -87,8 +90,17 @@ final class Compactor {
         FreeBlockIndex free = pool.free;
         long target = x.offset;
         long old = n.offset;
-        // First the copy: a device that fails it leaves the blocks as they were.
-        upstream.copy(c.device, old, c.device, target, n.requested);
+        // First the copy: a device that fails it leaves the blocks where they were.
+        try {
+            upstream.copy(c.device, old, c.device, target, n.requested);
+        } catch (RuntimeException | Error e) {
+            // It may have written part of n's bytes into x (those it wrote over n's own are n's).
+            if (scrub && !clearAfterFailedCopy(c.device, target, Math.min(x.size, n.requested), e)) {
+                free.remove(x);
+                pool.keepOutOfUse(x);
+            }
+            throw e;
+        }
         free.remove(x);
         Block p = x.prevPhys;
         Block after = n.nextPhys;
@@ -130,6 +142,21 @@ final class Compactor {
             }
         }
         free.insert(x);
+    }
+
+    /**
+     * Zeroing on free, after a copy the device failed part-way: clears the free bytes it may have
+     * written. @return true if cleared; false if the device failed that too (its error is added to
+     * the copy's), and the caller keeps the place out of use
+     */
+    private boolean clearAfterFailedCopy(DeviceChunk chunk, long offset, long bytes, Throwable copyError) {
+        try {
+            upstream.fill(chunk, offset, bytes, (byte) 0);
+            return true;
+        } catch (RuntimeException | Error e) {
+            copyError.addSuppressed(e);
+            return false;
+        }
     }
 
     /**
@@ -176,7 +203,13 @@ final class Compactor {
                         try {
                             upstream.copy(c.device, b.offset, dest.chunk.device, dest.offset, b.requested);
                         } catch (RuntimeException | Error e) {
-                            pool.release(dest); // nothing moved: the destination is free again
+                            // Nothing moved: the destination is free again, once cleared of what the
+                            // copy may have written into it.
+                            if (scrub && !clearAfterFailedCopy(dest.chunk.device, dest.offset, dest.size, e)) {
+                                pool.keepOutOfUse(dest);
+                            } else {
+                                pool.release(dest);
+                            }
                             throw e;
                         }
                         swapPlaces(b, dest);
