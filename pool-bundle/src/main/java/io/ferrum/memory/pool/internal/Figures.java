@@ -1,5 +1,6 @@
 package io.ferrum.memory.pool.internal;
 
+import java.lang.invoke.VarHandle;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.EnumMap;
@@ -195,7 +196,18 @@ final class Figures {
     }
 
     Optional<MemoryUsageHint> usageHint(MemoryHandle handle) {
-        Block b = liveOrNull(handle);
-        return b == null ? Optional.empty() : Optional.ofNullable(b.hint);
+        return hintOf(liveOrNull(handle), handle);
+    }
+
+    /** @return the hint of {@code b}, the block {@code handle} named when it was looked up (or null), if it still does */
+    Optional<MemoryUsageHint> hintOf(Block b, MemoryHandle handle) {
+        if (b == null) {
+            return Optional.empty();
+        }
+        MemoryUsageHint hint = b.hint;
+        // A block freed and reused meanwhile may carry its new owner's hint: not this handle's. The
+        // name is read after the hint (the fence keeps the two reads in that order).
+        VarHandle.loadLoadFence();
+        return b.isNamedBy(handle.id()) ? Optional.ofNullable(hint) : Optional.empty();
     }
 }
