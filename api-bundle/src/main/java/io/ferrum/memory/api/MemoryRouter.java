@@ -21,6 +21,11 @@ public interface MemoryRouter {
      * @param requirements what the caller asks of the allocation
      * @return the handle of the new block
      * @throws OutOfDeviceMemoryException when no device could hold it (the message lists what was tried)
+     * @throws InvalidMemoryRequestException on a size of zero or less or null requirements, or when every
+     *                                       device tried refused the request by its own limits (a pool's
+     *                                       maxSize, an alignment above its largest chunk) and none ran
+     *                                       out of memory; a device that refuses is left out and the next
+     *                                       one tried (the message lists each device's reason)
      * @throws DeviceUnavailableException when no device or no strategy is available (the message says which)
      */
     MemoryHandle allocate(long size, AllocationRequirements requirements);

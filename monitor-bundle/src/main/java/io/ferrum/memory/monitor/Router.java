@@ -30,7 +30,7 @@ import io.ferrum.memory.api.StreamHandle;
  *
  * <p>Allocation has two paths. The fast one decides on the calling thread's routing snapshot
  * ({@link RoutingSnapshots}) and tries the chosen device once. Anything unusual (the device ran out
- * of memory or went away, no snapshot device answers) goes to the full path: fresh figures of every
+ * of memory, went away or refused the request by its own limits, no snapshot device answers) goes to the full path: fresh figures of every
  * device, and up to {@code maxAttempts} choices, each failed device left out and the strategy asked
  * again. Calls on a handle find its manager through {@link DeviceRegistry#ownerOf}.
  *
@@ -95,7 +95,7 @@ final class Router implements MemoryRouter {
         RoutingSnapshots.Routing r = snapshots.current(active);
         Device first = null;
         String firstFailure = null;
-        boolean firstOutOfMemory = false;
+        RuntimeException firstError = null;
         if (!r.devices().isEmpty()) {
             Optional<Device> choice = select(strategy, size, requirements, r.devices(), r.infos());
             if (choice.isPresent()) {
@@ -110,14 +110,20 @@ final class Router implements MemoryRouter {
                     snapshots.invalidate();
                     first = d;
                     firstFailure = d + " (" + e.getMessage() + ")";
-                    firstOutOfMemory = e instanceof OutOfDeviceMemoryException;
+                    firstError = e;
+                } catch (InvalidMemoryRequestException refused) {
+                    // Beyond this device's own limits (a pool's maxSize, its largest chunk for an
+                    // alignment): another device may take it. The figures did not mislead: no invalidation.
+                    first = d;
+                    firstFailure = d + " (" + refused.getMessage() + ")";
+                    firstError = refused;
                 }
             }
         }
         if (active.isEmpty()) {
             throw noDevice(size, requirements);
         }
-        return allocateFresh(size, requirements, strategy, active, first, firstFailure, firstOutOfMemory);
+        return allocateFresh(size, requirements, strategy, active, first, firstFailure, firstError);
     }
 
     /** The checks of {@link #allocate}, in order, once one of them failed. */
@@ -187,16 +193,23 @@ final class Router implements MemoryRouter {
                 : m.allocate(size, requirements.memoryType(), d);
     }
 
-    /** The full path: fresh figures of every device, and up to maxAttempts choices, skipping {@code triedFirst}. */
+    /**
+     * The full path: fresh figures of every device, and up to maxAttempts choices, skipping {@code
+     * triedFirst}. A device that runs out of memory, goes away or refuses the request by its own limits
+     * ({@link InvalidMemoryRequestException}: a pool's maxSize, its largest chunk for an alignment) is
+     * left out and the strategy asked again. The failure says the worst that happened: out of memory
+     * on some device, else refused by every device that answered, else no device answered.
+     */
     private MemoryHandle allocateFresh(long size, AllocationRequirements requirements, StrategyRegistry.Entry strategy,
                                        Map<Device, DeviceMemoryManager> active, Device triedFirst, String firstFailure,
-                                       boolean firstOutOfMemory) {
+                                       RuntimeException firstError) {
         Map<Device, MemoryInfo> infos = Collections.unmodifiableMap(snapshots.figures(active));
         snapshots.install(active, infos);
         List<Device> candidates = new ArrayList<>(infos.keySet());
         List<String> tried = new ArrayList<>();
         int attempt = 0;
-        boolean outOfMemory = firstOutOfMemory;
+        boolean outOfMemory = firstError instanceof OutOfDeviceMemoryException;
+        boolean refused = firstError instanceof InvalidMemoryRequestException;
         if (triedFirst != null) {
             candidates.remove(triedFirst);
             tried.add(firstFailure);
@@ -214,10 +227,16 @@ final class Router implements MemoryRouter {
             candidates.remove(d);
             try {
                 return allocateOn(active.get(d), d, size, requirements);
-            } catch (OutOfDeviceMemoryException | DeviceUnavailableException e) {
+            } catch (OutOfDeviceMemoryException | DeviceUnavailableException | InvalidMemoryRequestException e) {
                 tried.add(d + " (" + e.getMessage() + ")");
                 outOfMemory |= e instanceof OutOfDeviceMemoryException;
+                refused |= e instanceof InvalidMemoryRequestException;
             }
+        }
+        if (!outOfMemory && refused) {
+            throw new InvalidMemoryRequestException("No device accepts an allocation of " + Bytes.count(size) + " with "
+                    + requirements + ": tried " + tried + (candidates.isEmpty() ? "" : "; not tried " + candidates)
+                    + ". Ask for less, or raise the limits named (configurePool)");
         }
         if (!outOfMemory && (!tried.isEmpty() || infos.isEmpty())) {
             if (state.isStopped()) { // stopped meanwhile: DS unbinds every device after deactivation
