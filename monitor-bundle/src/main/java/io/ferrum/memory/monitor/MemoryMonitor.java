@@ -11,6 +11,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -109,6 +110,14 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     private final MonitorLog log;
     private final ObserverNotifier notifier;
     private final PressureLevels levels;
+    /**
+     * One lock per device: a change of the device's managers and its follow-ups (the pressure source,
+     * the observers told) run under it, so that two changes of one device (a manager arriving while
+     * it, or another, leaves) apply whole and in the registry's order. The follow-ups ask the arriving
+     * manager for its figures and observer: one that blocks there holds up only its own device's
+     * changes, never allocation (the router takes no such lock) nor another device.
+     */
+    private final ConcurrentHashMap<Device, Object> deviceLocks = new ConcurrentHashMap<>();
     /** Runs globalGc's defragmentations and the copies between managers. */
     private final ExecutorService workers = Executors.newCachedThreadPool(daemon("ferrum-monitor-worker"));
     private final DeviceSampler sampler;
@@ -329,16 +338,26 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     void addManager(DeviceMemoryManager manager, Map<String, Object> props) {
         Device device = deviceOf(manager, props);
         if (device != null) {
-            onChange(registry.add(new DeviceRegistry.Entry(device, manager, DeviceRegistry.spaceOf(manager),
-                    ranking(props), serviceId(props), false)));
+            DeviceRegistry.Entry entry = new DeviceRegistry.Entry(device, manager, DeviceRegistry.spaceOf(manager),
+                    ranking(props), serviceId(props), false);
+            synchronized (lockOf(device)) {
+                onChange(registry.add(entry));
+            }
         }
     }
 
     void removeManager(DeviceMemoryManager manager, Map<String, Object> props) {
         Device device = deviceOf(manager, props);
         if (device != null) {
-            onChange(registry.remove(device, manager, false));
+            synchronized (lockOf(device)) {
+                onChange(registry.remove(device, manager, false));
+            }
         }
+    }
+
+    /** @return the lock under which {@code device}'s changes apply (see {@link #deviceLocks}) */
+    private Object lockOf(Device device) {
+        return deviceLocks.computeIfAbsent(device, d -> new Object());
     }
 
     private Device deviceOf(DeviceMemoryManager manager, Map<String, Object> props) {
@@ -360,9 +379,12 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         return props.get(Constants.SERVICE_ID) instanceof Long l ? l : Long.MAX_VALUE;
     }
 
-    /** Follows a change of a device's serving manager: snapshots, pressure source, observers. */
+    /**
+     * Follows a change of a device's serving manager: snapshots, pressure source, observers. Called
+     * under the device's lock, right after the registry took the change.
+     */
     private void onChange(DeviceRegistry.Change change) {
-        router.devicesChanged(registry.active());
+        router.devicesChanged();
         Device d = change.device();
         if (change.before() != null && change.before() != change.after()) {
             levels.unsubscribe(d, change.before());
@@ -475,8 +497,11 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
             throw new InvalidMemoryRequestException("Manager " + manager + " serves " + manager.device()
                     + ", not " + device);
         }
-        onChange(registry.add(new DeviceRegistry.Entry(device, manager, DeviceRegistry.spaceOf(manager),
-                Integer.MAX_VALUE, -1, true)));
+        DeviceRegistry.Entry entry = new DeviceRegistry.Entry(device, manager, DeviceRegistry.spaceOf(manager),
+                Integer.MAX_VALUE, -1, true);
+        synchronized (lockOf(device)) {
+            onChange(registry.add(entry));
+        }
     }
 
     @Override
@@ -485,7 +510,9 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
             throw RunState.refusal("unregisterManager(" + device + ")");
         }
         if (device != null) {
-            onChange(registry.remove(device, null, true));
+            synchronized (lockOf(device)) {
+                onChange(registry.remove(device, null, true));
+            }
         }
     }
 

@@ -58,11 +58,12 @@ final class Router implements MemoryRouter {
 
     /**
      * Drops every thread's snapshot: the devices changed (see {@link RoutingSnapshots#clear(Map)}).
-     *
-     * @param now the registry's device map after the change
+     * Serialised, and the map read inside: two changes of two devices at once then leave the snapshots
+     * keyed to the registry's last map, never to an earlier one (which would make every routed call
+     * read fresh figures, and keep a departed manager reachable, until the next change).
      */
-    void devicesChanged(Map<Device, DeviceMemoryManager> now) {
-        snapshots.clear(now);
+    synchronized void devicesChanged() {
+        snapshots.clear(registry.active());
     }
 
     /** @param attempts devices a routed allocation may try; at least one */

@@ -1,6 +1,9 @@
 package io.ferrum.memory.monitor;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -8,6 +11,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -20,7 +28,9 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryObserver;
 import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryPressure;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.pool.ArenaUpstream;
 import io.ferrum.memory.pool.PoolSettings;
@@ -64,6 +74,72 @@ class RouterAttackTest {
                 "service.id", nextServiceId++);
     }
 
+    private Map<String, Object> props(Device d, int ranking, long serviceId) {
+        return Map.of(DeviceMemoryManager.DEVICE_PROPERTY, d.toString(), "service.ranking", ranking,
+                "service.id", serviceId);
+    }
+
+    static void await(BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out waiting for " + what);
+            }
+            Thread.sleep(5);
+        }
+    }
+
+    /** Waits until {@code t} has ended or is parked (on a lock or a latch). */
+    static void awaitParkedOrDone(Thread t) throws InterruptedException {
+        await(() -> t.getState() == Thread.State.TERMINATED || t.getState() == Thread.State.BLOCKED
+                || t.getState() == Thread.State.WAITING, t.getName() + " parked or done");
+    }
+
+    /** A stub whose next {@code memoryInfo()} (the monitor asks it as the manager starts serving) pauses. */
+    static final class PausingManager extends StubManager {
+        final CountDownLatch entered = new CountDownLatch(1);
+        final CountDownLatch release = new CountDownLatch(1);
+        volatile boolean pauseNext;
+
+        PausingManager(Device device, long number) {
+            super(device, poolSpace(number), true, 8 * MiB, 0);
+        }
+
+        @Override
+        public MemoryInfo memoryInfo(Device d) {
+            if (pauseNext) {
+                pauseNext = false;
+                entered.countDown();
+                try {
+                    release.await(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return super.memoryInfo(d);
+        }
+    }
+
+    /** Records what it hears, as "added cpu:1", "removed cpu:1", "pressure cpu:1 HIGH". */
+    static final class Recorder implements MemoryObserver {
+        final List<String> heard = new CopyOnWriteArrayList<>();
+
+        @Override
+        public void deviceAdded(Device device, MemoryInfo info) {
+            heard.add("added " + device);
+        }
+
+        @Override
+        public void deviceRemoved(Device device) {
+            heard.add("removed " + device);
+        }
+
+        @Override
+        public void pressureChanged(Device device, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
+            heard.add("pressure " + device + " " + current);
+        }
+    }
+
     /** Picks the first device offered that has the room, in device order: cpu:1 before cpu:2. */
     static final class FirstFitting implements AllocationStrategy {
         @Override
@@ -105,5 +181,63 @@ class RouterAttackTest {
                 () -> mon.allocate(64, AllocationRequirements.defaults().withAlignment(1L << 40)));
         assertTrue(e.getMessage().contains(CPU1.toString()) && e.getMessage().contains(CPU2.toString())
                 && e.getMessage().contains("1099511627776"), e.getMessage());
+    }
+    /**
+     * Two changes of one device whose follow-ups interleave: cpu:1's higher-ranking manager B arrives
+     * (the monitor stops following A and asks B for its figures, which pauses), and B leaves again
+     * meanwhile (A serves again and is followed). Before, B's arrival then finished after its
+     * departure: the monitor followed B, gone, and kept its listener registered on it (B's later
+     * levels counted as cpu:1's, and B kept the monitor reachable). Now changes of one device apply
+     * one at a time, in the registry's order.
+     */
+    @Test
+    void aManagerLeavingWhileItsArrivalIsFollowedUpIsNotFollowedAfterwards() throws Exception {
+        MemoryMonitor mon = monitor();
+        PausingManager a = new PausingManager(CPU1, 1);
+        mon.addManager(a, props(CPU1, 0, 1));
+        PausingManager b = new PausingManager(CPU1, 2);
+        b.pauseNext = true;
+        Map<String, Object> bProps = props(CPU1, 10, 2);
+        Thread arrives = new Thread(() -> mon.addManager(b, bProps), "B arrives");
+        arrives.start();
+        assertTrue(b.entered.await(30, TimeUnit.SECONDS), "B's arrival asks B for its figures");
+        Thread leaves = new Thread(() -> mon.removeManager(b, bProps), "B leaves");
+        leaves.start();
+        awaitParkedOrDone(leaves);
+        b.release.countDown();
+        arrives.join(30_000);
+        leaves.join(30_000);
+
+        assertSame(a, mon.manager(CPU1).orElseThrow(), "A serves cpu:1 again");
+        assertNotNull(a.observer, "A, serving, reports cpu:1's levels to the monitor");
+        assertNull(b.observer, "B, gone, keeps no listener of the monitor");
+    }
+
+    /**
+     * The same by hand: a device registered while another thread unregisters it. Before, the observer
+     * heard "removed cpu:1" and then "added cpu:1" (and the monitor followed the manager's levels)
+     * although the device was gone.
+     */
+    @Test
+    void aDeviceUnregisteredWhileItsRegistrationIsFollowedUpIsHeardAddedThenRemoved() throws Exception {
+        MemoryMonitor mon = monitor();
+        Recorder observer = new Recorder();
+        mon.addObserver(observer, Map.of());
+        PausingManager m = new PausingManager(CPU1, 1);
+        m.pauseNext = true;
+        Thread registers = new Thread(() -> mon.registerManager(CPU1, m), "registers");
+        registers.start();
+        assertTrue(m.entered.await(30, TimeUnit.SECONDS), "the registration asks the manager for its figures");
+        Thread unregisters = new Thread(() -> mon.unregisterManager(CPU1), "unregisters");
+        unregisters.start();
+        awaitParkedOrDone(unregisters);
+        m.release.countDown();
+        registers.join(30_000);
+        unregisters.join(30_000);
+
+        assertEquals(Set.of(), mon.devices());
+        await(() -> observer.heard.size() >= 2, "two notifications");
+        assertEquals(List.of("added cpu:1", "removed cpu:1"), observer.heard);
+        assertNull(m.observer, "the monitor follows no manager of a device that is gone");
     }
 }
