@@ -23,18 +23,44 @@ import io.ferrum.memory.api.MemoryPressure;
  * <p>Invariants: a device's level is in {@code levels} while it is served; at most one source feeds
  * it (a derived device's figures from another manager are ignored); each change is told to the
  * notifier once, even when two threads derive the same change at once (compare-and-set on the level).
- * Calls into managers, plugins, are guarded: one that fails to accept an observer is derived.
+ * Calls into managers, plugins, are guarded: one that fails to accept an observer is derived. A
+ * manager no longer followed is not heard, even with a tell it began before (see {@link Follower}).
  */
 final class PressureLevels {
     private final ConcurrentHashMap<Device, MemoryPressure> levels = new ConcurrentHashMap<>();
     /** The devices whose level is derived, with the manager whose figures count. */
     private final ConcurrentHashMap<Device, DeviceMemoryManager> derived = new ConcurrentHashMap<>();
     /** The observer registered on each reporting manager, to remove it when the manager goes. */
-    private final ConcurrentHashMap<DeviceMemoryManager, MemoryObserver> reporting = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<DeviceMemoryManager, Follower> reporting = new ConcurrentHashMap<>();
     private final ObserverNotifier notifier;
 
     PressureLevels(ObserverNotifier notifier) {
         this.notifier = notifier;
+    }
+
+    /**
+     * The observer registered on a reporting manager. It is switched off before it is removed: a
+     * manager tells its observers over a copy of their list (as the pool does), so a tell that began
+     * before the removal can still arrive after it, and must not put back the level of a device the
+     * monitor forgot, nor reach the observers.
+     */
+    private final class Follower implements MemoryObserver {
+        private final Device device;
+        volatile boolean on = true;
+
+        Follower(Device device) {
+            this.device = device;
+        }
+
+        @Override
+        public void pressureChanged(Device d, MemoryPressure previous, MemoryPressure current, MemoryInfo now) {
+            // Runs in the allocating thread, under the manager's notification lock: record and hand off.
+            if (!on) {
+                return; // a tell that was under way when the manager stopped being followed
+            }
+            levels.put(device, current);
+            notifier.pressureChanged(device, previous, current, now);
+        }
     }
 
     /**
@@ -43,14 +69,7 @@ final class PressureLevels {
      * @param info its figures when it came, the starting level; null if it could not say
      */
     void subscribe(Device device, DeviceMemoryManager manager, MemoryInfo info) {
-        MemoryObserver listener = new MemoryObserver() {
-            @Override
-            public void pressureChanged(Device d, MemoryPressure previous, MemoryPressure current, MemoryInfo now) {
-                // Runs in the allocating thread, under the manager's notification lock: record and hand off.
-                levels.put(device, current);
-                notifier.pressureChanged(device, previous, current, now);
-            }
-        };
+        Follower listener = new Follower(device);
         boolean reports;
         try {
             reports = manager.addPressureObserver(listener);
@@ -73,8 +92,9 @@ final class PressureLevels {
     /** Stops following {@code manager}, which no longer serves {@code device}. */
     void unsubscribe(Device device, DeviceMemoryManager manager) {
         derived.remove(device, manager);
-        MemoryObserver listener = reporting.remove(manager);
+        Follower listener = reporting.remove(manager);
         if (listener != null) {
+            listener.on = false;
             try {
                 manager.removePressureObserver(listener);
             } catch (VirtualMachineError fatal) {
@@ -123,6 +143,7 @@ final class PressureLevels {
     /** Removes every observer this registered; on deactivation. */
     void clear() {
         reporting.forEach((m, l) -> {
+            l.on = false;
             try {
                 m.removePressureObserver(l);
             } catch (RuntimeException ignored) {

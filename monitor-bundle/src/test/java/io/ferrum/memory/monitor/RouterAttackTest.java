@@ -240,4 +240,32 @@ class RouterAttackTest {
         assertEquals(List.of("added cpu:1", "removed cpu:1"), observer.heard);
         assertNull(m.observer, "the monitor follows no manager of a device that is gone");
     }
+
+    /**
+     * A manager tells a level change it began before it was removed (a pooled manager's tell runs over
+     * a copy of its observers, so removing one does not wait for a tell in progress). Before, the
+     * late tell put the departed device back among the levels: the global callback and the observers
+     * heard of cpu:1 after it was removed.
+     */
+    @Test
+    void aLevelToldByAManagerAfterItWasRemovedReachesNobody() throws Exception {
+        MemoryMonitor mon = monitor();
+        Recorder observer = new Recorder();
+        mon.addObserver(observer, Map.of());
+        List<Map<Device, MemoryPressure>> global = new CopyOnWriteArrayList<>();
+        mon.setGlobalPressureCallback(global::add);
+        StubManager gone = new StubManager(CPU1, StubManager.poolSpace(1), true, 8 * MiB, 0);
+        StubManager stays = new StubManager(CPU2, StubManager.poolSpace(2), true, 8 * MiB, 0);
+        mon.addManager(gone, props(CPU1, 0, 1));
+        mon.addManager(stays, props(CPU2, 0, 2));
+        MemoryObserver lateTeller = gone.observer;
+        mon.removeManager(gone, props(CPU1, 0, 1));
+
+        lateTeller.pressureChanged(CPU1, MemoryPressure.LOW, MemoryPressure.HIGH, gone.info);
+        stays.observer.pressureChanged(CPU2, MemoryPressure.LOW, MemoryPressure.MEDIUM, stays.info);
+        await(() -> observer.heard.contains("pressure cpu:2 MEDIUM") && !global.isEmpty(), "cpu:2's change told");
+
+        assertEquals(List.of("added cpu:1", "added cpu:2", "removed cpu:1", "pressure cpu:2 MEDIUM"), observer.heard);
+        assertEquals(List.of(Map.of(CPU2, MemoryPressure.MEDIUM)), global, "the levels of the devices present");
+    }
 }
