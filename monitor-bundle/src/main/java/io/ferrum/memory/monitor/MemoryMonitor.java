@@ -434,9 +434,15 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
             }
         }
         Object entry = notifier.add(observer, device);
-        // A late observer learns which devices exist.
-        for (Map.Entry<Device, DeviceMemoryManager> e : registry.active().entrySet()) {
-            notifier.deviceAdded(entry, e.getKey(), DeviceSampler.safeInfo(e.getValue()));
+        // A late observer learns which devices exist: each under its lock, if it is still served (it
+        // may leave meanwhile) and the observer was not told by the device's own arrival meanwhile.
+        for (Device d : registry.active().keySet()) {
+            synchronized (lockOf(d)) {
+                DeviceMemoryManager m = registry.active().get(d);
+                if (m != null) {
+                    notifier.deviceAdded(entry, d, DeviceSampler.safeInfo(m));
+                }
+            }
         }
     }
 

@@ -1,6 +1,8 @@
 package io.ferrum.memory.monitor;
 
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -20,7 +22,8 @@ import io.ferrum.memory.api.MemoryPressure;
  * <p>Every observer has its own {@link ObserverLane} (and the global callback one more), so calls to
  * one observer keep their order while a slow observer delays nobody else; the callers (a binding
  * thread, the sampler, an allocating thread crossing a pressure edge) only queue and return. An
- * observer registered with a {@code memory.device} property hears only about that device.
+ * observer registered with a {@code memory.device} property hears only about that device. A new
+ * observer hears each device added once, and removed only after it heard it added.
  *
  * <p>Invariants: every call into an observer, a plugin, is guarded: whatever it throws (an Error too,
  * such as the {@code NoClassDefFoundError} of an observer whose bundle was refreshed) is logged and
@@ -36,6 +39,12 @@ final class ObserverNotifier {
         /** The only device it hears about, or null for all. */
         final Device only;
         final ObserverLane lane;
+        /**
+         * The devices it was told of as added and not yet as removed: the arrival of a device and the
+         * catch-up of a new observer may both reach it; it hears the device added once, and removed
+         * only if it heard it added.
+         */
+        final Set<Device> told = ConcurrentHashMap.newKeySet();
         volatile boolean removed;
 
         Entry(MemoryObserver observer, Device only, ObserverLane lane) {
@@ -103,20 +112,35 @@ final class ObserverNotifier {
         }
     }
 
-    /** Tells one observer (a token of {@link #add}) that a device exists: a late observer learns the devices. */
+    /**
+     * Tells one observer (a token of {@link #add}) that a device exists, unless it was told already: a
+     * late observer learns the devices. Called under the device's lock, as are the two below, so that
+     * each observer hears a device added, then removed, once each.
+     */
     void deviceAdded(Object observer, Device device, MemoryInfo info) {
         Entry e = (Entry) observer;
-        if (e.wants(device)) {
+        if (e.wants(device) && e.told.add(device)) {
             post(e, o -> o.deviceAdded(device, info));
         }
     }
 
+    /** A device arrived: every observer that wants it hears so (and the catch-up of a new one will not again). */
     void deviceAdded(Device device, MemoryInfo info) {
-        dispatch(device, o -> o.deviceAdded(device, info));
+        for (Entry e : observers) {
+            if (e.wants(device)) {
+                e.told.add(device);
+                post(e, o -> o.deviceAdded(device, info));
+            }
+        }
     }
 
+    /** A device left: every observer told of it hears so; one that joined since and never was, does not. */
     void deviceRemoved(Device device) {
-        dispatch(device, o -> o.deviceRemoved(device));
+        for (Entry e : observers) {
+            if (e.told.remove(device)) {
+                post(e, o -> o.deviceRemoved(device));
+            }
+        }
     }
 
     /**

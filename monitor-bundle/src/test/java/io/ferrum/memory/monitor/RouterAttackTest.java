@@ -268,4 +268,37 @@ class RouterAttackTest {
         assertEquals(List.of("added cpu:1", "added cpu:2", "removed cpu:1", "pressure cpu:2 MEDIUM"), observer.heard);
         assertEquals(List.of(Map.of(CPU2, MemoryPressure.MEDIUM)), global, "the levels of the devices present");
     }
+    /**
+     * An observer registered while a device leaves: its catch-up (each existing device told as added)
+     * asks the device's manager for its figures, which pauses, and the device leaves meanwhile.
+     * Before, the observer heard "removed cpu:1" (it was already on the list) and then the catch-up's
+     * "added cpu:1": it believed in a device that was gone. Now the catch-up tells a device under that
+     * device's lock, only if it is still there and the observer was not told of it yet.
+     */
+    @Test
+    void anObserverRegisteredWhileADeviceLeavesNeverHearsItAddedAfterItsRemoval() throws Exception {
+        MemoryMonitor mon = monitor();
+        PausingManager m = new PausingManager(CPU1, 1);
+        Map<String, Object> mProps = props(CPU1, 0, 1);
+        mon.addManager(m, mProps);
+        m.pauseNext = true;
+        Recorder observer = new Recorder();
+        Thread registers = new Thread(() -> mon.addObserver(observer, Map.of()), "observer arrives");
+        registers.start();
+        assertTrue(m.entered.await(30, TimeUnit.SECONDS), "the catch-up asks cpu:1 for its figures");
+        Thread leaves = new Thread(() -> mon.removeManager(m, mProps), "cpu:1 leaves");
+        leaves.start();
+        awaitParkedOrDone(leaves);
+        m.release.countDown();
+        registers.join(30_000);
+        leaves.join(30_000);
+
+        // Then a device that stays, so that everything queued for the observer before it has run.
+        StubManager stays = new StubManager(CPU2, StubManager.poolSpace(2), true, 8 * MiB, 0);
+        mon.addManager(stays, props(CPU2, 0, 2));
+        await(() -> observer.heard.contains("added cpu:2"), "cpu:2 told");
+        List<String> aboutCpu1 = observer.heard.stream().filter(e -> e.endsWith("cpu:1")).toList();
+        assertTrue(aboutCpu1.isEmpty() || aboutCpu1.equals(List.of("added cpu:1", "removed cpu:1")),
+                "heard of cpu:1: " + aboutCpu1);
+    }
 }
