@@ -2,6 +2,7 @@ package io.ferrum.memory.cuda;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Optional;
+import java.util.concurrent.locks.ReentrantLock;
 
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUdeviceptr;
@@ -31,7 +32,8 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * {@link CudaStaging} ring, pipelined in slots.
  *
  * <p><b>Overlap.</b> {@code cuMemcpy} has no memmove semantics: overlapping ranges of one chunk (a
- * defragmentation's slide) go through a bounce buffer in the order {@link CopyPlan} gives.
+ * defragmentation's slide, a copy within one block) go through a bounce buffer in the order {@link
+ * CopyPlan} gives, one copy at a time: the buffer is held until the copy's stream is synchronised.
  *
  * <p><b>Memory types.</b> The engine reserves each pool's chunks with the pool's memory type
  * ({@link #reserve(long, MemoryType)}): GENERAL, TENSOR, CACHE and TEMPORARY get device memory,
@@ -48,6 +50,12 @@ final class CudaUpstream implements DeviceUpstream {
     private final CudaStaging staging;
     private final PinnedRanges pinned;
     private final long bounceBytes;
+    /**
+     * Held by an overlapping copy from its first piece until its stream is synchronised: the engine
+     * copies concurrently (two threads moving bytes within their own blocks, two pools compacting),
+     * and one bounce buffer must carry one copy's pieces at a time.
+     */
+    private final ReentrantLock bounceLock = new ReentrantLock();
     private CudaChunk bounce;
 
     /**
@@ -167,11 +175,33 @@ final class CudaUpstream implements DeviceUpstream {
             copyOverlapping(s, srcOffset, dstOffset, bytes, stream);
         } else {
             Cu.check(JCudaDriver.cuMemcpyAsync(d.at(dstOffset), s.at(srcOffset), bytes, stream), device, "cuMemcpyAsync");
+            synchronize(stream);
         }
-        synchronize(stream);
     }
 
+    /**
+     * The pieces through the bounce buffer, holding it until the device has run them: another
+     * thread's pieces (on another stream, or interleaved on the same one) would otherwise overwrite
+     * the buffer between this copy's read and its write. A failed piece still waits for the pieces
+     * already enqueued before the buffer is let go.
+     */
     private void copyOverlapping(CudaChunk c, long srcOffset, long dstOffset, long bytes, CUstream stream) {
+        bounceLock.lock();
+        boolean done = false;
+        try {
+            enqueueOverlapping(c, srcOffset, dstOffset, bytes, stream);
+            synchronize(stream);
+            done = true;
+        } finally {
+            if (!done) {
+                // Best effort, the failure already on its way: no piece may still use the buffer.
+                JCudaDriver.cuStreamSynchronize(stream);
+            }
+            bounceLock.unlock();
+        }
+    }
+
+    private void enqueueOverlapping(CudaChunk c, long srcOffset, long dstOffset, long bytes, CUstream stream) {
         CudaChunk b = bounce();
         boolean forward = CopyPlan.forward(srcOffset, dstOffset);
         long n = CopyPlan.pieces(bytes, bounceBytes);
