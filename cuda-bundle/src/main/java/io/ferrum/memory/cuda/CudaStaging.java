@@ -39,7 +39,7 @@ final class CudaStaging implements AutoCloseable {
     void upload(MemorySegment src, CudaChunk dst, long dstOffset, long bytes) {
         lock.lock();
         try {
-            StagingRing.upload(src, bytes, channel(dst, dstOffset, CurrentStream.get()));
+            StagingRing.upload(src, bytes, channel(dst, dstOffset, CurrentStream.get(context.device())));
         } finally {
             lock.unlock();
         }
@@ -49,7 +49,7 @@ final class CudaStaging implements AutoCloseable {
     void download(CudaChunk src, long srcOffset, MemorySegment dst, long bytes) {
         lock.lock();
         try {
-            StagingRing.download(dst, bytes, channel(src, srcOffset, CurrentStream.get()));
+            StagingRing.download(dst, bytes, channel(src, srcOffset, CurrentStream.get(context.device())));
         } finally {
             lock.unlock();
         }

@@ -117,7 +117,7 @@ final class CudaStreams implements StreamManager, StreamExecutor {
             // Not one of ours (or destroyed): the host manager refuses it with its message.
             return host.submit(stream, work);
         }
-        return host.submit(stream, () -> CurrentStream.run(s, work));
+        return host.submit(stream, () -> CurrentStream.run(device(), s, work));
     }
 
     @Override

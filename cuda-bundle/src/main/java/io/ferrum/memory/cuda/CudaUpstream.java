@@ -170,7 +170,7 @@ final class CudaUpstream implements DeviceUpstream {
         CudaChunk s = (CudaChunk) src;
         CudaChunk d = (CudaChunk) dst;
         context.makeCurrent();
-        CUstream stream = CurrentStream.get();
+        CUstream stream = CurrentStream.get(device);
         if (s == d && CopyPlan.overlaps(srcOffset, dstOffset, bytes)) {
             copyOverlapping(s, srcOffset, dstOffset, bytes, stream);
         } else {
@@ -229,7 +229,7 @@ final class CudaUpstream implements DeviceUpstream {
         CudaChunk s = (CudaChunk) src;
         context.makeCurrent();
         if (pinned.contains(dst, bytes)) {
-            CUstream stream = CurrentStream.get();
+            CUstream stream = CurrentStream.get(device);
             Cu.check(JCudaDriver.cuMemcpyDtoHAsync(new NativePointers.HostAddress(dst.address()), s.at(srcOffset),
                     bytes, stream), device, "cuMemcpyDtoHAsync");
             synchronize(stream);
@@ -246,7 +246,7 @@ final class CudaUpstream implements DeviceUpstream {
         CudaChunk d = (CudaChunk) dst;
         context.makeCurrent();
         if (pinned.contains(src, bytes)) {
-            CUstream stream = CurrentStream.get();
+            CUstream stream = CurrentStream.get(device);
             Cu.check(JCudaDriver.cuMemcpyHtoDAsync(d.at(dstOffset), new NativePointers.HostAddress(src.address()),
                     bytes, stream), device, "cuMemcpyHtoDAsync");
             synchronize(stream);
@@ -262,7 +262,7 @@ final class CudaUpstream implements DeviceUpstream {
         }
         CudaChunk c = (CudaChunk) chunk;
         context.makeCurrent();
-        CUstream stream = CurrentStream.get();
+        CUstream stream = CurrentStream.get(device);
         Cu.check(JCudaDriver.cuMemsetD8Async(c.at(offset), value, bytes, stream), device, "cuMemsetD8Async");
         synchronize(stream);
     }
@@ -284,7 +284,7 @@ final class CudaUpstream implements DeviceUpstream {
         }
         context.makeCurrent();
         CUdevice where = target != null && target.isCpu() ? JCudaDriver.CU_DEVICE_CPU : context.cuDevice();
-        CUstream stream = CurrentStream.get();
+        CUstream stream = CurrentStream.get(device);
         Cu.check(JCudaDriver.cuMemPrefetchAsync(c.at(offset), bytes, where, stream), device, "cuMemPrefetchAsync");
         synchronize(stream);
     }
