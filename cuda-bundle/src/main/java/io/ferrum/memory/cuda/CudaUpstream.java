@@ -275,18 +275,52 @@ final class CudaUpstream implements DeviceUpstream {
                 : Optional.empty();
     }
 
-    /** Managed memory only: {@code cuMemPrefetchAsync} to the GPU, or to the host for a cpu target. */
+    /**
+     * Managed memory only: {@code cuMemPrefetchAsync} to the target GPU ({@code cuda:N}, this one or
+     * another), or to the host for a cpu target; a target of another kind is no CUDA destination, so
+     * the hint is a no-op.
+     */
     @Override
     public void prefetch(DeviceChunk chunk, long offset, long bytes, Device target) {
         CudaChunk c = (CudaChunk) chunk;
-        if (c.kind() != ChunkKind.MANAGED || bytes == 0) {
+        int ordinal = prefetchOrdinal(target, device);
+        if (c.kind() != ChunkKind.MANAGED || bytes == 0 || ordinal == NO_PREFETCH) {
             return;
         }
         context.makeCurrent();
-        CUdevice where = target != null && target.isCpu() ? JCudaDriver.CU_DEVICE_CPU : context.cuDevice();
+        CUdevice where;
+        if (ordinal == CPU_ORDINAL) {
+            where = JCudaDriver.CU_DEVICE_CPU;
+        } else if (ordinal == device.index()) {
+            where = context.cuDevice();
+        } else {
+            where = new CUdevice();
+            Cu.check(JCudaDriver.cuDeviceGet(where, ordinal), device, "cuDeviceGet (prefetch to " + target + ")");
+        }
         CUstream stream = CurrentStream.get(device);
         Cu.check(JCudaDriver.cuMemPrefetchAsync(c.at(offset), bytes, where, stream), device, "cuMemPrefetchAsync");
         synchronize(stream);
+    }
+
+    /** {@link #prefetchOrdinal}: the host ({@code CU_DEVICE_CPU}). */
+    static final int CPU_ORDINAL = -1;
+    /** {@link #prefetchOrdinal}: no CUDA destination, the hint is a no-op. */
+    static final int NO_PREFETCH = -2;
+
+    /**
+     * @param target where the block will be used; null for this GPU
+     * @param self   this upstream's device
+     * @return the CUDA ordinal a prefetch to {@code target} moves memory to: the GPU's index for
+     *         {@code cuda:N}, {@link #CPU_ORDINAL} for the host, {@link #NO_PREFETCH} for another kind
+     */
+    static int prefetchOrdinal(Device target, Device self) {
+        if (target == null) {
+            return self.index();
+        }
+        if (target.isCpu()) {
+            return CPU_ORDINAL;
+        }
+        return Device.CUDA.equals(target.kind()) ? target.index() : NO_PREFETCH;
     }
 
     /**
