@@ -65,12 +65,23 @@ final class CudaStreams implements StreamManager, StreamExecutor {
         return h;
     }
 
+    /**
+     * Destroys the {@code CUstream} once the work accepted before has run. The stream's monitor keeps
+     * {@link #submit} out between taking the tail and destroying the host stream: work accepted in
+     * between would run after the tail, on a {@code CUstream} already destroyed.
+     */
     @Override
     public void destroyStream(StreamHandle stream) {
-        CompletionStage<Void> drained = host.synchronizeStream(stream);
-        host.destroyStream(stream);
-        CUstream s = cuStreams.remove(stream.id());
-        if (s != null) {
+        CUstream s = stream == null ? null : cuStreams.get(stream.id());
+        if (s == null) {
+            // Not one of ours, the default stream, or destroyed: the host manager refuses it with its message.
+            host.destroyStream(stream);
+            return;
+        }
+        synchronized (s) {
+            CompletionStage<Void> drained = host.synchronizeStream(stream);
+            host.destroyStream(stream);
+            cuStreams.remove(stream.id(), s);
             drained.whenComplete((ok, failed) -> destroy(s));
         }
     }
@@ -117,7 +128,13 @@ final class CudaStreams implements StreamManager, StreamExecutor {
             // Not one of ours (or destroyed): the host manager refuses it with its message.
             return host.submit(stream, work);
         }
-        return host.submit(stream, () -> CurrentStream.run(device(), s, work));
+        if (s == CurrentStream.DEFAULT) {
+            return host.submit(stream, () -> CurrentStream.run(device(), s, work));
+        }
+        // Accepted under the stream's monitor, so that destroyStream's wait covers it (see there).
+        synchronized (s) {
+            return host.submit(stream, () -> CurrentStream.run(device(), s, work));
+        }
     }
 
     @Override
