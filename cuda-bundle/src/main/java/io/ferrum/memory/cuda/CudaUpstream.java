@@ -59,7 +59,8 @@ final class CudaUpstream implements DeviceUpstream {
     private CudaChunk bounce;
 
     /**
-     * @param context     a retain of the device's primary context; this upstream releases it on close
+     * @param context     a retain of the device's primary context; this upstream releases it on close,
+     *                    or at once when this constructor throws
      * @param settings    staging ring and bounce sizes
      * @param pinned      the bundle's pinned ranges (shared, so one device's pinned memory is direct
      *                    for another's copies)
@@ -70,9 +71,15 @@ final class CudaUpstream implements DeviceUpstream {
         this.pinned = pinned;
         this.staging = new CudaStaging(context, settings.stagingSlots(), settings.stagingSlotBytes());
         this.bounceBytes = settings.stagingSlotBytes();
-        context.makeCurrent();
         long[] total = new long[1];
-        Cu.check(JCudaDriver.cuDeviceTotalMem(total, context.cuDevice()), device, "cuDeviceTotalMem");
+        try {
+            context.makeCurrent();
+            Cu.check(JCudaDriver.cuDeviceTotalMem(total, context.cuDevice()), device, "cuDeviceTotalMem");
+        } catch (RuntimeException | Error e) {
+            // No upstream to close: the retain this constructor took over goes back here.
+            context.close();
+            throw e;
+        }
         this.capacity = total[0];
     }
 
