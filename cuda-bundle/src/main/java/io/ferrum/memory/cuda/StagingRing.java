@@ -9,7 +9,8 @@ import java.lang.foreign.MemorySegment;
  * driver in tests.
  *
  * <p>Invariant: the CPU touches a slot only after {@link Channel#await} of that slot's last transfer;
- * every transfer has completed when {@link #upload}/{@link #download} return, also when one throws.
+ * every slot has been awaited when {@link #upload}/{@link #download} return, also when one throws,
+ * and also when an await throws (the copy's own failure is thrown, the awaits' are suppressed in it).
  * Not thread-safe: its owner holds one ring per caller at a time.
  */
 final class StagingRing {
@@ -43,6 +44,7 @@ final class StagingRing {
         int slots = ch.slots();
         long slotBytes = ch.slotBytes();
         long n = CopyPlan.pieces(bytes, slotBytes);
+        Throwable failed = null;
         try {
             for (long i = 0; i < n; i++) {
                 int s = CopyPlan.slot(i, slots);
@@ -52,8 +54,11 @@ final class StagingRing {
                 MemorySegment.copy(src, off, ch.slot(s), 0, len);
                 ch.upload(s, off, len);
             }
+        } catch (RuntimeException | Error e) {
+            failed = e;
+            throw e;
         } finally {
-            awaitAll(ch, Math.min(n, slots));
+            awaitAll(ch, Math.min(n, slots), failed);
         }
     }
 
@@ -62,6 +67,7 @@ final class StagingRing {
         int slots = ch.slots();
         long slotBytes = ch.slotBytes();
         long n = CopyPlan.pieces(bytes, slotBytes);
+        Throwable failed = null;
         try {
             // Keep every slot busy: pieces 0..slots-1 start at once, piece i + slots once piece i is drained.
             for (long i = 0; i < Math.min(n, slots); i++) {
@@ -78,14 +84,37 @@ final class StagingRing {
                     ch.download(s, CopyPlan.pieceOffset(next, slotBytes), CopyPlan.pieceBytes(next, bytes, slotBytes));
                 }
             }
+        } catch (RuntimeException | Error e) {
+            failed = e;
+            throw e;
         } finally {
-            awaitAll(ch, Math.min(n, slots));
+            awaitAll(ch, Math.min(n, slots), failed);
         }
     }
 
-    private static void awaitAll(Channel ch, long used) {
+    /**
+     * Awaits every used slot, also after one await fails, so that no transfer is in flight on return.
+     * A failure is added to {@code failed} (the copy's own, the cause) when there is one, else the
+     * first is thrown once every slot was awaited.
+     */
+    private static void awaitAll(Channel ch, long used, Throwable failed) {
+        Throwable first = failed;
         for (int s = 0; s < used; s++) {
-            ch.await(s);
+            try {
+                ch.await(s);
+            } catch (RuntimeException | Error e) {
+                if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
+        }
+        if (first != failed) {
+            if (first instanceof Error e) {
+                throw e;
+            }
+            throw (RuntimeException) first;
         }
     }
 }

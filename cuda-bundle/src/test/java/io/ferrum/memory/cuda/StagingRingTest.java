@@ -20,7 +20,7 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
 class StagingRingTest {
 
     /** A device of heap bytes; a transfer is queued at upload/download and done at await. */
-    static final class FakeChannel implements StagingRing.Channel {
+    static class FakeChannel implements StagingRing.Channel {
         final MemorySegment device;
         final MemorySegment[] slots;
         final Runnable[] pending;
@@ -147,6 +147,44 @@ class StagingRingTest {
                 System.arraycopy(bounce, 0, actual, (int) (dst + off), len);
             }
             assertArrayEquals(expected, actual, "src " + src + " dst " + dst);
+        }
+    }
+
+    /**
+     * Review defect: the third piece's transfer fails to start while two are in flight, and then the
+     * fence of slot 0 fails too (a sticky driver error). The ring stopped awaiting at that fence, so
+     * slot 1's transfer was still in flight when upload returned (the next copy would refill it under
+     * the DMA engine), and the fence's error replaced the enqueue's, which is the cause.
+     */
+    @Test
+    void aFailingFenceStillAwaitsEveryOtherSlotAndKeepsTheFirstError() {
+        FakeChannel ch = new FakeChannel(1 << 20, 3, 64 << 10) {
+            boolean fenceFailed;
+
+            @Override
+            public void upload(int i, long offset, long bytes) {
+                if (i == 2) {
+                    throw new IllegalStateException("enqueue failed");
+                }
+                super.upload(i, offset, bytes);
+            }
+
+            @Override
+            public void await(int i) {
+                if (i == 0 && !fenceFailed && pending[0] != null) {
+                    fenceFailed = true;
+                    pending[0] = null;
+                    throw new IllegalStateException("fence failed");
+                }
+                super.await(i);
+            }
+        };
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> StagingRing.upload(MemorySegment.ofArray(new byte[1 << 20]), 1 << 20, ch));
+        assertEquals("enqueue failed", e.getMessage());
+        assertEquals("fence failed", e.getSuppressed().length == 1 ? e.getSuppressed()[0].getMessage() : null);
+        for (int s = 0; s < ch.pending.length; s++) {
+            assertEquals(null, ch.pending[s], "slot " + s + " still in flight after upload returned");
         }
     }
 
