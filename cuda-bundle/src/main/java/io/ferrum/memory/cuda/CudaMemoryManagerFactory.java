@@ -95,16 +95,33 @@ public final class CudaMemoryManagerFactory implements MemoryManagerFactory {
             upstream.close();
             throw e;
         }
-        created.add(m);
-        return m;
+        return keep(m, device);
+    }
+
+    /**
+     * Keeps {@code c} for {@link #deactivate}, or closes it when the bundle stopped meanwhile: added
+     * first, then {@code stopped} read, so either this sees the stop or the stop's sweep sees {@code c}.
+     */
+    private <T extends AutoCloseable> T keep(T c, Device device) {
+        created.add(c);
+        if (stopped) {
+            created.remove(c);
+            try {
+                c.close();
+            } catch (Exception e) {
+                if (log != null) {
+                    log.warn("Closing {} at stop failed: {}", c, e.getMessage());
+                }
+            }
+            throw new DeviceUnavailableException(device, "The cuda backend has stopped");
+        }
+        return c;
     }
 
     @Override
     public StreamManager createStreamManager(Device device) {
         check(device);
-        CudaStreams s = new CudaStreams(PrimaryContext.retain(device));
-        created.add(s);
-        return s;
+        return keep(new CudaStreams(PrimaryContext.retain(device)), device);
     }
 
     @Override
