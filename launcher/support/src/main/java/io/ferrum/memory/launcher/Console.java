@@ -194,12 +194,18 @@ public final class Console {
                 out.println("Ferrum Memory: 'help' lists the commands, Tab completes, 'exit' or Ctrl-D quits.");
                 while (!stopping) {
                     String line;
+                    runner.beginLine();
                     try {
                         line = reader.readLine(PROMPT);
                     } catch (UserInterruptException e) {
                         continue; // Ctrl-C: the line is dropped
                     } catch (EndOfFileException e) {
                         break; // Ctrl-D
+                    }
+                    if (Thread.interrupted()) {
+                        // Ctrl-C as the line was accepted: JLine's own handler, still in place, only
+                        // interrupted this thread. The line is dropped, as a Ctrl-C a moment earlier.
+                        continue;
                     }
                     if (runner.runLine(line) == LineRunner.Next.EXIT) {
                         break;

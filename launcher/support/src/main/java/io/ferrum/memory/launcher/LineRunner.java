@@ -62,7 +62,6 @@ final class LineRunner {
      * @return whether the session goes on
      */
     Next runLine(String line) {
-        cancelled = false;
         for (String statement : Statements.split(line)) {
             if (cancelled) {
                 break;
@@ -72,6 +71,17 @@ final class LineRunner {
             }
         }
         return Next.CONTINUE;
+    }
+
+    /**
+     * A new line is about to be read: a {@link #cancel} from now on drops it. Called before the line
+     * is read, not when it starts to run, so that a Ctrl-C landing between the two (the line
+     * accepted, its first statement not started, no job yet to interrupt) still drops the line:
+     * reset at the start of {@link #runLine}, it was forgotten, and a line of sixteen 3 GiB fills ran
+     * whole under a loaded machine.
+     */
+    void beginLine() {
+        cancelled = false;
     }
 
     /** Drops the statements of the current line that have not started (Ctrl-C at a terminal). */

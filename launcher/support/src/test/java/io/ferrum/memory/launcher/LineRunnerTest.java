@@ -2,9 +2,16 @@ package io.ferrum.memory.launcher;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.lang.reflect.Proxy;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.felix.service.command.CommandSession;
 import org.junit.jupiter.api.Test;
 
-/** The console's words for a failed line. */
+/** The console's words for a failed line, and Ctrl-C's drop of a line. */
 class LineRunnerTest {
     @Test
     void gogosAnswerToACallNoSignatureTakesNamesTheCommandWhatItGotAndWhatItTakes() {
@@ -26,5 +33,36 @@ class LineRunnerTest {
         assertEquals("NullPointerException", LineRunner.message(new NullPointerException(), "x"));
         assertEquals("interrupted", LineRunner.message(new InterruptedException(), "mem:fill $h 1"));
         assertEquals("a b", LineRunner.message(new IllegalStateException("a\n  b"), "x"), "one line");
+    }
+
+    /** @return a session that records the statements it is asked to run and answers nothing */
+    private static CommandSession recording(List<String> ran) {
+        return (CommandSession) Proxy.newProxyInstance(CommandSession.class.getClassLoader(),
+                new Class<?>[] {CommandSession.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("execute")) {
+                        ran.add(String.valueOf(args[0]));
+                    }
+                    return null;
+                });
+    }
+
+    /**
+     * Ctrl-C after the line was read and before its first statement started (no job to interrupt
+     * yet) must still drop the line. The flag was reset when the line started to run, so that
+     * Ctrl-C was forgotten and every statement ran (seen in ConsoleIT on a loaded machine: sixteen
+     * 3 GiB fills after a Ctrl-C).
+     */
+    @Test
+    void ctrlCBetweenReadingALineAndRunningItDropsTheLine() {
+        List<String> ran = new ArrayList<>();
+        PrintStream sink = new PrintStream(new ByteArrayOutputStream());
+        LineRunner runner = new LineRunner(recording(ran), sink, sink, failures -> { }, () -> false);
+        runner.beginLine();
+        runner.cancel(); // the line was accepted; its first statement has not started
+        runner.runLine("mem:fill $h 1; mem:fill $h 1");
+        assertEquals(List.of(), ran, "statements ran after Ctrl-C");
+        runner.beginLine(); // the next line is read: Ctrl-C no longer stands
+        runner.runLine("mem:devices; mem:handles");
+        assertEquals(List.of("mem:devices", "mem:handles"), ran);
     }
 }
