@@ -235,8 +235,8 @@ final class Router implements MemoryRouter {
             }
         }
         if (!outOfMemory && refused) {
-            throw new InvalidMemoryRequestException("No device accepts an allocation of " + Bytes.count(size) + " with "
-                    + requirements + ": tried " + tried + (candidates.isEmpty() ? "" : "; not tried " + candidates)
+            throw new InvalidMemoryRequestException("No device accepts an allocation of " + Bytes.count(size) + " ("
+                    + inWords(requirements) + "): tried " + tried + (candidates.isEmpty() ? "" : "; not tried " + candidates)
                     + ". Ask for less, or raise the limits named (configurePool)");
         }
         if (!outOfMemory && (!tried.isEmpty() || infos.isEmpty())) {
@@ -253,6 +253,23 @@ final class Router implements MemoryRouter {
                 + " with strategy " + strategy.name() + (tried.isEmpty() ? ": it chose none of " + infos.keySet()
                 : "; tried " + tried + (candidates.isEmpty() ? "" : "; not tried " + candidates))
                 + ". Free memory or add a device");
+    }
+
+    /**
+     * @return what a request asks for, as a person reads it: {@code TENSOR, alignment 4096 bytes,
+     *         preferring [cpu:1], critical}; the record's {@code toString()} would print every field
+     *         with Java's spelling of an absent one ({@code OptionalLong.empty})
+     */
+    static String inWords(AllocationRequirements requirements) {
+        StringBuilder sb = new StringBuilder(requirements.memoryType().name());
+        requirements.alignment().ifPresent(a -> sb.append(", alignment ").append(Bytes.count(a)));
+        if (!requirements.preferredDevices().isEmpty()) {
+            sb.append(", preferring ").append(requirements.preferredDevices());
+        }
+        if (requirements.critical()) {
+            sb.append(", critical");
+        }
+        return sb.toString();
     }
 
     private DeviceMemoryManager route(MemoryHandle handle) {
