@@ -25,18 +25,18 @@ final class ShellWording {
 
     private static final List<Rule> RULES = List.of(
             // Checks: a size over a pool's maxSize.
-            new Rule(Pattern.compile("on (\\S+) exceeds the (\\w+) pool's maxSize of (.*); raise maxSize with configurePool"),
+            new Rule(Pattern.compile("on (\\S+) exceeds the (\\w+) pool's maxSize of (.*?); raise maxSize with configurePool"),
                     m -> "on " + m.group(1) + " exceeds the " + m.group(2) + " pool's maxSize of " + m.group(3)
                             + "; raise it with mem:pool " + m.group(1) + " " + m.group(2) + " maxSize=SIZE (0: unlimited),"
                             + " or in the device's configuration to keep it"),
             // Checks: a size over the initial size of a pool that may not grow.
-            new Rule(Pattern.compile("on (\\S+) exceeds the (\\w+) pool's initialSize of (.*) and the pool may not grow"
+            new Rule(Pattern.compile("on (\\S+) exceeds the (\\w+) pool's initialSize of (.*?) and the pool may not grow"
                     + " \\(enableAutoExpansion=false\\)"),
                     m -> "on " + m.group(1) + " exceeds the " + m.group(2) + " pool's initialSize of " + m.group(3)
                             + " and the pool may not grow; let it with mem:pool " + m.group(1) + " " + m.group(2)
                             + " autoExpansion=true"),
             // Checks: out of memory in a pool; the advice depends on the limit the pool hit.
-            new Rule(Pattern.compile("Out of memory on (\\S+): cannot allocate (.*) in the (\\w+) pool: (.*); free blocks,"
+            new Rule(Pattern.compile("Out of memory on (\\S+): cannot allocate (.*?) in the (\\w+) pool: (.*?); free blocks,"
                     + " raise the limit, or defragment"),
                     m -> "Out of memory on " + m.group(1) + ": cannot allocate " + m.group(2) + " in the " + m.group(3)
                             + " pool: " + m.group(4).replace("enableAutoExpansion=false", "autoExpansion=false")
@@ -54,7 +54,10 @@ final class ShellWording {
                             + " io.ferrum.memory.monitor is active"),
             // The router: no device could allocate.
             new Rule(Pattern.compile("\\. Free memory or add a device$"),
-                    m -> ". Free blocks (mem:handles, mem:free) or add a device (mem:backends)"));
+                    m -> ". Free blocks (mem:handles, mem:free) or add a device (mem:backends)"),
+            // The router: every device refused by its own limits, each named in its own message above.
+            new Rule(Pattern.compile("\\. Ask for less, or raise the limits named \\(configurePool\\)$"),
+                    m -> ". Ask for less, or raise the limits named (mem:pool DEVICE TYPE KEY=VALUE)"));
 
     private ShellWording() {
     }
@@ -88,6 +91,10 @@ final class ShellWording {
     }
 
     /**
+     * Each rule rewords every place its phrase occurs: the router's refusal quotes one manager's
+     * message per device it tried, and each keeps its own device and pool (the patterns are
+     * reluctant, so a match ends at its own message's advice and never reaches the next one's).
+     *
      * @param message a message as an exception gave it, or null
      * @return the message with each program's advice replaced by the shell's, or null for null
      */
@@ -98,9 +105,13 @@ final class ShellWording {
         String out = message;
         for (Rule r : RULES) {
             Matcher m = r.phrase.matcher(out);
-            if (m.find()) {
-                out = out.substring(0, m.start()) + r.shell.apply(m) + out.substring(m.end());
+            StringBuilder sb = new StringBuilder();
+            int last = 0;
+            while (m.find()) {
+                sb.append(out, last, m.start()).append(r.shell.apply(m));
+                last = m.end();
             }
+            out = sb.append(out, last, out.length()).toString();
         }
         return out;
     }

@@ -87,6 +87,23 @@ class ShellWordingTest {
     }
 
     @Test
+    void aRefusalByEveryDeviceAdvisesEachDeviceInItsOwnWords() {
+        // The router's message when every device refuses by its own limit, as the distribution printed it
+        // with cpu:0 and cpu:1 both at maxSize=1m: one manager's message per device, in the order tried.
+        String refused = ShellWording.of("No device accepts an allocation of 2097152 bytes (GENERAL): tried [cpu:1"
+                + " (Allocation of 2097152 bytes (2.0 MiB) on cpu:1 exceeds the GENERAL pool's maxSize of 1048576 bytes"
+                + " (1.0 MiB); raise maxSize with configurePool), cpu:0 (Allocation of 2097152 bytes (2.0 MiB) on cpu:0"
+                + " exceeds the TENSOR pool's maxSize of 1048576 bytes (1.0 MiB); raise maxSize with configurePool)]."
+                + " Ask for less, or raise the limits named (configurePool)");
+        speaksShell("error: " + refused);
+        assertTrue(refused.contains("on cpu:1 exceeds the GENERAL pool's maxSize of 1048576 bytes (1.0 MiB); raise it with"
+                + " mem:pool cpu:1 GENERAL maxSize=SIZE"), refused);
+        assertTrue(refused.contains("on cpu:0 exceeds the TENSOR pool's maxSize of 1048576 bytes (1.0 MiB); raise it with"
+                + " mem:pool cpu:0 TENSOR maxSize=SIZE"), "each device's own advice, not the last one's: " + refused);
+        assertTrue(refused.endsWith(". Ask for less, or raise the limits named (mem:pool DEVICE TYPE KEY=VALUE)"), refused);
+    }
+
+    @Test
     void unmappingABlockThatIsNotMappedPointsToMemMap() {
         MemoryHandle h = fixture.cpu0.allocate(4096, CPU0);
         String unmap = bytes.unmap(h.toString()).toString();
