@@ -41,6 +41,10 @@ final class ShellWording {
                     m -> "Out of memory on " + m.group(1) + ": cannot allocate " + m.group(2) + " in the " + m.group(3)
                             + " pool: " + m.group(4).replace("enableAutoExpansion=false", "autoExpansion=false")
                             + "; " + outOfMemoryAdvice(m.group(1), m.group(3), m.group(4))),
+            // MemoryPoolConfig: a pool that may grow needs a step to grow by; mem:pool's keys name both.
+            new Rule(Pattern.compile("growthIncrement is 0 while enableAutoExpansion is on; give a growth increment or turn"
+                    + " auto-expansion off"),
+                    m -> "growthIncrement is 0 while autoExpansion is on; give a growthIncrement or set autoExpansion=false"),
             // Checks: unmapping a block that is not mapped.
             new Rule(Pattern.compile("is not mapped; map it with mapMemory before unmapping"),
                     m -> "is not mapped; map it with mem:map before mem:unmap"),

@@ -104,6 +104,16 @@ class ShellWordingTest {
     }
 
     @Test
+    void aGrowthIncrementOfZeroNamesTheSettingsOfMemPool() {
+        String before = maintenance.pool("cpu:0", "GENERAL").toString();
+        String zero = maintenance.pool("cpu:0", "GENERAL", "growthIncrement=0").toString();
+        speaksShell(zero);
+        assertEquals("error: Invalid pool configuration: growthIncrement is 0 while autoExpansion is on; give a"
+                + " growthIncrement or set autoExpansion=false", zero);
+        assertEquals(before, maintenance.pool("cpu:0", "GENERAL").toString(), "nothing changed");
+    }
+
+    @Test
     void unmappingABlockThatIsNotMappedPointsToMemMap() {
         MemoryHandle h = fixture.cpu0.allocate(4096, CPU0);
         String unmap = bytes.unmap(h.toString()).toString();
