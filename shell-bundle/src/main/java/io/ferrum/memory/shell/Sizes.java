@@ -12,14 +12,15 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
  * KiB}). Every size argument and every size a command shows goes through here.
  */
 final class Sizes {
-    private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*(?:([kmgtKMGT])(?:i?[bB])?|[bB])?");
+    /** Digits and an optional unit in any case: {@code k}, {@code KB}, {@code KiB}, {@code KIB} are all 1024. */
+    private static final Pattern SIZE = Pattern.compile("(?i)(\\d+)\\s*(?:([kmgt])(?:i?b)?|b)?");
     private static final String[] UNITS = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
 
     private Sizes() {
     }
 
     /**
-     * @param text a number of bytes with an optional binary unit: k/KiB, m/MiB, g/GiB, t/TiB (all x1024)
+     * @param text a number of bytes with an optional binary unit in any case: k/KiB, m/MiB, g/GiB, t/TiB (all x1024)
      * @return the number of bytes
      * @throws InvalidMemoryRequestException if the text is not a size or overflows
      */

@@ -40,6 +40,14 @@ class ShellFormatsTest {
         assertEquals(bytes, Sizes.parse(text));
     }
 
+    /** A unit in any case, as the shell takes memory types and devices: 64KIB is what 64KiB means. */
+    @ParameterizedTest
+    @CsvSource({"64KIB, 65536", "64kIb, 65536", "512MIB, 536870912", "2GIB, 2147483648", "1TIB, 1099511627776",
+        "64KB, 65536", "100b, 100"})
+    void sizeUnitsParseInAnyCase(String text, long bytes) {
+        assertEquals(bytes, Sizes.parse(text));
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"", "k", "-1", "1.5g", "12 parsecs", "64KB2", "99999999999999999999", "9999999999t"})
     void badSizesAreRejectedNamingTheText(String text) {
