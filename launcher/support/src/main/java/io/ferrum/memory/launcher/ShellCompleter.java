@@ -2,7 +2,9 @@ package io.ferrum.memory.launcher;
 
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.EnumSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 
@@ -19,14 +21,16 @@ import io.ferrum.memory.api.AllocationStrategy;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.GlobalMemoryMonitor;
+import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandleInfo;
 import io.ferrum.memory.api.MemoryType;
 
 /**
  * Tab completion at the console: the first word from the commands Gogo knows (and {@code exit},
- * {@code quit}); the words after a {@code mem:*} command from what is live now: strategy names after
- * {@code mem:strategy}, otherwise device names, memory types and the handles of live blocks. Every
- * list is read when Tab is pressed, so a device or block that just appeared is offered.
+ * {@code quit}); the words after a {@code mem:*} command from what is live now, only of the kinds that
+ * command takes: strategy names after {@code mem:strategy}, device names, the handles of live blocks,
+ * memory types, access modes after {@code mem:map}, and nothing after a command that takes no word.
+ * Every list is read when Tab is pressed, so a device or block that just appeared is offered.
  */
 final class ShellCompleter implements Completer {
     /** Gogo's session variable holding every {@code scope:function} it can run. */
@@ -57,34 +61,78 @@ final class ShellCompleter implements Completer {
         return names;
     }
 
-    /** @return what may follow {@code command} */
+    /** What a word after a {@code mem:*} command may be. */
+    private enum Word { DEVICE, HANDLE, TYPE, ACCESS, STRATEGY }
+
+    /**
+     * The words each {@code mem:*} command takes, as its usage says: Tab offers those and nothing the
+     * command would refuse ({@code mem:devices} takes no word, {@code mem:free} no device). A command
+     * not listed here (a newer shell bundle's) is offered devices, types and handles.
+     */
+    private static final Map<String, Set<Word>> TAKES = Map.ofEntries(
+            Map.entry("mem:devices", EnumSet.noneOf(Word.class)),
+            Map.entry("mem:pressure", EnumSet.noneOf(Word.class)),
+            Map.entry("mem:streams", EnumSet.noneOf(Word.class)),
+            Map.entry("mem:gc", EnumSet.noneOf(Word.class)),
+            Map.entry("mem:backends", EnumSet.noneOf(Word.class)),
+            Map.entry("mem:strategies", EnumSet.noneOf(Word.class)),
+            Map.entry("mem:strategy", EnumSet.of(Word.STRATEGY)),
+            Map.entry("mem:info", EnumSet.of(Word.DEVICE)),
+            Map.entry("mem:handles", EnumSet.of(Word.DEVICE)),
+            Map.entry("mem:defrag", EnumSet.of(Word.DEVICE)),
+            Map.entry("mem:alloc", EnumSet.of(Word.DEVICE, Word.TYPE)),
+            Map.entry("mem:pool", EnumSet.of(Word.DEVICE, Word.TYPE)),
+            Map.entry("mem:load", EnumSet.of(Word.DEVICE, Word.HANDLE, Word.TYPE)),
+            Map.entry("mem:map", EnumSet.of(Word.HANDLE, Word.ACCESS)),
+            Map.entry("mem:free", EnumSet.of(Word.HANDLE)),
+            Map.entry("mem:copy", EnumSet.of(Word.HANDLE)),
+            Map.entry("mem:write", EnumSet.of(Word.HANDLE)),
+            Map.entry("mem:read", EnumSet.of(Word.HANDLE)),
+            Map.entry("mem:fill", EnumSet.of(Word.HANDLE)),
+            Map.entry("mem:dump", EnumSet.of(Word.HANDLE)),
+            Map.entry("mem:unmap", EnumSet.of(Word.HANDLE)),
+            Map.entry("mem:save", EnumSet.of(Word.HANDLE)));
+
+    /** @return what may follow {@code command}: devices, then handles, then memory types or access modes */
     List<String> arguments(String command) {
         if (!command.startsWith("mem:")) {
             return List.of();
         }
-        if (command.equals("mem:strategy")) {
+        Set<Word> takes = TAKES.getOrDefault(command, EnumSet.of(Word.DEVICE, Word.HANDLE, Word.TYPE));
+        if (takes.contains(Word.STRATEGY)) {
             return strategies();
         }
         List<String> words = new ArrayList<>();
-        ServiceReference<GlobalMemoryMonitor> ref = context.getServiceReference(GlobalMemoryMonitor.class);
-        GlobalMemoryMonitor monitor = ref == null ? null : context.getService(ref);
-        if (monitor != null) {
-            try {
-                Set<Device> devices = new TreeSet<>(monitor.devices());
-                devices.forEach(d -> words.add(d.toString()));
-                for (Device d : devices) {
-                    monitor.manager(d).map(DeviceMemoryManager::handles).ifPresent(hs -> {
-                        for (MemoryHandleInfo i : hs) {
-                            words.add(i.handle().toString());
-                        }
-                    });
+        if (takes.contains(Word.DEVICE) || takes.contains(Word.HANDLE)) {
+            ServiceReference<GlobalMemoryMonitor> ref = context.getServiceReference(GlobalMemoryMonitor.class);
+            GlobalMemoryMonitor monitor = ref == null ? null : context.getService(ref);
+            if (monitor != null) {
+                try {
+                    Set<Device> devices = new TreeSet<>(monitor.devices());
+                    if (takes.contains(Word.DEVICE)) {
+                        devices.forEach(d -> words.add(d.toString()));
+                    }
+                    for (Device d : takes.contains(Word.HANDLE) ? devices : Set.<Device>of()) {
+                        monitor.manager(d).map(DeviceMemoryManager::handles).ifPresent(hs -> {
+                            for (MemoryHandleInfo i : hs) {
+                                words.add(i.handle().toString());
+                            }
+                        });
+                    }
+                } finally {
+                    context.ungetService(ref);
                 }
-            } finally {
-                context.ungetService(ref);
             }
         }
-        for (MemoryType t : MemoryType.values()) {
-            words.add(t.name());
+        if (takes.contains(Word.TYPE)) {
+            for (MemoryType t : MemoryType.values()) {
+                words.add(t.name());
+            }
+        }
+        if (takes.contains(Word.ACCESS)) {
+            for (MemoryAccess a : MemoryAccess.values()) {
+                words.add(a.name());
+            }
         }
         return words;
     }
