@@ -73,15 +73,20 @@ public final class MaintenanceCommands {
                 s.fragmentationAfter() * 100, s.timeTakenMs());
     }
 
-    @Descriptor("Show one pool of a device, or change it: mem:pool DEVICE [TYPE [KEY=VALUE...]] (TYPE: GENERAL by"
+    @Descriptor("Show one pool of a device, or change it: mem:pool DEVICE [TYPE] [KEY=VALUE...] (TYPE: GENERAL by"
             + " default). Settings are not saved (the next restart of the device uses its configuration): initialSize,"
             + " maxSize (0: unlimited), growthIncrement, autoExpansion, alignment, preAllocate, stats")
-    public Reply pool(@Descriptor("DEVICE [TYPE [KEY=VALUE...]], e.g. cpu:0 GENERAL maxSize=1g") String... args) {
+    public Reply pool(@Descriptor("DEVICE [TYPE] [KEY=VALUE...], e.g. cpu:0 GENERAL maxSize=1g or cpu:0 maxSize=1g") String... args) {
         return Reply.attempt(() -> {
             Syntax.Words w = POOL.parse(args);
             Device d = Device.parse(w.get("DEVICE"));
-            MemoryType t = Arguments.memoryType(w.get("TYPE", MemoryType.GENERAL.name()));
-            List<String> settings = w.rest();
+            String type = w.get("TYPE", MemoryType.GENERAL.name());
+            List<String> settings = new ArrayList<>(w.rest());
+            if (type.contains("=")) { // mem:pool cpu:0 maxSize=8g: no type, so the GENERAL pool, as the help says
+                settings.add(0, type);
+                type = MemoryType.GENERAL.name();
+            }
+            MemoryType t = Arguments.memoryType(type);
             if (!settings.isEmpty()) {
                 DeviceMemoryManager m = Services.manager(monitor, d);
                 MemoryPoolConfig.Builder b = m.poolConfig(t).toBuilder();

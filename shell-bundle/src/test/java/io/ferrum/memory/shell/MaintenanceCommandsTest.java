@@ -65,6 +65,15 @@ class MaintenanceCommandsTest {
         assertTrue(fixture.cpu0.poolConfig(MemoryType.GENERAL).maxSize().isEmpty(), "0 means unlimited");
     }
 
+    /** The help says TYPE is GENERAL by default: settings without a type change the GENERAL pool. */
+    @Test
+    void settingsWithoutATypeChangeTheGeneralPool() {
+        List<String> pool = lines(commands.pool("cpu:0", "initialSize=4m", "maxSize=32m", "growthIncrement=2m"));
+        assertEquals("cpu:0 GENERAL pool", pool.get(0), pool.toString());
+        assertEquals(32 * MiB, fixture.cpu0.poolConfig(MemoryType.GENERAL).maxSize().getAsLong());
+        assertEquals(2 * MiB, fixture.cpu0.poolConfig(MemoryType.GENERAL).growthIncrement());
+    }
+
     @Test
     void badSettingsAreOneErrorLineNamingThemAndChangeNothing() {
         MemoryPoolConfig before = fixture.cpu0.poolConfig(MemoryType.GENERAL);
