@@ -22,7 +22,7 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
  * {@code --long=VALUE} or a flag; then the positional words in order: the required ones, the optional ones, and, where
  * the command has it, a rest of any length. A word is an option when it starts with {@code -} and a
  * letter, so negative numbers ({@code -1}) are positional and reach the argument's own check, which
- * names it. A wrong call (unknown option, option without its value, missing or extra word) is one
+ * names it. A wrong call (unknown option, option without its value or given twice, missing or extra word) is one
  * {@link InvalidMemoryRequestException} whose message ends with the command's usage.
  */
 final class Syntax {
@@ -126,17 +126,23 @@ final class Syntax {
             } else if (!optionsEnded && OPTION.matcher(w).matches()) {
                 int eq = w.indexOf('=');
                 Option o = find(eq > 0 ? w.substring(0, eq) : w);
+                String value;
                 if (eq > 0) { // --type=TENSOR, -t=TENSOR
                     if (o.value == null) {
                         throw wrong("Option " + w.substring(0, eq) + " of " + command + " takes no value");
                     }
-                    values.put(o.longName, w.substring(eq + 1));
+                    value = w.substring(eq + 1);
                 } else if (o.value == null) {
-                    values.put(o.longName, "true");
+                    value = "true";
                 } else if (i + 1 < words.size()) {
-                    values.put(o.longName, words.get(++i));
+                    value = words.get(++i);
                 } else {
                     throw wrong("Option " + w + " of " + command + " needs a value (" + o.value + ")");
+                }
+                String earlier = values.put(o.longName, value);
+                if (earlier != null) { // which one was meant? (-t CACHE ... -t TENSOR): the call is refused, not guessed
+                    throw wrong("Option " + o.longName + " of " + command + " is given twice" + (o.value == null ? ""
+                            : " ('" + earlier + "', then '" + value + "')") + ": give it once");
                 }
             } else {
                 positional.add(w);

@@ -71,7 +71,9 @@ class SyntaxTest {
                 List.of(), "mem:alloc is missing SIZE" + usage,
                 List.of("--size", "4k"), "Unknown option --size for mem:alloc; a value starting with - goes after --" + usage,
                 List.of("4k", "cpu:0", "extra"), "mem:alloc takes at most 2 arguments, not also 'extra'" + usage,
-                List.of("4k", "-t"), "Option -t of mem:alloc needs a value (TYPE)" + usage);
+                List.of("4k", "-t"), "Option -t of mem:alloc needs a value (TYPE)" + usage,
+                List.of("--type=CACHE", "-t", "TENSOR", "1m"), "Option --type of mem:alloc is given twice ('CACHE',"
+                        + " then 'TENSOR'): give it once" + usage);
         wrong.forEach((args, message) -> {
             InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class,
                     () -> ALLOC.parse(args.toArray(String[]::new)));
