@@ -10,6 +10,7 @@ import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
 
@@ -35,6 +36,15 @@ class MaintenanceCommandsTest {
         assertTrue(all.get(0).startsWith("cpu:0: ") && all.get(1).startsWith("cpu:1: "), all.toString());
         assertEquals("error: No device cpu:7 is registered; mem:devices lists the devices there are",
                 commands.defrag("cpu:7").toString());
+    }
+
+    @Test
+    void defragOfOneBlockSaysBlock() {
+        MemoryHandle a = fixture.cpu0.allocate(MiB, ShellFixture.CPU0);
+        fixture.cpu0.allocate(100, ShellFixture.CPU0);
+        fixture.cpu0.deallocate(a);
+        String one = commands.defrag("cpu:0").toString();
+        assertTrue(one.matches("cpu:0: moved 1 block, freed .+, fragmentation .+% -> .+%, \\d+ ms"), one);
     }
 
     @Test
