@@ -12,8 +12,15 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.Enumeration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.jar.Attributes;
+import java.util.jar.JarEntry;
+import java.util.jar.JarFile;
+import java.util.jar.JarOutputStream;
+import java.util.jar.Manifest;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -243,6 +250,50 @@ class DistributionIT {
             assertEquals(backendRow(before), backendRow(after), "the same built-in bundle, active, serving cpu:0");
             s.until("mem:handles", handle);
             assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
+     * A copy of a built-in bundle already in plugins/ when the distribution starts is refused as well:
+     * FileInstall scans plugins/ as it starts, and the guard must be there before that scan, or the
+     * copy is taken as an update of the built-in bundle and replaces it.
+     */
+    @Test
+    void aCopyOfABuiltInBundleInPluginsAtStartDoesNotReplaceIt() throws Exception {
+        Path dir = freshDir("duplicate-at-start");
+        Path copy = dir.resolve("plugins").resolve("io.ferrum.memory.cpu.jar");
+        Files.createDirectories(copy.getParent());
+        rewriteManifest(Path.of(System.getProperty("ferrum.bundle.cpu")), copy, Map.of("Bundle-Name", "A copy of the CPU backend"));
+        try (Session s = new Session(dir)) {
+            String refused = s.until("log 50 error", "Bundle symbolic name and version are not unique: io.ferrum.memory.cpu");
+            assertTrue(refused.contains(copy.toString()), "the refusal names the file: " + refused);
+            String lb = s.until("lb io.ferrum.memory.cpu", "CPU backend");
+            assertFalse(lb.contains("A copy of the CPU backend"), "the built-in bundle is not replaced: " + lb);
+            s.until("mem:alloc 1m cpu:0", " on cpu:0");
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /** Writes {@code src} to {@code dst} with the main manifest attributes {@code changes} set. */
+    static void rewriteManifest(Path src, Path dst, Map<String, String> changes) throws IOException {
+        try (JarFile in = new JarFile(src.toFile());
+             JarOutputStream out = new JarOutputStream(Files.newOutputStream(dst))) {
+            Manifest m = new Manifest(in.getManifest());
+            changes.forEach((k, v) -> m.getMainAttributes().put(new Attributes.Name(k), v));
+            out.putNextEntry(new JarEntry(JarFile.MANIFEST_NAME));
+            m.write(out);
+            out.closeEntry();
+            for (Enumeration<JarEntry> e = in.entries(); e.hasMoreElements(); ) {
+                JarEntry entry = e.nextElement();
+                if (entry.getName().equals(JarFile.MANIFEST_NAME)) {
+                    continue;
+                }
+                out.putNextEntry(new JarEntry(entry.getName()));
+                try (InputStream body = in.getInputStream(entry)) {
+                    body.transferTo(out);
+                }
+                out.closeEntry();
+            }
         }
     }
 

@@ -8,8 +8,6 @@ import java.util.List;
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.hooks.bundle.FindHook;
-import org.osgi.service.component.annotations.Activate;
-import org.osgi.service.component.annotations.Component;
 
 /**
  * Keeps the distribution's own bundles out of FileInstall's reach. FileInstall treats a jar dropped
@@ -19,14 +17,16 @@ import org.osgi.service.component.annotations.Component;
  * did not come from a watched folder, so such a jar is installed as a new bundle, which the framework
  * refuses (its symbolic name and version are not unique; FileInstall logs the refusal) and the
  * built-in bundle stays as it is. Bundles FileInstall installed itself stay visible to it.
+ *
+ * <p>Registered by {@link EarlyHooks} as this bundle starts, not by DS: FileInstall scans
+ * {@code plugins/} as soon as it starts, before SCR (which sorts after it at the same start level)
+ * could register a component, and a copy already there at start would slip past the guard.
  */
-@Component(service = FindHook.class)
 public final class BuiltInBundlesGuard implements FindHook {
     static final String FILEINSTALL = "org.apache.felix.fileinstall";
 
     private final List<String> watched = new ArrayList<>();
 
-    @Activate
     public BuiltInBundlesGuard(BundleContext context) {
         String dirs = context.getProperty("felix.fileinstall.dir");
         if (dirs != null) {
