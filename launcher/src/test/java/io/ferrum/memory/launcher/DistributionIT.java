@@ -228,6 +228,35 @@ class DistributionIT {
     }
 
     /**
+     * The monitor configured by a typed {@code .config} file: {@code mem:strategy} saves the choice in
+     * that file, keeping its other values, rather than in a new {@code .cfg} file for the same PID,
+     * which FileInstall would apply as the whole configuration (dropping maxAttempts and
+     * samplePeriodMs) and which would leave two files fighting over one PID at the next start.
+     */
+    @Test
+    void aStrategyChoiceIsSavedInTheMonitorsConfigFile() throws Exception {
+        Path dir = freshDir("strategy-config");
+        Path config = dir.resolve("config").resolve("io.ferrum.memory.monitor.config");
+        Files.createDirectories(config.getParent());
+        Files.writeString(config, "maxAttempts=I\"2\"\nsamplePeriodMs=L\"0\"\nstrategy=\"round-robin\"\n");
+        try (Session s = new Session(dir)) {
+            s.until("mem:strategy", "active strategy: round-robin");
+            s.until("mem:strategy most-free", "active strategy: most-free");
+            Thread.sleep(1500);
+            String info = s.until("scr:info io.ferrum.memory.monitor.MemoryMonitor", "- Strategy:");
+            assertTrue(Pattern.compile("maxAttempts<Integer> = 2").matcher(info).find(), "the file's other values stay: " + info);
+            assertEquals(0, s.finish(), s.output());
+        }
+        assertFalse(Files.exists(dir.resolve("config").resolve("io.ferrum.memory.monitor.cfg")), "no second file for the PID");
+        String saved = Files.readString(config);
+        assertTrue(saved.contains("strategy=\"most-free\"") && saved.contains("maxAttempts=I\"2\""), saved);
+        try (Session s = new Session(dir)) {
+            s.until("mem:strategy", "active strategy: most-free");
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
      * Issue 17: a copy of a built-in bundle dropped into plugins/ does not replace it (its device and
      * blocks stay), and deleting the copy does not uninstall the built-in bundle.
      */

@@ -1,11 +1,14 @@
 package io.ferrum.memory.launcher;
 
 import java.io.IOException;
+import java.net.URI;
+import java.nio.file.FileSystemNotFoundException;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
+import java.util.Dictionary;
 import java.util.List;
 
 import org.osgi.framework.BundleContext;
@@ -23,14 +26,20 @@ import org.osgi.service.component.annotations.Reference;
  * with a fresh framework storage each time, so Config Admin forgets what {@code mem:strategy} saved;
  * its configuration lives in the {@code config/} folder FileInstall watches. When the monitor's
  * configuration ({@value #MONITOR_PID}) gets a {@code strategy} that its file there does not hold,
- * this writes it into {@code config/io.ferrum.memory.monitor.cfg}: the {@code strategy=} line is
- * replaced (or added), every other line of the file stays as it was, and the file is replaced in one
- * move. FileInstall then reads the same value back, which changes nothing.
+ * this writes it into the file the configuration came from ({@code config/io.ferrum.memory.monitor.cfg},
+ * or the typed {@code io.ferrum.memory.monitor.config}, as {@code strategy="name"}), else into
+ * {@code config/io.ferrum.memory.monitor.cfg}: the {@code strategy=} line is replaced (or added),
+ * every other line of the file stays as it was, and the file is replaced in one move. FileInstall
+ * then reads the same value back, which changes nothing.
  */
 @Component(immediate = true)
 public final class SavedStrategy implements ConfigurationListener {
     static final String MONITOR_PID = "io.ferrum.memory.monitor";
     static final String KEY = "strategy";
+    /** The property FileInstall gives a configuration it read from a file: the file's URI. */
+    static final String FILENAME = "felix.fileinstall.filename";
+    /** The extension of FileInstall's typed configuration files. */
+    static final String TYPED = ".config";
 
     private final ConfigurationAdmin configAdmin;
     private final Path file;
@@ -73,29 +82,55 @@ public final class SavedStrategy implements ConfigurationListener {
     private void saveCurrent() {
         try {
             Configuration[] found = configAdmin.listConfigurations("(service.pid=" + MONITOR_PID + ")");
-            Object strategy = found == null || found[0].getProperties() == null ? null : found[0].getProperties().get(KEY);
+            Dictionary<String, Object> properties = found == null ? null : found[0].getProperties();
+            Object strategy = properties == null ? null : properties.get(KEY);
             // Only a name is saved: a list (refused by the monitor) would be written as a Java array's text.
             if (strategy instanceof String name) {
-                save(file, name);
+                save(fileOf(properties), name);
             }
         } catch (Exception e) {
             System.err.println("ferrum: the strategy choice could not be written to " + file + ": " + e.getMessage());
         }
     }
 
-    /** Writes {@code strategy=value} into {@code file}, keeping its other lines; does nothing if it already says so. */
+    /**
+     * @return the file FileInstall read the configuration from (its {@value #FILENAME} property), when
+     *         it is the monitor's {@code .cfg} or typed {@code .config} file; else {@code config/io.ferrum.memory.monitor.cfg}.
+     *         A choice written into a new {@code .cfg} beside a {@code .config} would be applied by
+     *         FileInstall as the whole configuration, dropping the {@code .config}'s other values.
+     */
+    private Path fileOf(Dictionary<String, Object> properties) {
+        if (properties.get(FILENAME) instanceof String uri) {
+            try {
+                Path read = Path.of(URI.create(uri));
+                String name = read.getFileName().toString();
+                if (name.equals(MONITOR_PID + ".cfg") || name.equals(MONITOR_PID + TYPED)) {
+                    return read;
+                }
+            } catch (IllegalArgumentException | FileSystemNotFoundException notAFile) {
+                // not a file FileInstall read: the default file
+            }
+        }
+        return file;
+    }
+
+    /**
+     * Writes {@code strategy=value} into {@code file} ({@code strategy="value"} in a typed {@code .config}
+     * file), keeping its other lines; does nothing if it already says so.
+     */
     static void save(Path file, String value) throws IOException {
+        String entry = KEY + "=" + (file.getFileName().toString().endsWith(TYPED) ? quoted(value) : value);
         List<String> lines = Files.exists(file) ? Files.readAllLines(file) : List.of();
         List<String> out = new ArrayList<>();
         boolean written = false;
         for (String line : lines) {
             String t = line.strip();
             if (!t.startsWith("#") && (t.startsWith(KEY + "=") || t.startsWith(KEY + " ") || t.startsWith(KEY + ":"))) {
-                if (t.equals(KEY + "=" + value)) {
+                if (t.equals(entry)) {
                     return;
                 }
                 if (!written) {
-                    out.add(KEY + "=" + value);
+                    out.add(entry);
                     written = true;
                 }
             } else {
@@ -103,10 +138,10 @@ public final class SavedStrategy implements ConfigurationListener {
             }
         }
         if (!written) {
-            out.add(KEY + "=" + value);
+            out.add(entry);
         }
         Files.createDirectories(file.getParent());
-        // A hidden name FileInstall's filter (*.cfg) does not take, then one move over the file.
+        // A hidden name FileInstall's filter (*.cfg, *.config) does not take, then one move over the file.
         Path part = file.resolveSibling("." + file.getFileName() + ".part");
         Files.write(part, out);
         try {
@@ -114,5 +149,23 @@ public final class SavedStrategy implements ConfigurationListener {
         } catch (AtomicMoveNotSupportedException e) {
             Files.move(part, file, StandardCopyOption.REPLACE_EXISTING);
         }
+    }
+
+    /**
+     * @return {@code value} as a string of the typed {@code .config} format: in quotes, with
+     *         {@code \\}, {@code "} and characters outside printable ASCII escaped
+     */
+    static String quoted(String value) {
+        StringBuilder b = new StringBuilder("\"");
+        for (char c : value.toCharArray()) {
+            if (c == '\\' || c == '"') {
+                b.append('\\').append(c);
+            } else if (c < ' ' || c > '~') {
+                b.append(String.format("\\u%04x", (int) c));
+            } else {
+                b.append(c);
+            }
+        }
+        return b.append('"').toString();
     }
 }
