@@ -303,6 +303,32 @@ class DistributionIT {
         }
     }
 
+    /**
+     * Another version of the CPU backend dropped into plugins/ registers a manager for cpu:0 too, but
+     * the built-in one (the older service) goes on serving it: mem:backends says which one serves and
+     * that the other stands by, rather than listing cpu:0 as served by both.
+     */
+    @Test
+    void aSecondVersionOfABackendIsShownStandingByForTheDeviceItDoesNotServe() throws Exception {
+        Path dir = freshDir("second-version");
+        try (Session s = new Session(dir)) {
+            String before = s.until("mem:backends", "io.ferrum.memory.cpu");
+            Matcher builtIn = Pattern.compile("(\\d+)\\s+io\\.ferrum\\.memory\\.cpu").matcher(before);
+            assertTrue(builtIn.find(), before);
+            rewriteManifest(Path.of(System.getProperty("ferrum.bundle.cpu")), dir.resolve("plugins").resolve("cpu-next.jar"),
+                    Map.of("Bundle-Version", "9.0.0"));
+            s.until("lb -s io.ferrum.memory.cpu", "|9.0.0");
+            String after = s.until("mem:backends", "standing by");
+            Matcher standby = Pattern.compile("\\d+\\s+io\\.ferrum\\.memory\\.cpu\\s+cpu\\s+ACTIVE\\s+cpu:0[ \\t]*(.*)").matcher(after);
+            List<String> notes = new ArrayList<>();
+            while (standby.find()) {
+                notes.add(standby.group(1).strip());
+            }
+            assertEquals(List.of("", "standing by for cpu:0, which bundle " + builtIn.group(1) + " serves"), notes, after);
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
     /** Writes {@code src} to {@code dst} with the main manifest attributes {@code changes} set. */
     static void rewriteManifest(Path src, Path dst, Map<String, String> changes) throws IOException {
         try (JarFile in = new JarFile(src.toFile());

@@ -7,6 +7,7 @@ import org.apache.felix.service.command.Descriptor;
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.Constants;
+import org.osgi.framework.InvalidSyntaxException;
 import org.osgi.framework.ServiceReference;
 import org.osgi.framework.wiring.BundleRevision;
 import org.osgi.framework.wiring.FrameworkWiring;
@@ -60,6 +61,9 @@ public final class BackendCommands {
                 List<String> devices = devices(b);
                 List<String> notes = new ArrayList<>(rejections(b));
                 String note = note(b, devices, status(b));
+                if (note.isEmpty()) {
+                    note = standingBy(b, devices);
+                }
                 if (!note.isEmpty() || notes.isEmpty()) {
                     notes.add(0, note);
                 }
@@ -85,6 +89,58 @@ public final class BackendCommands {
         }
         devices.sort(null);
         return devices;
+    }
+
+    /**
+     * Several backends may register a manager for one device (another version of a backend dropped
+     * into {@code plugins/}); the monitor lets the one of highest service ranking, then the oldest
+     * service, serve it, which is the order of {@link ServiceReference#compareTo}. A manager registered
+     * by hand through the monitor is not a service and is not seen here.
+     *
+     * @return "standing by for cpu:0, which bundle 2 serves" for each of {@code b}'s devices that a
+     *         manager of another bundle serves, joined with "; "; empty when {@code b} serves them all
+     */
+    private String standingBy(Bundle b, List<String> devices) {
+        List<String> out = new ArrayList<>();
+        for (String device : devices) {
+            try {
+                ServiceReference<?>[] refs = context.getServiceReferences(DeviceMemoryManager.class.getName(),
+                        "(" + DeviceMemoryManager.DEVICE_PROPERTY + "=" + device + ")");
+                ServiceReference<?> serving = null;
+                for (ServiceReference<?> r : refs == null ? new ServiceReference<?>[0] : refs) {
+                    if (serving == null || r.compareTo(serving) > 0) {
+                        serving = r;
+                    }
+                }
+                Bundle server = serving == null ? null : serving.getBundle();
+                if (server != null && server.getBundleId() != b.getBundleId() && !sameManager(serving, b, device)) {
+                    out.add("standing by for " + device + ", which bundle " + server.getBundleId() + " serves");
+                }
+            } catch (InvalidSyntaxException e) {
+                // a device name with filter characters: no device of a backend has one
+            }
+        }
+        return String.join("; ", out);
+    }
+
+    /** @return whether {@code b} registered, for {@code device}, the very manager {@code serving} is (then it serves too) */
+    private boolean sameManager(ServiceReference<?> serving, Bundle b, String device) {
+        Object served = context.getService(serving);
+        try {
+            ServiceReference<?>[] own = b.getRegisteredServices();
+            for (ServiceReference<?> r : own == null ? new ServiceReference<?>[0] : own) {
+                if (device.equals(String.valueOf(r.getProperty(DeviceMemoryManager.DEVICE_PROPERTY)))) {
+                    Object mine = context.getService(r);
+                    context.ungetService(r);
+                    if (mine != null && mine == served) {
+                        return true;
+                    }
+                }
+            }
+            return false;
+        } finally {
+            context.ungetService(serving);
+        }
     }
 
     /**
