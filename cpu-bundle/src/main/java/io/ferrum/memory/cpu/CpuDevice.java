@@ -44,6 +44,9 @@ import io.ferrum.memory.pool.ZeroingPolicy;
  */
 @ProvidesDeviceServices
 abstract class CpuDevice {
+    /** The property FileInstall sets on a configuration it made from a file: the file's URI. */
+    static final String FILEINSTALL_FILENAME = "felix.fileinstall.filename";
+
     private Device device;
     private FfmUpstream upstream;
     private HostStreamManager streams;
@@ -56,11 +59,33 @@ abstract class CpuDevice {
     private ServiceRegistration<?> rejection;
     /** The configuration's PID, for a refusal that names it; {@code ?} where none was given (tests). */
     private String pid = "?";
+    /** The file the configuration came from (FileInstall), for a refusal that names it; null: none. */
+    private String file;
 
-    /** @param properties the configuration's raw properties, whose {@code service.pid} names it */
+    /**
+     * @param properties the configuration's raw properties, whose {@code service.pid} names it and
+     *                   whose {@code felix.fileinstall.filename}, when FileInstall made it, its file
+     */
     final void pid(Map<String, ?> properties) {
         Object p = properties.get("service.pid");
         pid = p == null ? "?" : p.toString();
+        file = fileOf(properties);
+    }
+
+    /**
+     * @return the file a configuration came from, as a path ({@code felix.fileinstall.filename} is a
+     *         {@code file:} URI), or null when it came from elsewhere (Config Admin, a test)
+     */
+    static String fileOf(Map<String, ?> properties) {
+        Object name = properties.get(FILEINSTALL_FILENAME);
+        if (name == null) {
+            return null;
+        }
+        try {
+            return java.nio.file.Path.of(java.net.URI.create(name.toString())).toString();
+        } catch (RuntimeException notAFileUri) {
+            return name.toString();
+        }
     }
 
     /**
@@ -218,14 +243,19 @@ abstract class CpuDevice {
         }
     }
 
-    /** Logs the refusal as one error line and shows it in mem:backends until a configuration applies. */
+    /**
+     * Logs the refusal as one error line and shows it in mem:backends until a configuration applies;
+     * both name the configuration's file when it came from one, since a refusal such as "needs a
+     * whole number index" says nothing of which of the files in {@code config/} to fix.
+     */
     final void reject(String refusal, String consequence) {
+        String reason = refusal + "; " + consequence + (file == null ? "" : " (file " + file + ")");
         if (log != null) {
-            log.error("{}; {}", refusal, consequence);
+            log.error("{}", reason);
         }
         clearRejection();
         Hashtable<String, Object> props = new Hashtable<>();
-        props.put(Rejection.REASON_PROPERTY, refusal + "; " + consequence);
+        props.put(Rejection.REASON_PROPERTY, reason);
         rejection = context.registerService(new String[] {Rejection.class.getName()}, new Rejection(), props);
     }
 

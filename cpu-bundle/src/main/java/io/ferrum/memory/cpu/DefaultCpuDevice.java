@@ -29,6 +29,7 @@ public final class DefaultCpuDevice extends CpuDevice {
     @Activate
     public DefaultCpuDevice(BundleContext context, CpuDeviceConfig config, Map<String, Object> properties,
                             @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger log) {
+        pid(properties);
         String refusal = refusal(config, properties, 0, indexRefusal(config));
         start(context, refusal == null ? config : CpuDeviceConfigs.DEFAULTS, 0, log);
         if (refusal != null) {
@@ -58,6 +59,7 @@ public final class DefaultCpuDevice extends CpuDevice {
 
     @Modified
     void modified(CpuDeviceConfig config, Map<String, Object> properties) {
+        pid(properties);
         reconfigure(config, properties, 0, indexRefusal(config));
     }
 

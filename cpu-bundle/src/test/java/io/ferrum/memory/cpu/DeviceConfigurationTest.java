@@ -463,6 +463,26 @@ class DeviceConfigurationTest {
         }
     }
 
+    /**
+     * Review defect: a factory configuration file of binary bytes (no index) was refused with "A
+     * io.ferrum.memory.cpu.device configuration needs ..." and no word of which file in config/.
+     */
+    @Test
+    void aRefusalNamesTheFileTheConfigurationCameFrom() {
+        Map<String, Object> raw = Map.of("service.pid", "io.ferrum.memory.cpu.device~bin",
+                "felix.fileinstall.filename", "file:/srv/ferrum/config/io.ferrum.memory.cpu.device-bin.cfg");
+        ConfiguredCpuDevice device = new ConfiguredCpuDevice(fw.context(), TestConfigs.small(), raw, fw.logger());
+        try {
+            assertEquals(1, fw.errors.size(), fw.errors.toString());
+            String error = fw.errors.get(0);
+            assertTrue(error.startsWith("A " + CpuBackend.DEVICE_FACTORY_PID + " configuration needs a whole number index"), error);
+            assertTrue(error.endsWith("no device was created (file /srv/ferrum/config/io.ferrum.memory.cpu.device-bin.cfg)"), error);
+            assertEquals(List.of(error), List.copyOf(fw.reasons.values()), "mem:backends shows the same line");
+        } finally {
+            device.deactivate();
+        }
+    }
+
     @Test
     void anUpdateWithABadFlagChangesNothing() {
         DefaultCpuDevice cpu0 = new DefaultCpuDevice(fw.context(), TestConfigs.small(), fw.logger());

@@ -36,6 +36,11 @@ public final class ConfigurationCheck {
     private static final Pattern DECIMAL = Pattern.compile("(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][+-]?\\d+)?");
     private static final Pattern SIGNED = Pattern.compile("[+-].*");
 
+    /** How many unknown attributes a refusal names; beyond them it counts the rest. */
+    static final int MAX_UNKNOWN_NAMED = 3;
+    /** How many characters of an unknown attribute's name a refusal shows. */
+    static final int MAX_KEY_SHOWN = 40;
+
     private final List<String> problems = new ArrayList<>();
 
     /**
@@ -204,11 +209,42 @@ public final class ConfigurationCheck {
         for (java.lang.reflect.Method m : config.getDeclaredMethods()) {
             known.add(m.getName());
         }
+        List<String> unknown = new ArrayList<>();
         for (String key : new java.util.TreeSet<>(properties.keySet())) {
             if (!key.contains(".") && !known.contains(key)) {
-                problem(unknownAttribute(key, known));
+                unknown.add(key);
             }
         }
+        // A file that is no configuration at all (binary bytes in a .cfg) reads as many keys of noise:
+        // a few named are enough to show what is wrong, and the line stays one line.
+        for (String key : unknown.subList(0, Math.min(unknown.size(), MAX_UNKNOWN_NAMED))) {
+            problem(unknownAttribute(key, known));
+        }
+        if (unknown.size() > MAX_UNKNOWN_NAMED) {
+            problem((unknown.size() - MAX_UNKNOWN_NAMED) + " more unknown attributes: is this a configuration file?");
+        }
+    }
+
+    /**
+     * @return {@code key} as it can be shown on one log line or in a table: a character outside
+     *         printable ASCII as a Java escape (a backslash, u and four hex digits), and at most
+     *         {@value #MAX_KEY_SHOWN} characters of it, the rest counted ({@code ...(+1200 characters)})
+     */
+    public static String printable(String key) {
+        StringBuilder shown = new StringBuilder();
+        int i = 0;
+        for (; i < key.length() && shown.length() < MAX_KEY_SHOWN; i++) {
+            char c = key.charAt(i);
+            if (c >= 0x20 && c < 0x7f) {
+                shown.append(c);
+            } else {
+                shown.append(String.format("\\u%04x", (int) c));
+            }
+        }
+        if (i < key.length()) {
+            shown.append("...(+").append(key.length() - i).append(" characters)");
+        }
+        return shown.toString();
     }
 
     /** @return {@code Unknown attribute 'capacty' (capacity?)}, the suggestion only when one is close */
@@ -224,7 +260,7 @@ public final class ConfigurationCheck {
         }
         // Close: a typo or two, not a different word (capacity is no suggestion for index).
         boolean close = closest != null && best <= Math.max(1, Math.min(3, key.length() / 3));
-        return "Unknown attribute '" + key + "'" + (close ? " (" + closest + "?)" : "") + ": the attributes are "
+        return "Unknown attribute '" + printable(key) + "'" + (close ? " (" + closest + "?)" : "") + ": the attributes are "
                 + String.join(", ", known.stream().sorted().toList());
     }
 
