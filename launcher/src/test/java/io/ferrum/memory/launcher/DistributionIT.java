@@ -329,6 +329,47 @@ class DistributionIT {
         }
     }
 
+    /**
+     * Review defect: a corrupt, empty or non-bundle jar in plugins/ was ignored without a word, even at
+     * FileInstall's log level 4. Each is one error line naming the file and why, once per version of
+     * the file; a real bundle put in the place of one installs.
+     */
+    @Test
+    void aJarInPluginsThatIsNoBundleIsReportedOnceNamingTheFile() throws Exception {
+        Path dir = freshDir("not-a-bundle");
+        try (Session s = new Session(dir)) {
+            s.until("mem:devices", "cpu:0");
+            Path plugins = dir.resolve("plugins");
+            Path corrupt = plugins.resolve("corrupt.jar");
+            Path empty = plugins.resolve("empty.jar");
+            Path plain = plugins.resolve("plain.jar");
+            byte[] noise = new byte[3000];
+            new java.util.Random(7).nextBytes(noise);
+            Files.write(corrupt, noise);
+            Files.write(empty, new byte[0]);
+            Manifest m = new Manifest();
+            m.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
+            try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(plain), m)) {
+                out.putNextEntry(new JarEntry("a.txt"));
+                out.write("not a bundle".getBytes(StandardCharsets.UTF_8));
+                out.closeEntry();
+            }
+            s.until("log 50 error", plain + " is not installed: it is no OSGi bundle: its manifest has no Bundle-SymbolicName");
+            s.until("log 50 error", empty + " is not installed: it is empty (0 bytes)");
+            s.until("log 50 error", corrupt + " is not installed: it is no readable jar (ZipException");
+            // Many polls (50 ms each) later, still one line each.
+            Thread.sleep(1500);
+            String log = s.until("log 200 error", "plain.jar");
+            for (Path p : List.of(corrupt, empty, plain)) {
+                assertEquals(1, log.split(Pattern.quote(p + " is not installed"), -1).length - 1, "once: " + log);
+            }
+
+            rewriteManifest(Path.of(System.getProperty("ferrum.bundle.cpu")), plain, Map.of("Bundle-Version", "9.0.0"));
+            s.until("lb -s io.ferrum.memory.cpu", "|9.0.0");
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
     /** Writes {@code src} to {@code dst} with the main manifest attributes {@code changes} set. */
     static void rewriteManifest(Path src, Path dst, Map<String, String> changes) throws IOException {
         try (JarFile in = new JarFile(src.toFile());

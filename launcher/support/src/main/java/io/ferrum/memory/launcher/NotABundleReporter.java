@@ -1,0 +1,103 @@
+package io.ferrum.memory.launcher;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.jar.JarFile;
+import java.util.jar.Manifest;
+
+import org.apache.felix.fileinstall.ArtifactInstaller;
+import org.osgi.framework.BundleContext;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.log.Logger;
+import org.osgi.service.log.LoggerFactory;
+
+/**
+ * Says why a {@code .jar} in a watched folder ({@code plugins/}) is not installed when it is no
+ * bundle: an empty file, a file that is no readable jar, or a jar whose manifest has no
+ * {@code Bundle-SymbolicName}. FileInstall itself says nothing of such a file, at any log level: it
+ * defers a file no installer claims and asks again at every poll. This installer claims exactly
+ * those files (never a jar with a symbolic name, which FileInstall's own bundle installer takes,
+ * and never a configuration file), and logs one error line for each version of one: FileInstall
+ * calls {@link #install} for a new file and {@link #update} only when its content changed.
+ *
+ * <p>When such a file is replaced by a real bundle, FileInstall asks this installer to
+ * {@link #uninstall} it and then forgets the file until it changes again (FileInstall 3.7.4,
+ * {@code DirectoryWatcher.doProcess}): so the file's modification time is moved on, and the next
+ * poll finds it changed and installs the bundle.
+ */
+@Component(service = ArtifactInstaller.class)
+public final class NotABundleReporter implements ArtifactInstaller {
+    private final List<Path> watched = new ArrayList<>();
+    private final Logger log;
+
+    @Activate
+    public NotABundleReporter(BundleContext context, @Reference(service = LoggerFactory.class) Logger log) {
+        this.log = log;
+        String dirs = context.getProperty("felix.fileinstall.dir");
+        if (dirs != null) {
+            for (String d : dirs.split(",")) {
+                if (!d.isBlank()) {
+                    watched.add(Path.of(d.strip()).toAbsolutePath().normalize());
+                }
+            }
+        }
+    }
+
+    @Override
+    public boolean canHandle(File artifact) {
+        return artifact.getName().toLowerCase(java.util.Locale.ROOT).endsWith(".jar")
+                && artifact.getAbsoluteFile().getParentFile() != null
+                && watched.contains(artifact.getAbsoluteFile().getParentFile().toPath().normalize())
+                && whyNotABundle(artifact) != null;
+    }
+
+    @Override
+    public void install(File artifact) {
+        report(artifact);
+    }
+
+    @Override
+    public void update(File artifact) {
+        report(artifact);
+    }
+
+    @Override
+    public void uninstall(File artifact) {
+        if (artifact.isFile()) {
+            // Replaced by a file this installer does not claim (a bundle): see the class comment.
+            artifact.setLastModified(Math.max(System.currentTimeMillis(), artifact.lastModified() + 1000));
+        }
+    }
+
+    private void report(File artifact) {
+        String why = whyNotABundle(artifact);
+        if (why != null) {
+            log.error("{} is not installed: {}; put a bundle jar in its place or remove it", artifact.getAbsolutePath(), why);
+        }
+    }
+
+    /** @return why {@code file} is no bundle FileInstall could install, or null when it may be one */
+    static String whyNotABundle(File file) {
+        if (file.length() == 0) {
+            return "it is empty (0 bytes)";
+        }
+        try (JarFile jar = new JarFile(file)) {
+            Manifest m = jar.getManifest();
+            if (m == null) {
+                return "it is no OSGi bundle: the jar has no manifest (META-INF/MANIFEST.MF)";
+            }
+            if (m.getMainAttributes().getValue("Bundle-SymbolicName") == null) {
+                return "it is no OSGi bundle: its manifest has no Bundle-SymbolicName";
+            }
+            return null;
+        } catch (IOException | SecurityException e) {
+            return "it is no readable jar (" + e.getClass().getSimpleName()
+                    + (e.getMessage() == null ? "" : ": " + e.getMessage()) + ")";
+        }
+    }
+}
