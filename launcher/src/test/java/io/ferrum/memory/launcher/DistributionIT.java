@@ -370,6 +370,31 @@ class DistributionIT {
         }
     }
 
+    /**
+     * Review defect: with io.ferrum.memory.cpu.cfg and io.ferrum.memory.cpu.config both in config/,
+     * one silently won, and deleting it deleted the configuration although the other file was still
+     * there. A warning names both files, and the remaining file applies again.
+     */
+    @Test
+    void twoFilesForOnePidAreNamedAndDeletingOneKeepsTheOther() throws Exception {
+        Path dir = freshDir("two-files");
+        Path cfg = dir.resolve("config").resolve("io.ferrum.memory.cpu.cfg");
+        Path config = dir.resolve("config").resolve("io.ferrum.memory.cpu.config");
+        try (Session s = new Session(dir)) {
+            s.until("mem:devices", "cpu:0");
+            Files.writeString(cfg, "capacity=64m\ninitialSize=4m\ngrowthIncrement=4m\n");
+            s.until("mem:devices", "64.0 MiB");
+            Files.writeString(config, "capacity=\"32m\"\ninitialSize=\"4m\"\ngrowthIncrement=\"4m\"\n");
+            s.until("mem:devices", "32.0 MiB");
+            String warning = s.until("log 50 warn", "2 files configure io.ferrum.memory.cpu:");
+            assertTrue(warning.contains(config + " applies, " + cfg + " is ignored"), warning);
+
+            Files.delete(config);
+            s.until("mem:devices", "64.0 MiB");
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
     /** Writes {@code src} to {@code dst} with the main manifest attributes {@code changes} set. */
     static void rewriteManifest(Path src, Path dst, Map<String, String> changes) throws IOException {
         try (JarFile in = new JarFile(src.toFile());

@@ -1,0 +1,161 @@
+package io.ferrum.memory.launcher;
+
+import java.io.File;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Dictionary;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.InvalidSyntaxException;
+import org.osgi.service.cm.Configuration;
+import org.osgi.service.cm.ConfigurationAdmin;
+import org.osgi.service.cm.ConfigurationEvent;
+import org.osgi.service.cm.ConfigurationListener;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.log.Logger;
+import org.osgi.service.log.LoggerFactory;
+
+/**
+ * Watches for two files in the watched folders that configure one PID
+ * ({@code io.ferrum.memory.cpu.cfg} and {@code io.ferrum.memory.cpu.config}, or two factory files
+ * {@code io.ferrum.memory.cpu.device-a.cfg} and {@code ...device-a.config}). FileInstall maps both to
+ * one configuration: the file it read last wins silently, and deleting either deletes the whole
+ * configuration (FileInstall 3.7.4 {@code ConfigInstaller.deleteConfig} finds it by PID), though the
+ * other file is still there. So:
+ * <ul>
+ * <li>when a configuration FileInstall made is updated and another file for its PID exists, one
+ * warning names both files and says which one applies (again only when the set of files changes);
+ * <li>when such a configuration is deleted and a file for it remains, that file is applied again:
+ * its modification time is moved on, so FileInstall reads it at its next poll.
+ * </ul>
+ */
+@Component(service = ConfigurationListener.class)
+public final class OneFilePerPid implements ConfigurationListener {
+    static final String FILENAME = "felix.fileinstall.filename";
+
+    private final List<File> watched = new ArrayList<>();
+    /** Per PID, the files last found configuring it, when there were two or more. */
+    private final Map<String, List<File>> duplicates = new HashMap<>();
+
+    private final ConfigurationAdmin configAdmin;
+    private final Logger log;
+
+    @Activate
+    public OneFilePerPid(BundleContext context, @Reference ConfigurationAdmin configAdmin,
+                         @Reference(service = LoggerFactory.class) Logger log) {
+        this.configAdmin = configAdmin;
+        this.log = log;
+        String dirs = context.getProperty("felix.fileinstall.dir");
+        if (dirs != null) {
+            for (String d : dirs.split(",")) {
+                if (!d.isBlank()) {
+                    watched.add(Path.of(d.strip()).toAbsolutePath().normalize().toFile());
+                }
+            }
+        }
+        // FileInstall (before SCR at its start level) reads config/ before this listener exists.
+        try {
+            Configuration[] present = configAdmin.listConfigurations("(" + FILENAME + "=*)");
+            for (Configuration c : present == null ? new Configuration[0] : present) {
+                updated(c.getPid());
+            }
+        } catch (IOException | InvalidSyntaxException e) {
+            log.warn("Cannot list the configurations to look for two files of one PID: {}", e.toString());
+        }
+    }
+
+    @Override
+    public void configurationEvent(ConfigurationEvent event) {
+        switch (event.getType()) {
+            case ConfigurationEvent.CM_UPDATED -> updated(event.getPid());
+            case ConfigurationEvent.CM_DELETED -> deleted(event.getPid());
+            default -> {
+                // CM_LOCATION_CHANGED: no file involved
+            }
+        }
+    }
+
+    private void updated(String pid) {
+        File applied = appliedFile(pid);
+        if (applied == null) {
+            return;
+        }
+        List<File> files = filesFor(applied.getName());
+        synchronized (duplicates) {
+            if (files.size() < 2) {
+                duplicates.remove(pid);
+                return;
+            }
+            if (files.equals(duplicates.put(pid, files))) {
+                return;
+            }
+        }
+        List<String> others = new ArrayList<>();
+        for (File f : files) {
+            if (!f.equals(applied)) {
+                others.add(f.getPath());
+            }
+        }
+        log.warn("{} files configure {}: {} applies, {} is ignored; deleting either file deletes the configuration,"
+                + " so keep one file per PID", files.size(), pid, applied.getPath(), String.join(" and ", others));
+    }
+
+    private void deleted(String pid) {
+        List<File> files;
+        synchronized (duplicates) {
+            files = duplicates.remove(pid);
+        }
+        if (files == null) {
+            return;
+        }
+        for (File f : files) {
+            if (f.isFile()) {
+                log.warn("{} was deleted with one of its files; applying {} again, which still configures it", pid, f.getPath());
+                f.setLastModified(Math.max(System.currentTimeMillis(), f.lastModified() + 1000));
+                return;
+            }
+        }
+    }
+
+    /** @return the file FileInstall made {@code pid}'s configuration from, or null when none did */
+    private File appliedFile(String pid) {
+        try {
+            Configuration[] found = configAdmin.listConfigurations("(service.pid=" + escape(pid) + ")");
+            Dictionary<String, Object> props = found == null || found.length == 0 ? null : found[0].getProperties();
+            Object name = props == null ? null : props.get(FILENAME);
+            return name == null ? null : new File(URI.create(name.toString())).getAbsoluteFile();
+        } catch (IOException | InvalidSyntaxException | IllegalArgumentException e) {
+            return null;
+        }
+    }
+
+    /**
+     * @param fileName a configuration file's name
+     * @return the files in the watched folders that FileInstall maps to the same PID: the same name
+     *         before the extension, ending in {@code .cfg} or {@code .config}
+     */
+    List<File> filesFor(String fileName) {
+        String stem = fileName.substring(0, fileName.lastIndexOf('.'));
+        List<File> files = new ArrayList<>();
+        for (File dir : watched) {
+            for (String ext : List.of(".cfg", ".config")) {
+                File f = new File(dir, stem + ext);
+                if (f.isFile()) {
+                    files.add(f);
+                }
+            }
+        }
+        return files;
+    }
+
+    private static String escape(String value) {
+        return value.replace("\\", "\\\\").replace("*", "\\*").replace("(", "\\(").replace(")", "\\)");
+    }
+}
