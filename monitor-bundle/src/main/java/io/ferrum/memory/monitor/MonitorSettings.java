@@ -45,15 +45,21 @@ record MonitorSettings(String strategy, long samplePeriodMs, int maxAttempts) {
      */
     static MonitorSettings of(MonitorConfig config, Map<String, ?> properties) {
         List<String> bad = new ArrayList<>();
+        int[] unknown = {0};
         new TreeMap<String, Object>(properties).forEach((key, value) -> {
             if (value instanceof Collection<?> || value != null && value.getClass().isArray()) {
                 bad.add("Invalid " + key + " " + listText(value) + ": " + key + " takes one value, not a list");
             }
             // Keys with a dot are Config Admin's, DS's and FileInstall's (service.pid, felix.fileinstall.filename).
-            if (!key.contains(".") && !ATTRIBUTES.contains(key)) {
+            // A file that is no configuration (binary bytes in a .cfg) reads as many keys of noise: a few
+            // are named, printably, and the rest counted, so that the refusal stays one readable line.
+            if (!key.contains(".") && !ATTRIBUTES.contains(key) && unknown[0]++ < MAX_UNKNOWN_NAMED) {
                 bad.add(unknownAttribute(key));
             }
         });
+        if (unknown[0] > MAX_UNKNOWN_NAMED) {
+            bad.add((unknown[0] - MAX_UNKNOWN_NAMED) + " more unknown attributes: is this a configuration file?");
+        }
         long period = whole(bad, "samplePeriodMs", config.samplePeriodMs(), 0, Long.MAX_VALUE,
                 "use 0 (no sampling) or a whole number of milliseconds");
         long attempts = whole(bad, "maxAttempts", config.maxAttempts(), 1, Integer.MAX_VALUE,
@@ -63,6 +69,26 @@ record MonitorSettings(String strategy, long samplePeriodMs, int maxAttempts) {
         }
         String strategy = config.strategy();
         return new MonitorSettings(strategy == null ? "" : strategy.strip(), period, (int) attempts);
+    }
+
+    /** How many unknown attributes a refusal names; beyond them it counts the rest. */
+    static final int MAX_UNKNOWN_NAMED = 3;
+    /** How many characters of an unknown attribute's name a refusal shows. */
+    static final int MAX_KEY_SHOWN = 40;
+
+    /**
+     * @return {@code key} fit for one log line and the shell: characters outside printable ASCII as
+     *         Java escapes, at most {@value #MAX_KEY_SHOWN} of them shown and the rest counted (the
+     *         rule the device configurations follow too; this bundle does not import the pool's)
+     */
+    static String printable(String key) {
+        StringBuilder shown = new StringBuilder();
+        int i = 0;
+        for (; i < key.length() && shown.length() < MAX_KEY_SHOWN; i++) {
+            char c = key.charAt(i);
+            shown.append(c >= 0x20 && c < 0x7f ? String.valueOf(c) : String.format("\\u%04x", (int) c));
+        }
+        return i < key.length() ? shown + "...(+" + (key.length() - i) + " characters)" : shown.toString();
     }
 
     /** The monitor's attributes: those of {@link MonitorConfig}. */
@@ -80,7 +106,7 @@ record MonitorSettings(String strategy, long samplePeriodMs, int maxAttempts) {
                 closest = a;
             }
         }
-        return "Unknown attribute '" + key + "'" + (closest != null ? " (" + closest + "?)" : "") + ": the attributes are "
+        return "Unknown attribute '" + printable(key) + "'" + (closest != null ? " (" + closest + "?)" : "") + ": the attributes are "
                 + String.join(", ", ATTRIBUTES);
     }
 

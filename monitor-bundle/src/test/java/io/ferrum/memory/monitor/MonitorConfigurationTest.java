@@ -194,6 +194,28 @@ class MonitorConfigurationTest {
                 + " one value, not a list; the monitor keeps its configuration as it was"), errors);
     }
 
+    /**
+     * A monitor file of binary bytes reads as keys of noise: the refusal, a log line and a
+     * {@code mem:backends} note, printed them raw (control characters, any length, every key).
+     */
+    @Test
+    void theKeysOfABinaryFileAreShownEscapedBoundedAndCounted() {
+        Map<String, Object> noise = new java.util.HashMap<>();
+        noise.put("\u0001\u00e4Z\u00ff", "x");
+        noise.put("k".repeat(500), "x");
+        noise.put("\u0007bell", "x");
+        noise.put("zz1", "x");
+        noise.put("zz2", "x");
+        InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class,
+                () -> MonitorSettings.of(file(Map.of()), noise));
+        String m = e.getMessage();
+        assertTrue(m.chars().allMatch(c -> c >= 0x20 && c < 0x7f), "printable ASCII only: " + m);
+        assertTrue(m.contains("'\\u0001\\u00e4Z\\u00ff'"), m);
+        assertTrue(m.contains("k".repeat(40) + "...(+460 characters)"), m);
+        assertTrue(m.endsWith("2 more unknown attributes: is this a configuration file?"), m);
+        assertTrue(m.length() < 600, "one bounded line: " + m.length());
+    }
+
     @Test
     void anUnknownAttributeIsRefusedWithTheClosestKnownOne() {
         InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class, () -> MonitorSettings.of(file(Map.of()),
