@@ -285,7 +285,8 @@ public interface DeviceMemoryManager extends AutoCloseable {
     }
 
     /**
-     * Configures one pool. Applies to future growth; memory already reserved stays.
+     * Configures one pool. Applies to future growth; memory already reserved stays, except that a
+     * maximum below what the pool holds gives back its empty chunks at once.
      *
      * @param device must be {@link #device()}
      * @param type   the pool

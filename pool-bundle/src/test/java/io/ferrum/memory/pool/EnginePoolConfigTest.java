@@ -55,6 +55,29 @@ class EnginePoolConfigTest extends EngineTestSupport {
         assertEquals(29 * MiB, m.memoryInfo().reservedBytes(), "15 MiB fits the rest of that increment");
     }
 
+    /**
+     * A maxSize set below what the pool holds gives back the empty chunks: reserved stood above the
+     * limit just set (64 MiB under a maxSize of 1 MiB in a shell session) until a trim or defragment.
+     */
+    @Test
+    void aMaxSizeBelowWhatThePoolHoldsGivesBackItsEmptyChunks() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, 4 * MiB));
+        MemoryHandle kept = m.allocate(768 * KiB, CPU);
+        MemoryHandle big = m.allocate(512 * KiB, CPU); // does not fit the first chunk's rest: a 4 MiB increment
+        assertEquals(5 * MiB, m.memoryInfo().reservedBytes(), "the first chunk and one growth increment");
+        m.deallocate(big);
+        m.configurePool(CPU, MemoryType.GENERAL, MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB)
+                .maxSize(2 * MiB).alignment(256).build());
+        assertEquals(MiB, m.memoryInfo().reservedBytes(), "the empty increment went back; the chunk with a live block stayed");
+        assertEquals(MiB, up.liveBytes());
+        m.deallocate(kept);
+        // A maxSize the pool is within changes nothing.
+        m.configurePool(CPU, MemoryType.GENERAL, MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB)
+                .maxSize(8 * MiB).alignment(256).build());
+        assertEquals(MiB, m.memoryInfo().reservedBytes());
+    }
+
     @Test
     void preAllocateReservesTheInitialSizeAtOnce() {
         ArenaUpstream up = new ArenaUpstream(64 * MiB);

@@ -67,29 +67,44 @@ final class Maintenance implements OutOfMemoryHook {
         reclaimer.retryStuckViews(pools);
         long released = 0;
         for (Pool pool : pools) {
-            List<DeviceChunk> empty;
-            pool.acquire();
-            try {
-                if (pool.closed) {
-                    throw checks.closed();
-                }
-                MemoryPoolConfig cfg = pool.config;
-                empty = pool.takeEmptyChunks(cfg.preAllocate() ? cfg.initialSize() : 0);
-                if (empty.isEmpty()) {
-                    continue;
-                }
-                pool.inflight++; // a close waits until these are released: the upstream closes after
-            } finally {
-                pool.lock.unlock();
+            released += trim(pool, -1);
+        }
+        return released;
+    }
+
+    /**
+     * Gives back {@code pool}'s empty chunks (beyond the initial size it pre-allocates) if it holds
+     * more than {@code above} bytes; the caller drained the caches.
+     *
+     * @return bytes given back to the upstream
+     */
+    long trim(Pool pool, long above) {
+        List<DeviceChunk> empty;
+        pool.acquire();
+        try {
+            if (pool.closed) {
+                throw checks.closed();
             }
-            try {
-                lifecycle.releaseChunks(empty);
-                for (DeviceChunk c : empty) {
-                    released += c.size();
-                }
-            } finally {
-                lifecycle.leaveLocking(pool);
+            if (pool.reserved <= above) {
+                return 0;
             }
+            MemoryPoolConfig cfg = pool.config;
+            empty = pool.takeEmptyChunks(cfg.preAllocate() ? cfg.initialSize() : 0);
+            if (empty.isEmpty()) {
+                return 0;
+            }
+            pool.inflight++; // a close waits until these are released: the upstream closes after
+        } finally {
+            pool.lock.unlock();
+        }
+        long released = 0;
+        try {
+            lifecycle.releaseChunks(empty);
+            for (DeviceChunk c : empty) {
+                released += c.size();
+            }
+        } finally {
+            lifecycle.leaveLocking(pool);
         }
         return released;
     }

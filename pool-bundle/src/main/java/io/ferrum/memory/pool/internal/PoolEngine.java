@@ -304,6 +304,12 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         if (cfg.preAllocate() && cfg.initialSize() > 0) {
             growth.reserveUpTo(pool, cfg.initialSize());
         }
+        if (cfg.maxSize().isPresent()) {
+            // A maxSize below what the pool holds: its empty chunks go back now, as trim would give
+            // them, so that reserved does not stand above the limit just set (a chunk with live
+            // blocks stays: the check above made sure they fit).
+            maintenance.trim(pool, cfg.maxSize().getAsLong());
+        }
     }
 
     @Override
