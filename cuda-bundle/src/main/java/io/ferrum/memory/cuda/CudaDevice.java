@@ -14,7 +14,8 @@ import io.ferrum.memory.pool.ProvidesDeviceServices;
  * pooled manager, and the services {@link DeviceRegistration} registers for it, exactly as the CPU
  * backend registers {@code cpu:N}. {@link #stop()} unregisters first, then closes the manager (every
  * chunk goes back to the driver, the staging ring and bounce buffer too), then the streams (every
- * {@code CUstream} destroyed); each close releases its context retain.
+ * {@code CUstream} destroyed, one with work still running when that work ends); each close releases
+ * its context retain, the streams' after their last {@code CUstream}.
  */
 @ProvidesDeviceServices
 final class CudaDevice {

@@ -6,10 +6,9 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 
 import jcuda.driver.CUstream;
-import jcuda.driver.CUstream_flags;
-import jcuda.driver.JCudaDriver;
 
 import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.EventHandle;
 import io.ferrum.memory.api.StreamHandle;
 import io.ferrum.memory.api.StreamManager;
@@ -25,19 +24,60 @@ import io.ferrum.memory.pool.StreamExecutor;
  * event (the host chain at the moment it was recorded) completes when the device work before it has.
  * The default stream runs work on the caller's thread on CUDA's default stream.
  *
- * <p>A destroyed stream's {@code CUstream} is destroyed once the work submitted before has run;
- * {@link #close()} waits for accepted work (as {@link HostStreamManager#close()} does), destroys
- * every {@code CUstream}, and releases its context retain.
+ * <p><b>Lifetimes.</b> Each {@code CUstream} counts the work accepted on it that has not finished.
+ * Once no more can be accepted ({@link #destroyStream}, or {@link #close()}) it is destroyed when
+ * that count is 0: at once, or by the thread that finishes its last piece of work. {@link #close()}
+ * waits for accepted work as {@link HostStreamManager#close()} does (up to 10 s); work still running
+ * after that (blocked, or {@code close} called from inside stream work) keeps its {@code CUstream},
+ * and the context retain, until it ends. The retain is released after the last {@code CUstream} was
+ * destroyed, so no stream is used or destroyed in a context this manager no longer holds.
  */
 final class CudaStreams implements StreamManager, StreamExecutor {
     private final HostStreamManager host;
-    private final PrimaryContext context;
-    private final Map<Long, CUstream> cuStreams = new ConcurrentHashMap<>();
+    private final StreamDriver driver;
+    private final Map<Long, Lane> lanes = new ConcurrentHashMap<>();
+    /** Guards {@link #closed}, {@link #live} and {@link #released}. */
+    private final Object life = new Object();
+    private boolean closed;
+    /** {@code CUstream}s created and not yet destroyed (or being created). */
+    private int live;
+    private boolean released;
 
-    /** @param context a retain of the device's primary context; released on {@link #close()} */
+    /** A {@code CUstream} and its accepted, unfinished work; its monitor guards both counters. */
+    private static final class Lane {
+        final CUstream stream = new CUstream();
+        /** Work accepted on the stream that has not finished running. */
+        int pending;
+        /** No more work can be accepted: the stream is destroyed once {@link #pending} is 0. */
+        boolean retired;
+    }
+
+    /**
+     * @param context a retain of the device's primary context; released on {@link #close()} once
+     *                every stream was destroyed, or at once when this constructor throws
+     */
     CudaStreams(PrimaryContext context) {
-        this.context = context;
-        this.host = new HostStreamManager(context.device());
+        this(StreamDriver.of(context), hostFor(context));
+    }
+
+    /** Tests: over a driver that records its calls. */
+    CudaStreams(StreamDriver driver, HostStreamManager host) {
+        this.driver = driver;
+        this.host = host;
+    }
+
+    private static HostStreamManager hostFor(PrimaryContext context) {
+        try {
+            return new HostStreamManager(context.device());
+        } catch (RuntimeException | Error e) {
+            context.close();
+            throw e;
+        }
+    }
+
+    private DeviceUnavailableException closedError() {
+        return new DeviceUnavailableException(device(), "The stream manager of " + device()
+                + " is closed (its backend was stopped)");
     }
 
     @Override
@@ -50,45 +90,118 @@ final class CudaStreams implements StreamManager, StreamExecutor {
         return host.knows(stream);
     }
 
+    /**
+     * A stream created while {@link #close()} runs is destroyed before this throws: counted as live
+     * before its driver call, and listed only while the manager is open, so either close's sweep
+     * sees it or this sees close.
+     */
     @Override
     public StreamHandle createStream(Device device) {
         StreamHandle h = host.createStream(device);
-        CUstream s = new CUstream();
+        Lane l = new Lane();
+        synchronized (life) {
+            if (closed) {
+                throw closedError();
+            }
+            live++;
+        }
         try {
-            context.makeCurrent();
-            Cu.check(JCudaDriver.cuStreamCreate(s, CUstream_flags.CU_STREAM_NON_BLOCKING), device(), "cuStreamCreate");
+            driver.create(l.stream);
         } catch (RuntimeException | Error e) {
-            host.destroyStream(h);
+            try {
+                host.destroyStream(h);
+            } catch (RuntimeException closedMeanwhile) {
+                e.addSuppressed(closedMeanwhile);
+            }
+            ended();
             throw e;
         }
-        cuStreams.put(h.id(), s);
-        return h;
+        synchronized (life) {
+            if (!closed) {
+                lanes.put(h.id(), l);
+                return h;
+            }
+        }
+        RuntimeException failed = destroy(l);
+        DeviceUnavailableException e = closedError();
+        if (failed != null) {
+            e.addSuppressed(failed);
+        }
+        throw e;
     }
 
     /**
      * Destroys the {@code CUstream} once the work accepted before has run. The stream's monitor keeps
-     * {@link #submit} out between taking the tail and destroying the host stream: work accepted in
-     * between would run after the tail, on a {@code CUstream} already destroyed.
+     * {@link #submit} out while the host stream is destroyed: work is accepted either before (and
+     * counted) or not at all.
      */
     @Override
     public void destroyStream(StreamHandle stream) {
-        CUstream s = stream == null ? null : cuStreams.get(stream.id());
-        if (s == null) {
+        Lane l = stream == null ? null : lanes.get(stream.id());
+        if (l == null) {
             // Not one of ours, the default stream, or destroyed: the host manager refuses it with its message.
             host.destroyStream(stream);
             return;
         }
-        synchronized (s) {
-            CompletionStage<Void> drained = host.synchronizeStream(stream);
+        synchronized (l) {
             host.destroyStream(stream);
-            cuStreams.remove(stream.id(), s);
-            drained.whenComplete((ok, failed) -> destroy(s));
+            lanes.remove(stream.id(), l);
+        }
+        RuntimeException failed = retire(l);
+        if (failed != null) {
+            throw failed;
         }
     }
 
-    private void destroy(CUstream s) {
-        context.makeCurrent();
-        JCudaDriver.cuStreamDestroy(s);
+    /** Marks {@code l} as taking no more work and destroys it if none is left; once per lane. */
+    private RuntimeException retire(Lane l) {
+        synchronized (l) {
+            if (l.retired) {
+                return null;
+            }
+            l.retired = true;
+            if (l.pending > 0) {
+                return null;
+            }
+        }
+        return destroy(l);
+    }
+
+    /** A piece of work accepted on {@code l} ended; the last one of a retired lane destroys it. */
+    private void finished(Lane l) {
+        synchronized (l) {
+            if (--l.pending > 0 || !l.retired) {
+                return;
+            }
+        }
+        // On a stream thread, after the work: a failure here is not the work's. The driver frees a
+        // stream it failed to destroy with the context.
+        destroy(l);
+    }
+
+    /** @return the driver's failure to destroy the stream, or null; the lane is no longer live either way */
+    private RuntimeException destroy(Lane l) {
+        try {
+            driver.destroy(l.stream);
+            return null;
+        } catch (RuntimeException e) {
+            return e;
+        } finally {
+            ended();
+        }
+    }
+
+    /** One stream fewer; the last one after close releases the context retain. */
+    private void ended() {
+        boolean release;
+        synchronized (life) {
+            live--;
+            release = closed && live == 0 && !released;
+            released |= release;
+        }
+        if (release) {
+            driver.release();
+        }
     }
 
     @Override
@@ -123,31 +236,69 @@ final class CudaStreams implements StreamManager, StreamExecutor {
 
     @Override
     public CompletionStage<Void> submit(StreamHandle stream, Runnable work) {
-        CUstream s = stream == null || stream.equals(StreamHandle.DEFAULT) ? CurrentStream.DEFAULT : cuStreams.get(stream.id());
-        if (s == null) {
-            // Not one of ours (or destroyed): the host manager refuses it with its message.
+        Lane l = stream == null || work == null ? null : lanes.get(stream.id());
+        if (l == null) {
+            if (work != null && (stream == null || stream.equals(StreamHandle.DEFAULT))) {
+                return host.submit(stream, () -> CurrentStream.run(device(), CurrentStream.DEFAULT, work));
+            }
+            // No work, not one of ours, or destroyed: the host manager refuses it with its message.
             return host.submit(stream, work);
         }
-        if (s == CurrentStream.DEFAULT) {
-            return host.submit(stream, () -> CurrentStream.run(device(), s, work));
-        }
-        // Accepted under the stream's monitor, so that destroyStream's wait covers it (see there).
-        synchronized (s) {
-            return host.submit(stream, () -> CurrentStream.run(device(), s, work));
+        // Counted under the lane's monitor, so that retire sees every piece of work accepted.
+        synchronized (l) {
+            if (l.retired) {
+                // Destroyed or closed: the host manager refuses it.
+                return host.submit(stream, work);
+            }
+            l.pending++;
+            try {
+                return host.submit(stream, () -> {
+                    try {
+                        CurrentStream.run(device(), l.stream, work);
+                    } finally {
+                        finished(l);
+                    }
+                });
+            } catch (RuntimeException | Error e) {
+                // Not accepted: it will never run (HostStreamManager#submit's contract).
+                l.pending--;
+                throw e;
+            }
         }
     }
 
+    /**
+     * Waits for accepted work ({@link HostStreamManager#close()}), then destroys every stream whose
+     * work has ended; a stream with work still running is destroyed when that work ends, and the
+     * context retain is released after the last stream. Idempotent.
+     */
     @Override
     public void close() {
+        synchronized (life) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            live++; // this sweep: the context stays until it has seen every lane
+        }
+        RuntimeException failed = null;
         try {
             host.close();
-            context.makeCurrent();
-            for (CUstream s : cuStreams.values()) {
-                JCudaDriver.cuStreamDestroy(s);
-            }
-            cuStreams.clear();
         } finally {
-            context.close();
+            // Only now: until host.close() refused new work, a retired lane could still be given some.
+            for (Lane l : lanes.values()) {
+                RuntimeException e = retire(l);
+                if (failed == null) {
+                    failed = e;
+                } else if (e != null) {
+                    failed.addSuppressed(e);
+                }
+            }
+            lanes.clear();
+            ended();
+        }
+        if (failed != null) {
+            throw failed;
         }
     }
 }
