@@ -5,9 +5,8 @@ import java.util.Optional;
 import java.util.concurrent.locks.ReentrantLock;
 
 import jcuda.driver.CUdevice;
-import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUdevice_attribute;
 import jcuda.driver.CUmemAttach_flags;
-import jcuda.driver.CUmem_advise;
 import jcuda.driver.CUstream;
 import jcuda.driver.JCudaDriver;
 
@@ -50,6 +49,7 @@ final class CudaUpstream implements DeviceUpstream {
     private final CudaStaging staging;
     private final PinnedRanges pinned;
     private final long bounceBytes;
+    private final ManagedHints hints;
     /**
      * Held by an overlapping copy from its first piece until its stream is synchronised: the engine
      * copies concurrently (two threads moving bytes within their own blocks, two pools compacting),
@@ -71,6 +71,7 @@ final class CudaUpstream implements DeviceUpstream {
         this.pinned = pinned;
         this.staging = new CudaStaging(context, settings.stagingSlots(), settings.stagingSlotBytes());
         this.bounceBytes = settings.stagingSlotBytes();
+        this.hints = new ManagedHints(device, new HintCalls());
         long[] total = new long[1];
         try {
             context.makeCurrent();
@@ -282,77 +283,57 @@ final class CudaUpstream implements DeviceUpstream {
                 : Optional.empty();
     }
 
-    /**
-     * Managed memory only: {@code cuMemPrefetchAsync} to the target GPU ({@code cuda:N}, this one or
-     * another), or to the host for a cpu target; a target of another kind is no CUDA destination, so
-     * the hint is a no-op.
-     */
+    /** See {@link ManagedHints#prefetch}: a no-op where the driver cannot take it. */
     @Override
     public void prefetch(DeviceChunk chunk, long offset, long bytes, Device target) {
-        CudaChunk c = (CudaChunk) chunk;
-        int ordinal = prefetchOrdinal(target, device);
-        if (c.kind() != ChunkKind.MANAGED || bytes == 0 || ordinal == NO_PREFETCH) {
-            return;
-        }
-        context.makeCurrent();
-        CUdevice where;
-        if (ordinal == CPU_ORDINAL) {
-            where = JCudaDriver.CU_DEVICE_CPU;
-        } else if (ordinal == device.index()) {
-            where = context.cuDevice();
-        } else {
-            where = new CUdevice();
-            Cu.check(JCudaDriver.cuDeviceGet(where, ordinal), device, "cuDeviceGet (prefetch to " + target + ")");
-        }
-        CUstream stream = CurrentStream.get(device);
-        Cu.check(JCudaDriver.cuMemPrefetchAsync(c.at(offset), bytes, where, stream), device, "cuMemPrefetchAsync");
-        synchronize(stream);
+        hints.prefetch((CudaChunk) chunk, offset, bytes, target);
     }
 
-    /** {@link #prefetchOrdinal}: the host ({@code CU_DEVICE_CPU}). */
-    static final int CPU_ORDINAL = -1;
-    /** {@link #prefetchOrdinal}: no CUDA destination, the hint is a no-op. */
-    static final int NO_PREFETCH = -2;
-
-    /**
-     * @param target where the block will be used; null for this GPU
-     * @param self   this upstream's device
-     * @return the CUDA ordinal a prefetch to {@code target} moves memory to: the GPU's index for
-     *         {@code cuda:N}, {@link #CPU_ORDINAL} for the host, {@link #NO_PREFETCH} for another kind
-     */
-    static int prefetchOrdinal(Device target, Device self) {
-        if (target == null) {
-            return self.index();
-        }
-        if (target.isCpu()) {
-            return CPU_ORDINAL;
-        }
-        return Device.CUDA.equals(target.kind()) ? target.index() : NO_PREFETCH;
-    }
-
-    /**
-     * Managed memory only: READ_MOSTLY sets {@code CU_MEM_ADVISE_SET_READ_MOSTLY}; RESIDENT and
-     * WRITE_MOSTLY make this GPU the preferred location; the other hints have no CUDA advice.
-     */
+    /** See {@link ManagedHints#advise}: a no-op where the driver cannot take it. */
     @Override
     public void advise(DeviceChunk chunk, long offset, long bytes, MemoryUsageHint hint) {
-        CudaChunk c = (CudaChunk) chunk;
-        int advice = advice(hint);
-        if (c.kind() != ChunkKind.MANAGED || bytes == 0 || advice < 0) {
-            return;
-        }
-        context.makeCurrent();
-        CUdeviceptr p = c.at(offset);
-        Cu.check(JCudaDriver.cuMemAdvise(p, bytes, advice, context.cuDevice()), device, "cuMemAdvise");
+        hints.advise((CudaChunk) chunk, offset, bytes, hint);
     }
 
-    /** @return the {@code CUmem_advise} value for a hint, or -1 where CUDA has none */
-    static int advice(MemoryUsageHint hint) {
-        return switch (hint) {
-            case READ_MOSTLY -> CUmem_advise.CU_MEM_ADVISE_SET_READ_MOSTLY;
-            case RESIDENT, WRITE_MOSTLY -> CUmem_advise.CU_MEM_ADVISE_SET_PREFERRED_LOCATION;
-            case SEQUENTIAL, RANDOM, TEMPORARY -> -1;
-        };
+    /** The hints' driver calls, on this upstream's context and the calling thread's stream. */
+    private final class HintCalls implements ManagedHints.Driver {
+        @Override
+        public boolean concurrentManagedAccess(int ordinal) {
+            context.makeCurrent();
+            CUdevice d = context.cuDevice();
+            if (ordinal != device.index()) {
+                d = new CUdevice();
+                Cu.check(JCudaDriver.cuDeviceGet(d, ordinal), device, "cuDeviceGet (cuda:" + ordinal + ")");
+            }
+            int[] value = new int[1];
+            Cu.check(JCudaDriver.cuDeviceGetAttribute(value,
+                    CUdevice_attribute.CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, d), device,
+                    "cuDeviceGetAttribute (concurrent managed access of cuda:" + ordinal + ")");
+            return value[0] != 0;
+        }
+
+        @Override
+        public void prefetch(CudaChunk c, long offset, long bytes, int ordinal) {
+            context.makeCurrent();
+            CUdevice where;
+            if (ordinal == ManagedHints.CPU_ORDINAL) {
+                where = JCudaDriver.CU_DEVICE_CPU;
+            } else if (ordinal == device.index()) {
+                where = context.cuDevice();
+            } else {
+                where = new CUdevice();
+                Cu.check(JCudaDriver.cuDeviceGet(where, ordinal), device, "cuDeviceGet (prefetch to cuda:" + ordinal + ")");
+            }
+            CUstream stream = CurrentStream.get(device);
+            Cu.check(JCudaDriver.cuMemPrefetchAsync(c.at(offset), bytes, where, stream), device, "cuMemPrefetchAsync");
+            synchronize(stream);
+        }
+
+        @Override
+        public void advise(CudaChunk c, long offset, long bytes, int advice) {
+            context.makeCurrent();
+            Cu.check(JCudaDriver.cuMemAdvise(c.at(offset), bytes, advice, context.cuDevice()), device, "cuMemAdvise");
+        }
     }
 
     private void synchronize(CUstream stream) {

@@ -124,8 +124,8 @@ class CudaConfigTest {
 
     @Test
     void hintsWithoutCudaAdviceAreNoOps() {
-        assertEquals(-1, CudaUpstream.advice(MemoryUsageHint.SEQUENTIAL));
-        assertEquals(jcuda.driver.CUmem_advise.CU_MEM_ADVISE_SET_READ_MOSTLY, CudaUpstream.advice(MemoryUsageHint.READ_MOSTLY));
+        assertEquals(-1, ManagedHints.advice(MemoryUsageHint.SEQUENTIAL));
+        assertEquals(jcuda.driver.CUmem_advise.CU_MEM_ADVISE_SET_READ_MOSTLY, ManagedHints.advice(MemoryUsageHint.READ_MOSTLY));
     }
 
     @Test

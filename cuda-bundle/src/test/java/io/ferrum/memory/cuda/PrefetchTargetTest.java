@@ -13,11 +13,11 @@ class PrefetchTargetTest {
     @Test
     void aPrefetchGoesToItsTargetOrNowhere() {
         Device self = Device.cuda(0);
-        assertEquals(CudaUpstream.CPU_ORDINAL, CudaUpstream.prefetchOrdinal(Device.cpu(0), self));
-        assertEquals(CudaUpstream.CPU_ORDINAL, CudaUpstream.prefetchOrdinal(Device.cpu(3), self));
-        assertEquals(0, CudaUpstream.prefetchOrdinal(Device.cuda(0), self));
-        assertEquals(1, CudaUpstream.prefetchOrdinal(Device.cuda(1), self), "cuda:1 is where the block will be used");
-        assertEquals(CudaUpstream.NO_PREFETCH, CudaUpstream.prefetchOrdinal(Device.rocm(0), self),
+        assertEquals(ManagedHints.CPU_ORDINAL, ManagedHints.prefetchOrdinal(Device.cpu(0), self));
+        assertEquals(ManagedHints.CPU_ORDINAL, ManagedHints.prefetchOrdinal(Device.cpu(3), self));
+        assertEquals(0, ManagedHints.prefetchOrdinal(Device.cuda(0), self));
+        assertEquals(1, ManagedHints.prefetchOrdinal(Device.cuda(1), self), "cuda:1 is where the block will be used");
+        assertEquals(ManagedHints.NO_PREFETCH, ManagedHints.prefetchOrdinal(Device.rocm(0), self),
                 "no CUDA device: nothing to move the block close to");
     }
 }
