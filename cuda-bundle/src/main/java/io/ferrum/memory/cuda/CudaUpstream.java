@@ -295,6 +295,12 @@ final class CudaUpstream implements DeviceUpstream {
         hints.advise((CudaChunk) chunk, offset, bytes, hint);
     }
 
+    /** See {@link ManagedHints#unadvise}: the pool frees a hinted block of managed memory. */
+    @Override
+    public void unadvise(DeviceChunk chunk, long offset, long bytes) {
+        hints.unadvise((CudaChunk) chunk, offset, bytes);
+    }
+
     /** The hints' driver calls, on this upstream's context and the calling thread's stream. */
     private final class HintCalls implements ManagedHints.Driver {
         @Override

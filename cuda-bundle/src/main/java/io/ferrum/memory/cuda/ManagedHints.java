@@ -76,6 +76,21 @@ final class ManagedHints {
         driver.advise(chunk, offset, bytes, advice);
     }
 
+    /**
+     * Undoes every advice {@link #advise} may have set on a freed block's range (READ_MOSTLY and
+     * the preferred location), so that the next owner of those bytes starts without it. The driver
+     * rounds advice out to whole CPU pages, so a neighbour sharing a page loses its advice too: a
+     * cost in speed only, as advice never changes contents. Nothing to undo where {@link #advise}
+     * set nothing.
+     */
+    void unadvise(CudaChunk chunk, long offset, long bytes) {
+        if (chunk.kind() != ChunkKind.MANAGED || bytes == 0 || !concurrent(device.index())) {
+            return;
+        }
+        driver.advise(chunk, offset, bytes, CUmem_advise.CU_MEM_ADVISE_UNSET_READ_MOSTLY);
+        driver.advise(chunk, offset, bytes, CUmem_advise.CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION);
+    }
+
     private boolean concurrent(int ordinal) {
         return concurrentAccess.computeIfAbsent(ordinal, driver::concurrentManagedAccess);
     }

@@ -91,4 +91,19 @@ class ManagedHintsTest {
         assertEquals(List.of("attribute cuda:0", "attribute cuda:1", "prefetch 0+4096 to 1",
                 "advise 8192+4096 " + CUmem_advise.CU_MEM_ADVISE_SET_READ_MOSTLY), driver.calls);
     }
+
+    /** The engine frees a hinted block (pool SPI 2.4): both advices this class sets are undone. */
+    @Test
+    void unadviseUndoesReadMostlyAndThePreferredLocationOfManagedMemoryOnly() {
+        RecordingDriver driver = new RecordingDriver(Set.of(0));
+        ManagedHints hints = new ManagedHints(Device.cuda(0), driver);
+        hints.unadvise(DEVICE, 0, 4096);
+        hints.unadvise(MANAGED, 8192, 4096);
+        assertEquals(List.of("attribute cuda:0", "advise 8192+4096 " + CUmem_advise.CU_MEM_ADVISE_UNSET_READ_MOSTLY,
+                "advise 8192+4096 " + CUmem_advise.CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION), driver.calls);
+
+        RecordingDriver without = new RecordingDriver(Set.of());
+        new ManagedHints(Device.cuda(0), without).unadvise(MANAGED, 0, 4096);
+        assertEquals(List.of("attribute cuda:0"), without.calls, "nothing was set there, nothing to undo");
+    }
 }

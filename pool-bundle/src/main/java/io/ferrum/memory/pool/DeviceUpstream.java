@@ -98,9 +98,26 @@ public interface DeviceUpstream extends AutoCloseable {
     }
 
     /**
-     * Passes a usage hint for a range to the device. Default: no-op.
+     * Passes a usage hint for a range to the device. Default: no-op. Advice that stays with the
+     * memory (not with the block) must be undone in {@link #unadvise}.
      */
     default void advise(DeviceChunk chunk, long offset, long bytes, MemoryUsageHint hint) {
+    }
+
+    /**
+     * The block at this range, which was given a usage hint ({@link #advise}), is freed: undo every
+     * advice {@link #advise} may have left on the range, so that the next owner of these bytes does
+     * not inherit it. The engine calls it once per freed hinted block, after the block's last pin
+     * and before its bytes can go to another allocation, without holding its locks. A failure is
+     * logged and the block is given back all the same (hints never change contents). Default:
+     * no-op.
+     *
+     * @param chunk  the block's chunk
+     * @param offset the block's offset in the chunk
+     * @param bytes  the block's bytes, as passed to {@link #advise}
+     * @since 2.4
+     */
+    default void unadvise(DeviceChunk chunk, long offset, long bytes) {
     }
 
     /** Releases what the upstream itself holds; called after every chunk was released. */

@@ -2,8 +2,10 @@ package io.ferrum.memory.pool;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.ferrum.memory.api.Device;
@@ -36,6 +38,10 @@ public final class ArenaUpstream implements DeviceUpstream {
     final AtomicInteger reserves = new AtomicInteger();
     final AtomicInteger releases = new AtomicInteger();
     volatile MemoryUsageHint lastHint;
+    /** The range of the last {@link #advise}, as "chunkAddress+offset/bytes". */
+    volatile String lastAdvisedRange;
+    /** Every {@link #unadvise} range, in order, as "chunkAddress+offset/bytes". */
+    final List<String> unadvised = new CopyOnWriteArrayList<>();
     volatile Device lastPrefetchTarget;
     volatile boolean closed;
 
@@ -132,6 +138,12 @@ public final class ArenaUpstream implements DeviceUpstream {
     @Override
     public void advise(DeviceChunk chunk, long offset, long bytes, MemoryUsageHint hint) {
         lastHint = hint;
+        lastAdvisedRange = chunk.address() + "+" + offset + "/" + bytes;
+    }
+
+    @Override
+    public void unadvise(DeviceChunk chunk, long offset, long bytes) {
+        unadvised.add(chunk.address() + "+" + offset + "/" + bytes);
     }
 
     @Override

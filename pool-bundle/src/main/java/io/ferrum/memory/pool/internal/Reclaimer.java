@@ -136,7 +136,7 @@ final class Reclaimer {
      */
     private static boolean cacheable(Block b, int left, Pool pool, boolean large) {
         long unit;
-        return left == 0 && b.pins == 0 && b.mapping == null && b.scopes == 0
+        return left == 0 && b.pins == 0 && b.mapping == null && b.scopes == 0 && b.hint == null
                 && SizeClasses.cacheable(b.size, large)
                 && b.alignment >= (unit = SizeClasses.unit(pool.config))
                 && b.size == SizeClasses.classSize(b.size, unit);
@@ -224,8 +224,9 @@ final class Reclaimer {
                 // A scope that entered before the name went is still inside: the last to leave gives it back.
             } else if (b.pins > 0) {
                 b.freePending = true;
-            } else if (zeroOnFree) {
-                // Cleared outside the lock while pinned; the unpin after it releases the block.
+            } else if (zeroOnFree || b.hint != null) {
+                // Cleared (and its advice undone) outside the lock while pinned; the unpin after it
+                // releases the block.
                 b.freePending = true;
                 b.pins++;
                 pool.inflight++;
@@ -316,13 +317,29 @@ final class Reclaimer {
     }
 
     /**
-     * Clears the bytes of a freed block that a scrub pinned (zeroing on free), outside the lock.
+     * Outside the lock, on a freed block that a scrub pinned: undoes the device advice of its usage
+     * hint ({@link DeviceUpstream#unadvise}), so that its next owner does not inherit it, then
+     * clears its bytes under zeroing on free.
      *
-     * @return true if cleared (the caller unpins, which releases it); false if the device failed:
-     * the block is unpinned and stays out of use until the manager closes (its bytes may not be
-     * cleared, so no one else may have it)
+     * @return true if done (the caller unpins, which releases it); false if the device failed to
+     * clear it: the block is unpinned and stays out of use until the manager closes (its bytes may
+     * not be cleared, so no one else may have it)
      */
     private boolean scrub(Block b) {
+        if (b.hint != null) {
+            // Pinned and nameless: no advise can run on it any more, and the last unpin sees the null.
+            b.hint = null;
+            try {
+                upstream.unadvise(b.chunk.device, b.offset, b.requested);
+            } catch (RuntimeException e) {
+                // A hint never changes contents: the block goes back all the same.
+                log.warn(upstream.device() + ": the usage hint of a freed block of " + Bytes.exact(b.size)
+                        + " could not be undone (" + e.getMessage() + ")", e);
+            }
+        }
+        if (!zeroOnFree || b.scrubbed) {
+            return true;
+        }
         try {
             // The whole block, not only its requested bytes: compaction may have slid the block over
             // its own old bytes, which then lie past its requested ones (Compactor#swapDown).
@@ -419,7 +436,7 @@ final class Reclaimer {
                 // A freed block whose views a native operation holds open (b.mapping kept) stays out of
                 // use: the pool gives it back once the views close (Pool.stuckViews).
                 if (b.pins == 1 && b.freePending && b.mapping == null && !pool.closed) {
-                    if (zeroOnFree && !b.scrubbed) {
+                    if ((zeroOnFree && !b.scrubbed) || b.hint != null) {
                         scrub = true; // keeps its pin for the scrub
                     } else {
                         b.pins = 0;
