@@ -73,4 +73,28 @@ class EngineHintTest extends EngineTestSupport {
         copy.get(10, TimeUnit.SECONDS);
         assertEquals(List.of(range), up.unadvised);
     }
+
+    /**
+     * Review defect: defragmentation moved a hinted block without its advice: the advice stayed on
+     * the old bytes (for their next owner) and the block's new place had none, while usageHint still
+     * answered the hint.
+     */
+    @Test
+    void aHintedBlockMovedByDefragmentationTakesItsAdviceAlong() throws Exception {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB)), PoolSettings.defaults().withThreadCache(0));
+        MemoryHandle first = m.allocate(64 * KiB, CPU);
+        MemoryHandle second = m.allocate(64 * KiB, CPU);
+        m.setUsageHint(first, MemoryUsageHint.SEQUENTIAL);
+        String firstPlace = up.lastAdvisedRange;
+        m.setUsageHint(second, MemoryUsageHint.READ_MOSTLY);
+        String secondPlace = up.lastAdvisedRange;
+        m.deallocate(first);
+        assertEquals(List.of(firstPlace), up.unadvised);
+
+        assertEquals(1, m.defragment(CPU).toCompletableFuture().get(10, TimeUnit.SECONDS).blocksMoved());
+        assertEquals(List.of(firstPlace, secondPlace), up.unadvised, "undone where the block was");
+        assertEquals(firstPlace, up.lastAdvisedRange, "given again where it is now");
+        assertEquals(MemoryUsageHint.READ_MOSTLY, up.lastHint);
+    }
 }

@@ -7,8 +7,10 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Set;
 
+import io.ferrum.memory.api.MemoryUsageHint;
 import io.ferrum.memory.pool.DeviceChunk;
 import io.ferrum.memory.pool.DeviceUpstream;
+import io.ferrum.memory.pool.PoolLog;
 
 /**
  * Defragmentation of a pool: moves live blocks so that its free space coalesces and its emptiest
@@ -39,10 +41,12 @@ final class Compactor {
     private final DeviceUpstream upstream;
     /** Clear the bytes a moved block leaves behind (zeroing on free). */
     private final boolean scrub;
+    private final PoolLog log;
 
-    Compactor(DeviceUpstream upstream, boolean scrub) {
+    Compactor(DeviceUpstream upstream, boolean scrub, PoolLog log) {
         this.upstream = upstream;
         this.scrub = scrub;
+        this.log = log;
     }
 
     /**
@@ -118,6 +122,7 @@ final class Compactor {
         }
         n.offset = target;
         x.offset = target + n.size;
+        moveAdvice(n, c.device, old);
         if (scrub) {
             // n's old place that its new one does not cover lies in x now: its whole old place, past
             // its requested bytes too (an earlier slide may have left its own old bytes there). Those
@@ -212,7 +217,9 @@ final class Compactor {
                             }
                             throw e;
                         }
+                        long from = b.offset;
                         swapPlaces(b, dest);
+                        moveAdvice(b, c.device, from);
                     } finally {
                         b.endMove();
                     }
@@ -239,6 +246,26 @@ final class Compactor {
             if (!emptied) {
                 break;
             }
+        }
+    }
+
+    /**
+     * A block with a usage hint moved from {@code from} at {@code offset}: the device advice, which
+     * stays with the memory, is undone there (the next owner of those bytes must not inherit it)
+     * and given again at the block's new place. A hint never changes contents: a device that fails
+     * it is logged, and the move stands.
+     */
+    private void moveAdvice(Block b, DeviceChunk from, long offset) {
+        MemoryUsageHint hint = b.hint;
+        if (hint == null) {
+            return;
+        }
+        try {
+            upstream.unadvise(from, offset, b.requested);
+            upstream.advise(b.chunk.device, b.offset, b.requested, hint);
+        } catch (RuntimeException e) {
+            log.warn(upstream.device() + ": the usage hint " + hint + " of a block of " + Bytes.exact(b.size)
+                    + " did not follow it when defragmentation moved it (" + e.getMessage() + ")", e);
         }
     }
 

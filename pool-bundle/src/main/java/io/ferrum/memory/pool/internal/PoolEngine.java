@@ -121,7 +121,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
             pool.reclaimer = reclaimer;
         }
         this.growth = new Growth(upstream, account, checks, lifecycle, zeroOnFree);
-        this.maintenance = new Maintenance(pools, caches, reclaimer, lifecycle, new Compactor(upstream, zeroOnFree),
+        this.maintenance = new Maintenance(pools, caches, reclaimer, lifecycle, new Compactor(upstream, zeroOnFree, settings.log()),
                 account, checks, figures, config.enableAutoGc(), device, settings.log());
         this.allocator = new Allocator(this.handles, caches, reclaimer, growth, maintenance, pressure, checks, account,
                 upstream, settings.nanoClock(), coarseClock, config.enableTracking(), config.enableDebug(),

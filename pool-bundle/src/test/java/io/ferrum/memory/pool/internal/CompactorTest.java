@@ -10,6 +10,7 @@ import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
+import io.ferrum.memory.pool.PoolLog;
 import io.ferrum.memory.pool.internal.PoolFixture.HeapChunk;
 import io.ferrum.memory.pool.internal.PoolFixture.HeapUpstream;
 
@@ -52,7 +53,7 @@ class CompactorTest {
     }
 
     private long compact(boolean scrub) {
-        return new Compactor(up, scrub).compact(f.pool);
+        return new Compactor(up, scrub, PoolLog.NONE).compact(f.pool);
     }
 
     @Test
@@ -102,7 +103,7 @@ class CompactorTest {
             }
             g.pool.release(hole);
             g.pool.release(hole2);
-            assertEquals(1, new Compactor(up, false).compact(g.pool), "kind " + kind);
+            assertEquals(1, new Compactor(up, false, PoolLog.NONE).compact(g.pool), "kind " + kind);
             assertEquals(4 * KiB, fixed.offset, "kind " + kind + ": it stays where it was");
             assertEquals(8 * KiB, movable.offset, "the block after it slides into the hole after it");
             assertTrue(fixed.prevPhys.free);
