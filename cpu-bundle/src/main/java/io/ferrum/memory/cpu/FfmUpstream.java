@@ -171,4 +171,14 @@ final class FfmUpstream implements DeviceUpstream {
             NativeMemory.advise(seg(chunk), offset, bytes, advice);
         }
     }
+
+    /**
+     * A hinted block was freed: SEQUENTIAL and RANDOM stay on the pages (the kernel's read-ahead
+     * of the range) for whoever gets them next, so the range goes back to MADV_NORMAL. WILLNEED
+     * leaves nothing behind.
+     */
+    @Override
+    public void unadvise(DeviceChunk chunk, long offset, long bytes) {
+        NativeMemory.advise(seg(chunk), offset, bytes, NativeMemory.MADV_NORMAL);
+    }
 }

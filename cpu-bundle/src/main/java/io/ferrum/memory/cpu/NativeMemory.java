@@ -22,6 +22,7 @@ final class NativeMemory {
     private static final boolean MAC = System.getProperty("os.name", "").toLowerCase(Locale.ROOT).contains("mac");
 
     /** Linux madvise(2) advice values. */
+    static final int MADV_NORMAL = 0;
     static final int MADV_RANDOM = 1;
     static final int MADV_SEQUENTIAL = 2;
     static final int MADV_WILLNEED = 3;

@@ -15,10 +15,14 @@ import java.lang.foreign.StructLayout;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.lang.reflect.Constructor;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.Device;
@@ -205,5 +209,46 @@ class FfmUpstreamTest {
         assertEquals(4 * MiB, held.get());
         up.release(c);
         assertEquals(0, held.get());
+    }
+
+    /**
+     * Review defect: the engine frees a hinted block and hands its bytes to another allocation; the
+     * RANDOM (or SEQUENTIAL) advice of the first owner stayed on the pages (VmFlags {@code rr} in
+     * /proc/self/smaps), turning off read-ahead for the next owner. unadvise (pool SPI 2.4) undoes it.
+     */
+    @Test
+    void unadviseTakesAFreedBlocksReadAdviceOffItsPages() throws IOException {
+        Assumptions.assumeTrue(NativeMemory.adviceSupported() && Files.isReadable(Path.of("/proc/self/smaps")),
+                "needs Linux madvise and /proc/self/smaps");
+        FfmUpstream up = new FfmUpstream(Device.cpu(), 64 * MiB, new AtomicLong());
+        DeviceChunk c = up.reserve(8 * MiB);
+        try {
+            long page = NativeMemory.pageSize();
+            long offset = ((c.address() + MiB + page - 1) & -page) - c.address();
+            up.advise(c, offset, MiB, MemoryUsageHint.RANDOM);
+            assertTrue(vmFlags(c.address() + offset).contains("rr"), "RANDOM is on the pages: " + vmFlags(c.address() + offset));
+            up.unadvise(c, offset, MiB);
+            assertTrue(!vmFlags(c.address() + offset).contains("rr"), "a freed block's RANDOM stayed on its pages: "
+                    + vmFlags(c.address() + offset));
+        } finally {
+            up.release(c);
+        }
+    }
+
+    /** @return the VmFlags of the mapping of this process that holds {@code address} */
+    private static List<String> vmFlags(long address) throws IOException {
+        boolean inside = false;
+        for (String line : Files.readAllLines(Path.of("/proc/self/smaps"))) {
+            int dash = line.indexOf('-');
+            int space = line.indexOf(' ');
+            if (dash > 0 && space > dash && line.substring(0, dash).matches("[0-9a-f]+")) {
+                long start = Long.parseUnsignedLong(line.substring(0, dash), 16);
+                long end = Long.parseUnsignedLong(line.substring(dash + 1, space), 16);
+                inside = Long.compareUnsigned(start, address) <= 0 && Long.compareUnsigned(address, end) < 0;
+            } else if (inside && line.startsWith("VmFlags:")) {
+                return List.of(line.substring("VmFlags:".length()).trim().split(" "));
+            }
+        }
+        throw new AssertionError("no mapping holds 0x" + Long.toHexString(address));
     }
 }
