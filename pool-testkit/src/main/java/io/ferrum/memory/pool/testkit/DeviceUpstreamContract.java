@@ -312,6 +312,8 @@ public abstract class DeviceUpstreamContract {
         }
         upstream.prefetch(c, 0, bytes, upstream.device());
         assertArrayEquals(p, read(c, 0, p.length), "prefetch changed the contents");
+        upstream.unadvise(c, 0, bytes);
+        assertArrayEquals(p, read(c, 0, p.length), "unadvise changed the contents");
     }
 
     // ------------------------------------------------------------------ threads and close
