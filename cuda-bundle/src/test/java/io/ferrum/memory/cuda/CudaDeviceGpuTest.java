@@ -11,12 +11,20 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
+import jcuda.Pointer;
+import jcuda.driver.CUdevice_attribute;
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUmem_range_attribute;
 import jcuda.driver.JCudaDriver;
 
 import io.ferrum.memory.api.AdvancedMemoryManager;
@@ -33,6 +41,7 @@ import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.MemoryUsageHint;
 import io.ferrum.memory.api.StreamHandle;
 import io.ferrum.memory.api.StreamManager;
+import io.ferrum.memory.pool.StreamExecutor;
 
 /**
  * GPU suite (issue 16): every operation of a {@code cuda:0} manager made by the bundle's own factory,
@@ -208,6 +217,74 @@ class CudaDeviceGpuTest {
         m.prefetch(h, GPU);
         m.prefetch(h, Device.cpu());
         assertArrayEquals(data, readAll(h, n));
+    }
+
+    /**
+     * Work on a stream that outlives the stream manager's close (its wait cut short by an interrupt)
+     * still runs on a live CUstream: the stream is destroyed after it (CudaStreamsLifecycleTest
+     * proves the order over a fake driver; this, that the driver takes it).
+     */
+    @Test
+    void streamWorkThatOutlivesCloseRunsOnALiveStream() throws Exception {
+        int n = 4 * (int) MiB;
+        byte[] data = pattern(n, 6);
+        MemoryHandle a = m.allocate(n, MemoryType.GENERAL, GPU);
+        StreamManager streams = factory.createStreamManager(GPU);
+        StreamHandle s = streams.createStream(GPU);
+        CountDownLatch go = new CountDownLatch(1);
+        CompletableFuture<Void> work = ((StreamExecutor) streams).submit(s, () -> {
+            try {
+                go.await();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+            m.write(a, 0, MemorySegment.ofArray(data)); // enqueued on s's CUstream
+        }).toCompletableFuture();
+        Thread.currentThread().interrupt();
+        ((AutoCloseable) streams).close(); // CudaStreams; the API type has no close
+        assertTrue(Thread.interrupted());
+        go.countDown();
+        work.get(30, TimeUnit.SECONDS);
+        assertArrayEquals(data, readAll(a, n));
+    }
+
+    /** Pool SPI 2.4: a freed managed block's READ_MOSTLY is unset before its bytes can go to another owner. */
+    @Test
+    void aFreedManagedBlocksReadMostlyIsUnset() {
+        Assumptions.assumeTrue(concurrentManagedAccess(), "cuda:0 has no concurrent managed access: advice is a no-op there");
+        long n = 2 * MiB;
+        MemoryHandle h = m.allocate(n, MemoryType.MAPPED, GPU);
+        long address = m.mapMemory(h, MemoryAccess.READ_ONLY).address();
+        m.unmapMemory(h);
+        m.setUsageHint(h, MemoryUsageHint.READ_MOSTLY);
+        assertEquals(1, readMostly(address, n));
+        m.deallocate(h);
+        assertEquals(0, readMostly(address, n), "the freed bytes kept READ_MOSTLY for their next owner");
+    }
+
+    private static boolean concurrentManagedAccess() {
+        PrimaryContext c = PrimaryContext.retain(GPU);
+        try {
+            int[] v = new int[1];
+            Cu.check(JCudaDriver.cuDeviceGetAttribute(v, CUdevice_attribute.CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+                    c.cuDevice()), GPU, "cuDeviceGetAttribute");
+            return v[0] != 0;
+        } finally {
+            c.close();
+        }
+    }
+
+    private static int readMostly(long address, long bytes) {
+        PrimaryContext c = PrimaryContext.retain(GPU);
+        try {
+            c.makeCurrent();
+            int[] v = new int[1];
+            Cu.check(JCudaDriver.cuMemRangeGetAttribute(Pointer.to(v), 4, CUmem_range_attribute.CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY,
+                    new CUdeviceptr().withByteOffset(address), bytes), GPU, "cuMemRangeGetAttribute");
+            return v[0];
+        } finally {
+            c.close();
+        }
     }
 
     @Test
