@@ -425,5 +425,6 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
         }
         streams.clear();
         events.clear();
+        ids.close();
     }
 }

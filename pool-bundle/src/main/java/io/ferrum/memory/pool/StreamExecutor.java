@@ -40,7 +40,11 @@ public interface StreamExecutor extends AutoCloseable {
      * @param work   what to run, not null
      * @return completes when the work has run, exceptionally if it threw
      * @throws DeviceUnavailableException    once the executor is closed: the work will never run
-     * @throws InvalidMemoryRequestException for a stream that is not one of its live streams
+     * @throws InvalidMemoryRequestException for a stream that is not one of its live streams; its
+     *                                       message names the stream and why (destroyed, another
+     *                                       device's, never created): the engine, for a stream that
+     *                                       {@link #knows} refuses, calls this with work that does
+     *                                       nothing to give the caller that reason
      */
     CompletionStage<Void> submit(StreamHandle stream, Runnable work);
 

@@ -27,6 +27,7 @@ final class StreamIds {
     private static final int NUMBER_SHIFT = SEQUENCE_BITS + 1;
     private static final long MAX_NUMBER = (1L << (63 - NUMBER_SHIFT)) - 1;
     private static final String COUNTER_KEY = "io.ferrum.memory.pool.streamManagerCounter";
+    private static final String DEVICES_KEY = "io.ferrum.memory.pool.streamManagerDevices";
 
     /** One manager number and how many ids of each kind were issued under it. */
     private static final class Numbering {
@@ -55,7 +56,26 @@ final class StreamIds {
         this.sequenceLimit = sequenceLimit;
         Numbering first = new Numbering(nextNumber());
         numberings.put(first.number, first);
+        devices().put(first.number, device.toString());
         this.current = first;
+    }
+
+    /**
+     * The device of each open manager's numbers, JVM-wide (kept in the system properties, as the
+     * counter is, so that managers of two bundle revisions see each other): a refusal of another
+     * manager's id names that manager's device. Holds only Long and String, so no class loader is kept.
+     */
+    @SuppressWarnings("unchecked")
+    private static ConcurrentHashMap<Long, String> devices() {
+        return (ConcurrentHashMap<Long, String>) System.getProperties().computeIfAbsent(DEVICES_KEY,
+                k -> new ConcurrentHashMap<Long, String>());
+    }
+
+    /** Forgets this manager's numbers: a refusal of its ids then says its manager was closed. */
+    void close() {
+        synchronized (numberings) {
+            numberings.keySet().forEach(devices()::remove);
+        }
     }
 
     private static AtomicLong numberCounter() {
@@ -96,6 +116,7 @@ final class StreamIds {
                 if (current == n) {
                     Numbering next = new Numbering(nextNumber());
                     numberings.put(next.number, next);
+                    devices().put(next.number, device.toString());
                     current = next;
                 }
             }
@@ -135,8 +156,13 @@ final class StreamIds {
     String foreign(String what, long id) {
         long number = numberOf(id);
         if (id > 0 && number > 0 && number <= numberCounter().get()) {
-            return what + " " + id + " belongs to another device's stream manager (or to an earlier one of " + device
-                    + "), not to the stream manager of " + device + "; use the stream manager that issued it";
+            String owner = devices().get(number);
+            if (owner != null) {
+                return what + " " + id + " belongs to the stream manager of " + owner + ", not to this one of " + device
+                        + "; use it with " + owner + "'s memory";
+            }
+            return what + " " + id + " belongs to a stream manager that was closed (its backend was stopped), not to"
+                    + " the stream manager of " + device + "; create a new one on " + device;
         }
         return what + " " + id + " was never issued by any stream manager (asked the one of " + device + ")";
     }

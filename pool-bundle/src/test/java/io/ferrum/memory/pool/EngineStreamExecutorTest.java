@@ -56,6 +56,9 @@ class EngineStreamExecutorTest {
             if (refusal != null) {
                 throw refusal;
             }
+            if (!knows(stream)) {
+                throw new InvalidMemoryRequestException("Stream " + stream.id() + " was never created by the test executor");
+            }
             queued.add(work);
             return CompletableFuture.completedFuture(null);
         }
@@ -116,12 +119,46 @@ class EngineStreamExecutorTest {
             MemoryHandle dst = m.allocate(4 * KiB, CPU);
             InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class,
                     () -> m.copyAsync(MemoryTransfer.of(src, dst, 4 * KiB), new StreamHandle(9)));
-            assertEquals("Unknown stream 9 on cpu:0: it is not a live stream of the StreamManager of cpu:0;"
-                    + " create it there", e.getMessage());
+            assertEquals("Stream 9 was never created by the test executor", e.getMessage(),
+                    "the executor, which knows its streams, says why it refuses this one");
             m.deallocate(src);
             m.deallocate(dst);
             assertEquals(0, m.memoryInfo().usedBytes(), "no pin was left");
             assertTrue(streams.queued.isEmpty());
+        }
+    }
+
+    /**
+     * A refused stream is named, with the reason: a stream of another device's manager (naming that
+     * device), a destroyed one, one never created. Before, each got the same generic message.
+     */
+    @Test
+    void aRefusedStreamIsNamedWithWhyItIsRefused() {
+        try (HostStreamManager own = new HostStreamManager(CPU);
+             HostStreamManager other = new HostStreamManager(Device.cpu(1));
+             PooledMemoryManager m = PooledMemoryManager.create(new ArenaUpstream(64 * MiB),
+                     MemoryManagerConfig.defaults(), PoolSettings.defaults().withThreadCache(0), own)) {
+            MemoryHandle src = m.allocate(4 * KiB, CPU);
+            MemoryHandle dst = m.allocate(4 * KiB, CPU);
+            MemorySegment host = java.lang.foreign.Arena.ofAuto().allocate(16);
+            StreamHandle foreign = other.createStream(Device.cpu(1));
+            StreamHandle destroyed = own.createStream(CPU);
+            own.destroyStream(destroyed);
+            StreamHandle never = new StreamHandle(destroyed.id() + 1);
+
+            String why = assertThrows(InvalidMemoryRequestException.class,
+                    () -> m.copyAsync(MemoryTransfer.of(src, dst, 4 * KiB), foreign)).getMessage();
+            assertTrue(why.startsWith("Stream " + foreign.id() + " belongs to the stream manager of cpu:1"), why);
+            why = assertThrows(InvalidMemoryRequestException.class,
+                    () -> m.writeAsync(dst, 0, host, destroyed)).getMessage();
+            assertEquals("The stream " + destroyed.id() + " on cpu:0 was already destroyed", why);
+            why = assertThrows(InvalidMemoryRequestException.class,
+                    () -> m.readAsync(src, 0, host, never)).getMessage();
+            assertTrue(why.startsWith("Unknown stream " + never.id() + " on cpu:0: it was never created here"), why);
+
+            m.deallocate(src);
+            m.deallocate(dst);
+            assertEquals(0, m.memoryInfo().usedBytes(), "no pin was left");
         }
     }
 

@@ -150,7 +150,7 @@ class HostStreamManagerTest {
         for (Runnable call : calls) {
             InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class, call::run);
             assertTrue(e.getMessage().contains(Long.toString(theirs.id())), e.getMessage());
-            assertTrue(e.getMessage().contains("another device's stream manager"), e.getMessage());
+            assertTrue(e.getMessage().contains("belongs to the stream manager of cpu:1"), e.getMessage());
         }
         assertEquals(0, ran.get(), "work for another manager's stream never runs here");
         assertTrue(b.isStreamReady(theirs), "its own manager still serves it");
@@ -226,7 +226,7 @@ class HostStreamManagerTest {
         b.createStream(CPU1);
         EventHandle theirs = b.recordEvent(StreamHandle.DEFAULT);
         e = assertThrows(InvalidMemoryRequestException.class, () -> a.waitEvent(s, theirs));
-        assertTrue(e.getMessage().contains("another device's stream manager"), e.getMessage());
+        assertTrue(e.getMessage().contains("belongs to the stream manager of cpu:1"), e.getMessage());
         assertThrows(InvalidMemoryRequestException.class, () -> a.waitEvent(s, null));
     }
 

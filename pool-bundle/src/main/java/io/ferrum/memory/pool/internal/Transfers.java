@@ -121,11 +121,25 @@ final class Transfers {
      */
     private static final Runnable NOTHING = () -> { };
 
+    /**
+     * Refuses a stream the executor does not run work on, before any pin, with the executor's own
+     * reason: only it knows whether the stream was destroyed, is another device's (and whose) or was
+     * never created. Its {@link StreamExecutor#submit} refuses such a stream by contract, so a submit
+     * of nothing asks it; one that accepts (the stream is live by now) has run nothing.
+     */
+    private void checkStream(StreamHandle stream) {
+        if (!streams.knows(stream)) {
+            streams.submit(stream, NOTHING);
+            if (!streams.knows(stream)) {
+                // An executor that accepts work for a stream it says it does not know: refused here.
+                throw checks.unknownStream(stream);
+            }
+        }
+    }
+
     /** Copies between two live blocks whose ranges are checked, on {@code stream}. */
     CompletionStage<Void> copyAsync(MemoryTransfer transfer, Block s, Block d, StreamHandle stream) {
-        if (!streams.knows(stream)) {
-            throw checks.unknownStream(stream);
-        }
+        checkStream(stream);
         if (transfer.size() == 0) {
             // Nothing to copy, but a place on the stream: the stage completes after the work before it.
             return streams.submit(stream, NOTHING);
@@ -179,9 +193,7 @@ final class Transfers {
     CompletionStage<Void> hostCopyAsync(Block b, MemoryHandle h, long offset, MemorySegment seg, boolean write,
                                         StreamHandle stream) {
         long n = checks.segment(seg, write ? "source" : "destination", true);
-        if (!streams.knows(stream)) {
-            throw checks.unknownStream(stream);
-        }
+        checkStream(stream);
         reclaimer.pin(b, h.id());
         Runnable work = () -> {
             running.acquireUninterruptibly();
