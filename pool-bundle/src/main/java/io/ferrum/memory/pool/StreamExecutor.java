@@ -16,7 +16,10 @@ import io.ferrum.memory.api.StreamHandle;
  *
  * <p>The engine pins the blocks of an asynchronous copy before it calls {@link #submit} and unpins
  * them in the work itself, so the contract of {@link #submit} is exact: either it throws and the
- * work never runs, or it returns and the work runs exactly once.
+ * work never runs, or it returns and the work runs exactly once. The engine releases each
+ * operation's pins once whatever an executor does: one that runs the work and then throws (lets the
+ * work's exception out of {@code submit}, say) costs no other operation its pin, but its caller
+ * hears an exception for work that ran.
  */
 @ConsumerType
 public interface StreamExecutor extends AutoCloseable {

@@ -177,6 +177,61 @@ class EngineStreamExecutorTest {
         }
     }
 
+    /**
+     * An executor that runs default-stream work on the caller's thread and lets the work's exception
+     * out of submit (no try/catch): the work had unpinned its block, and the engine, hearing a
+     * refusal, unpinned it again, taking the pin of another copy still queued on the block.
+     */
+    @Test
+    void anExecutorThatRethrowsTheWorksExceptionCostsNoOtherCopyItsPin() {
+        // The host segment of the write: the executor closes its arena just before it runs the work,
+        // after the engine's checks, so that the work fails (IllegalStateException).
+        java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
+        MemorySegment host = arena.allocate(4 * KiB);
+        StreamExecutor rethrowing = new StreamExecutor() {
+            @Override
+            public Device device() {
+                return CPU;
+            }
+
+            @Override
+            public boolean knows(StreamHandle stream) {
+                return streams.knows(stream);
+            }
+
+            @Override
+            public CompletionStage<Void> submit(StreamHandle stream, Runnable work) {
+                if (stream == null || stream.isDefault()) {
+                    if (arena.scope().isAlive()) {
+                        arena.close();
+                    }
+                    work.run(); // the work's exception goes out of submit
+                    return CompletableFuture.completedFuture(null);
+                }
+                return streams.submit(stream, work);
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        MemoryManagerConfig config = MemoryManagerConfig.defaults().withAutoGc(false, 0.85).withPoolConfig(
+                MemoryType.GENERAL, MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB).alignment(256).build());
+        try (PooledMemoryManager m = PooledMemoryManager.create(new ArenaUpstream(64 * MiB), config,
+                PoolSettings.defaults().withThreadCache(0), rethrowing)) {
+            MemoryHandle src = m.allocate(4 * KiB, CPU);
+            MemoryHandle dst = m.allocate(4 * KiB, CPU);
+            write(m, src, (byte) 0x5A);
+            m.copyAsync(MemoryTransfer.of(src, dst, 4 * KiB), OWN); // queued: pins src and dst
+            assertThrows(IllegalStateException.class, () -> m.writeAsync(src, 0, host, StreamHandle.DEFAULT));
+            m.deallocate(src);
+            assertEquals(8 * KiB, m.memoryInfo().usedBytes(), "the queued copy still pins the freed source");
+            streams.runAll();
+            assertEquals((byte) 0x5A, first(m, dst), "the queued copy read the source's own bytes");
+            assertEquals(4 * KiB, m.memoryInfo().usedBytes(), "the copy's end gave the freed source back, once");
+        }
+    }
+
     @Test
     void theManagerLeavesTheExecutorItWasGivenOpen() {
         PooledMemoryManager m = manager();

@@ -3,6 +3,7 @@ package io.ferrum.memory.pool.internal;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongSupplier;
 
 import io.ferrum.memory.api.Device;
@@ -160,27 +161,23 @@ final class Transfers {
             reclaimer.unpin(s);
             throw checks.invalidHandle(transfer.dst());
         }
+        Pins pins = new Pins(s, d);
         Runnable work = () -> {
             running.acquireUninterruptibly();
             try {
                 doCopy(s, transfer.srcOffset(), d, transfer.dstOffset(), transfer.size());
             } finally {
                 running.release();
-                if (d != s) {
-                    reclaimer.unpin(d);
-                }
-                reclaimer.unpin(s);
+                pins.release();
             }
         };
         try {
             // The executor either refuses the work here (it will never run) or runs it once.
             return streams.submit(stream, work);
         } catch (RuntimeException | Error e) {
-            // Refused (the stream was destroyed meanwhile, the executor closed): no pin stays.
-            if (d != s) {
-                reclaimer.unpin(d);
-            }
-            reclaimer.unpin(s);
+            // Refused (the stream was destroyed meanwhile, the executor closed): no pin stays. An
+            // executor that ran the work and let its exception out has released them already.
+            pins.release();
             throw e;
         }
     }
@@ -195,6 +192,7 @@ final class Transfers {
         long n = checks.segment(seg, write ? "source" : "destination", true);
         checkStream(stream);
         reclaimer.pin(b, h.id());
+        Pins pins = new Pins(b, b);
         Runnable work = () -> {
             running.acquireUninterruptibly();
             try {
@@ -217,7 +215,7 @@ final class Transfers {
                 }
             } finally {
                 running.release();
-                reclaimer.unpin(b);
+                pins.release();
             }
         };
         try {
@@ -235,8 +233,35 @@ final class Transfers {
             // The executor either refuses the work here (it will never run) or runs it once.
             return streams.submit(stream, work);
         } catch (RuntimeException | Error e) {
-            reclaimer.unpin(b);
+            pins.release(); // once, whether or not a misbehaving executor ran the work first
             throw e;
+        }
+    }
+
+    /**
+     * The pins of one async operation, released exactly once: by its work, or by the engine when the
+     * executor refuses the work. The {@link StreamExecutor} contract makes those two exclusive, but
+     * a third-party executor may run the work (on the caller's thread, say) and still throw its
+     * exception out of {@code submit}; a second unpin would take another operation's pin, and the
+     * block could be released under a copy still queued on it.
+     */
+    private final class Pins extends AtomicBoolean {
+        private final Block first;
+        private final Block second;
+
+        /** @param second {@code first} again for one block */
+        Pins(Block first, Block second) {
+            this.first = first;
+            this.second = second;
+        }
+
+        void release() {
+            if (compareAndSet(false, true)) {
+                if (second != first) {
+                    reclaimer.unpin(second);
+                }
+                reclaimer.unpin(first);
+            }
         }
     }
 
