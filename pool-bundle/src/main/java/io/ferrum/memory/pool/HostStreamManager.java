@@ -59,6 +59,8 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
      * backend) must not wait for work that cannot end before it returns.
      */
     private final ThreadLocal<int[]> runningHere = ThreadLocal.withInitial(() -> new int[1]);
+    /** Tests: runs in {@link #waitEvent} between its open check and its event lookup (a close forced there). */
+    volatile Runnable beforeEventLookup;
 
     private static final class Stream {
         /** Never completes exceptionally, so that work after a failure still runs. */
@@ -258,12 +260,21 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
      *
      * <p>An event this manager recorded and has since dropped (it had completed) is waited on at once:
      * a no-op. Any other id is refused: another stream manager's event, a stream's id, an id never
-     * issued.
+     * issued. A wait racing {@link #close()} either waits for the event or is refused with {@link
+     * DeviceUnavailableException}; it never returns at once for an event whose work has not run.
      */
     @Override
     public void waitEvent(StreamHandle handle, EventHandle event) {
         checkOpen();
+        Runnable hook = beforeEventLookup;
+        if (hook != null) {
+            hook.run();
+        }
         CompletableFuture<Void> at = event == null ? null : events.get(event.id());
+        // Checked again after the lookup: close sets closed before it forgets every event, so an event
+        // missing because a racing close forgot it (its work perhaps not run) is refused here, never
+        // taken below for one swept because it had completed.
+        checkOpen();
         if (at == null) {
             if (event != null && ids.recordedEvent(event.id())) {
                 // Recorded here and swept: only completed events are swept, so waiting on it is a no-op.

@@ -1,5 +1,6 @@
 package io.ferrum.memory.pool;
 
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -387,6 +388,32 @@ class HostStreamManagerTest {
                         + (expected == 1 ? " was accepted" : " was refused"));
             }
         }
+    }
+
+    /**
+     * A wait on the default stream passes the open check; close runs before it looks the event up
+     * and forgets every event; the wait then took the missing event for one swept because it had
+     * completed, and returned at once although the work before the event had not run.
+     */
+    @Test
+    void aDefaultStreamWaitRacingCloseIsRefusedNeverTakenForACompletedEvent() {
+        HostStreamManager a = new HostStreamManager(CPU0, Executors.newCachedThreadPool(), StreamIds.MAX_SEQUENCE, 0);
+        toClose.add(a);
+        StreamHandle s = a.createStream(CPU0);
+        CountDownLatch hold = new CountDownLatch(1);
+        CompletableFuture<Void> held = a.submit(s, () -> await(hold));
+        EventHandle event = a.recordEvent(s);
+        // Forced: close (its wait for accepted work is 0 here) runs between the open check and the lookup.
+        a.beforeEventLookup = a::close;
+        try {
+            assertThrows(DeviceUnavailableException.class, () -> a.waitEvent(StreamHandle.DEFAULT, event),
+                    "a wait racing close is refused, not answered as if the held work had run");
+            assertFalse(held.isDone(), "the work before the event had not run");
+        } finally {
+            a.beforeEventLookup = null;
+            hold.countDown();
+        }
+        assertDoesNotThrow(() -> held.get(WAIT_S, TimeUnit.SECONDS), "the accepted work still ran");
     }
 
     @Test
