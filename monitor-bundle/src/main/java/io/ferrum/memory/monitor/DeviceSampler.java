@@ -18,7 +18,9 @@ import io.ferrum.memory.api.MemoryInfo;
  * levels of managers that do not report their own ({@link PressureLevels#derive}) and is then handed
  * to the observers.
  *
- * <p>Invariants: a device whose manager fails to answer is left out of that reading, never fails it;
+ * <p>Invariants: a sample reads each manager of one reading of the registry once, and derives each
+ * level from that manager's own figures; a device whose manager fails to answer is left out of that
+ * reading, never fails it;
  * at most one sampling schedule is active (a new period cancels the old one); after {@link #stop()}
  * nothing is sampled.
  */
@@ -87,8 +89,13 @@ final class DeviceSampler {
 
     /** @return every serving device's full figures, in device order, leaving out those that fail */
     Map<Device, MemoryInfo> figures() {
+        return figures(registry.active());
+    }
+
+    /** @return the full figures of each of {@code managers}, read once each, leaving out those that fail */
+    private static Map<Device, MemoryInfo> figures(Map<Device, DeviceMemoryManager> managers) {
         Map<Device, MemoryInfo> out = new TreeMap<>();
-        for (Map.Entry<Device, DeviceMemoryManager> e : registry.active().entrySet()) {
+        for (Map.Entry<Device, DeviceMemoryManager> e : managers.entrySet()) {
             MemoryInfo info = safeInfo(e.getValue());
             if (info != null) {
                 out.put(e.getKey(), info);
@@ -99,13 +106,13 @@ final class DeviceSampler {
 
     private void sample() {
         try {
-            Map<Device, MemoryInfo> all = figures();
+            // One reading of the registry for the whole sample: each level is derived from the figures
+            // of the manager it is derived for, never from those of a manager it replaced meanwhile
+            // (PressureLevels.derive drops a manager no longer followed).
             Map<Device, DeviceMemoryManager> active = registry.active();
+            Map<Device, MemoryInfo> all = figures(active);
             for (Map.Entry<Device, MemoryInfo> e : all.entrySet()) {
-                DeviceMemoryManager m = active.get(e.getKey());
-                if (m != null) {
-                    levels.derive(e.getKey(), m, e.getValue());
-                }
+                levels.derive(e.getKey(), active.get(e.getKey()), e.getValue());
             }
             notifier.sample(all);
         } catch (RuntimeException e) {

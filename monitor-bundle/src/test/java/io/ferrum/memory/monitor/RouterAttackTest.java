@@ -102,7 +102,11 @@ class RouterAttackTest {
         volatile boolean pauseNext;
 
         PausingManager(Device device, long number) {
-            super(device, poolSpace(number), true, 8 * MiB, 0);
+            this(device, number, true, 0);
+        }
+
+        PausingManager(Device device, long number, boolean reports, long used) {
+            super(device, poolSpace(number), reports, 8 * MiB, used);
         }
 
         @Override
@@ -300,5 +304,40 @@ class RouterAttackTest {
         List<String> aboutCpu1 = observer.heard.stream().filter(e -> e.endsWith("cpu:1")).toList();
         assertTrue(aboutCpu1.isEmpty() || aboutCpu1.equals(List.of("added cpu:1", "removed cpu:1")),
                 "heard of cpu:1: " + aboutCpu1);
+    }
+    /**
+     * A periodic sample read cpu:1's figures from A (paused in A's memoryInfo); B replaced A before the
+     * sample went on. The sample then read the registry again and derived B's level from A's figures:
+     * the observer heard "pressure cpu:1 CRITICAL" for B, which is empty. One sample now reads each
+     * manager once, with the managers of one reading of the registry.
+     */
+    @Test
+    void aSampleNeverDerivesAManagersLevelFromAnotherManagersFigures() throws Exception {
+        MemoryMonitor mon = new MemoryMonitor(null, MonitorBuilder.config("", 10, 4), null);
+        toClose.add(mon::deactivate);
+        List<String> heard = new CopyOnWriteArrayList<>();
+        PausingManager a = new PausingManager(CPU1, 1, false, 8 * MiB - MiB / 8);
+        Map<String, Object> aProps = props(CPU1, 0, 1);
+        mon.addManager(a, aProps);
+        mon.addObserver(new MemoryObserver() {
+            @Override
+            public void pressureChanged(Device device, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
+                heard.add("pressure " + device + " " + current);
+            }
+
+            @Override
+            public void sample(Map<Device, MemoryInfo> info) {
+                heard.add("sample");
+            }
+        }, Map.of());
+        a.pauseNext = true;
+        assertTrue(a.entered.await(30, TimeUnit.SECONDS), "a sample asks A for its figures");
+        mon.removeManager(a, aProps);
+        StubManager b = new StubManager(CPU1, StubManager.poolSpace(2), false, 8 * MiB, 0);
+        mon.addManager(b, props(CPU1, 0, 2));
+        a.release.countDown();
+        await(() -> heard.contains("sample"), "the paused sample reaches the observer");
+        assertEquals(List.of(), heard.stream().filter(h -> h.startsWith("pressure")).toList(),
+                "B, empty, stays LOW: no level is derived for it from A's figures");
     }
 }
