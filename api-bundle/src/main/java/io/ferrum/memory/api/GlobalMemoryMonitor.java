@@ -40,6 +40,10 @@ public interface GlobalMemoryMonitor {
      *
      * @param device  the device it serves, not null
      * @param manager the manager, not null
+     * @throws InvalidMemoryRequestException for a null argument, a manager of another device, or one
+     *                                       whose bounded {@link HandleSpace} overlaps that of a
+     *                                       manager present (that one keeps its handles; a manager
+     *                                       service with such a space is ignored with a logged error)
      */
     void registerManager(Device device, DeviceMemoryManager manager);
 

@@ -13,6 +13,7 @@ import java.util.TreeMap;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.HandleSpace;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryHandle;
 
 /**
@@ -32,7 +33,9 @@ import io.ferrum.memory.api.MemoryHandle;
  * write, so a reader never sees half a change
  * and a snapshot's identity says whether the devices changed. The spaces of managers that went away
  * are remembered (the last {@value #DEPARTED_MEMORY}) so that a late handle of theirs is reported as
- * "its device went away" rather than "never allocated".
+ * "its device went away" rather than "never allocated". No two managers present have bounded
+ * spaces that share an id: {@link #add} refuses the later one (a {@link PrefixTable} keeps one
+ * manager per prefix, and the first owner's handles must keep reaching it).
  */
 final class DeviceRegistry {
     private static final int DEPARTED_MEMORY = 1024;
@@ -90,7 +93,21 @@ final class DeviceRegistry {
         }
     }
 
+    /**
+     * @throws InvalidMemoryRequestException when {@code e}'s bounded handle space shares ids with the
+     *                                       space of another manager present: handles of one id would
+     *                                       have two owners, and one table keeps only one of them. The
+     *                                       manager present first keeps its handles; {@code e} is not added.
+     */
     synchronized Change add(Entry e) {
+        Entry clash = overlapping(e);
+        if (clash != null) {
+            throw new InvalidMemoryRequestException("Refused the manager " + e.manager() + " for " + e.device()
+                    + ": its handle space " + describe(e.space()) + " overlaps the space " + describe(clash.space())
+                    + " of the manager " + clash.manager() + " of " + clash.device() + ", so handles with equal ids"
+                    + " would have two owners. " + clash.device() + "'s manager keeps its handles; fix the refused"
+                    + " plugin's handleSpace()");
+        }
         DeviceMemoryManager before = routes.active().get(e.device());
         List<Entry> list = entries.computeIfAbsent(e.device(), d -> new ArrayList<>());
         list.add(e);
@@ -100,6 +117,28 @@ final class DeviceRegistry {
         }
         publish();
         return new Change(e.device(), before, routes.active().get(e.device()));
+    }
+
+    /** @return an entry of another manager whose bounded space shares an id with {@code e}'s, or null */
+    private Entry overlapping(Entry e) {
+        HandleSpace a = e.space();
+        if (!a.isBounded()) {
+            return null; // asked owns() last: it can take no bounded space's handle
+        }
+        for (List<Entry> l : entries.values()) {
+            for (Entry x : l) {
+                HandleSpace b = x.space();
+                // Two spaces share an id unless their prefixes differ under the bits both masks fix.
+                if (x.manager() != e.manager() && b.isBounded() && ((a.prefix() ^ b.prefix()) & a.mask() & b.mask()) == 0) {
+                    return x;
+                }
+            }
+        }
+        return null;
+    }
+
+    private static String describe(HandleSpace s) {
+        return "0x" + Long.toHexString(s.prefix()) + "/0x" + Long.toHexString(s.mask());
     }
 
     /**

@@ -341,7 +341,12 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
             DeviceRegistry.Entry entry = new DeviceRegistry.Entry(device, manager, DeviceRegistry.spaceOf(manager),
                     ranking(props), serviceId(props), false);
             synchronized (lockOf(device)) {
-                onChange(registry.add(entry));
+                try {
+                    onChange(registry.add(entry));
+                } catch (InvalidMemoryRequestException refused) {
+                    // A handle space that overlaps another manager's: the service is ignored, said once.
+                    log.error(refused.getMessage());
+                }
             }
         }
     }
@@ -506,7 +511,12 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         DeviceRegistry.Entry entry = new DeviceRegistry.Entry(device, manager, DeviceRegistry.spaceOf(manager),
                 Integer.MAX_VALUE, -1, true);
         synchronized (lockOf(device)) {
-            onChange(registry.add(entry));
+            try {
+                onChange(registry.add(entry));
+            } catch (InvalidMemoryRequestException refused) {
+                log.error(refused.getMessage());
+                throw refused;
+            }
         }
     }
 

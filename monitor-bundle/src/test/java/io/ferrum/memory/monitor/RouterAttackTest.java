@@ -340,4 +340,48 @@ class RouterAttackTest {
         assertEquals(List.of(), heard.stream().filter(h -> h.startsWith("pressure")).toList(),
                 "B, empty, stays LOW: no level is derived for it from A's figures");
     }
+
+    /**
+     * A buggy manager declares the handle space of the manager already serving cpu:1. Before, the
+     * registry put both in one prefix table, the later entry overwrote the first, and the first
+     * owner's handles were routed to the impostor: a free of a live block failed. Now the impostor's
+     * registration is refused with one logged error and the first owner keeps its handles.
+     */
+    @Test
+    void aManagerWhoseHandleSpaceOverlapsAnotherOwnersIsRefusedAndTheFirstKeepsItsHandles() {
+        List<String> errors = new CopyOnWriteArrayList<>();
+        org.osgi.service.log.Logger logger = (org.osgi.service.log.Logger) java.lang.reflect.Proxy.newProxyInstance(
+                org.osgi.service.log.Logger.class.getClassLoader(), new Class<?>[] {org.osgi.service.log.Logger.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("error") && args != null) {
+                        errors.add(String.valueOf(args[0]));
+                    }
+                    return method.getReturnType() == boolean.class ? false : null;
+                });
+        MemoryMonitor mon = new MemoryMonitor(null, MonitorBuilder.config("", 0, 4), logger);
+        toClose.add(mon::deactivate);
+        PooledMemoryManager first = device(CPU1, 64 * MiB,
+                MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB).build());
+        mon.addManager(first, props(CPU1, 10, 1));
+        MemoryHandle h = first.allocate(4096, CPU1);
+
+        StubManager impostor = new StubManager(CPU1, first.handleSpace(), false, 8 * MiB, 0);
+        mon.addManager(impostor, props(CPU1, 0, 2));
+        assertSame(first, mon.manager(CPU1).orElseThrow());
+        mon.deallocate(h);
+        assertEquals(0, first.memoryInfo().usedBytes(), "the first owner freed its block");
+        assertEquals(1, errors.size(), "one error logged: " + errors);
+        assertTrue(errors.get(0).contains("overlaps") && errors.get(0).contains(Long.toHexString(first.handleSpace().prefix())),
+                errors.get(0));
+        mon.removeManager(impostor, props(CPU1, 0, 2));
+        assertSame(first, mon.manager(CPU1).orElseThrow(), "removing the refused manager changes nothing");
+        MemoryHandle h2 = first.allocate(4096, CPU1);
+        mon.deallocate(h2);
+
+        StubManager byHand = new StubManager(CPU2, first.handleSpace(), false, 8 * MiB, 0);
+        InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class,
+                () -> mon.registerManager(CPU2, byHand));
+        assertTrue(e.getMessage().contains("overlaps"), e.getMessage());
+        assertEquals(Set.of(CPU1), mon.devices());
+    }
 }
