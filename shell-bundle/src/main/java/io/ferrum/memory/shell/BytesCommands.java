@@ -58,7 +58,12 @@ public final class BytesCommands {
             MemoryTransfer t = new MemoryTransfer(Arguments.handle(w.get("SRC")), Arguments.handle(w.get("DST")),
                     Sizes.parse(w.get("SIZE")), Sizes.parse("source offset", w.get("SRC_OFFSET", "0")),
                     Sizes.parse("destination offset", w.get("DST_OFFSET", "0")));
+            // A copy of 0 bytes is still checked as any copy (handles, offsets), and then says it copied
+            // nothing, as mem:read of length 0 says it shows nothing.
             Services.router(router).copy(t);
+            if (t.size() == 0) {
+                return Reply.line("Nothing to copy: the size is 0");
+            }
             return Reply.line("copied " + Sizes.amount(t.size()) + " " + t.src() + "+" + t.srcOffset() + " -> " + t.dst() + "+"
                     + t.dstOffset());
         });

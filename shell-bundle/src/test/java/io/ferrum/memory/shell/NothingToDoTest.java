@@ -2,6 +2,7 @@ package io.ferrum.memory.shell;
 
 import static io.ferrum.memory.shell.ShellFixture.CPU0;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Map;
 import java.util.OptionalDouble;
@@ -44,6 +45,24 @@ class NothingToDoTest {
         assertEquals("Nothing to show: offset 100 is the end of " + h + " (100 bytes)", bytes.dump(h.toString(), "100").toString());
         assertEquals("Nothing to show: the length is 0", bytes.dump(h.toString(), "0", "0").toString());
         assertEquals("Nothing to show: the length is 0", bytes.read(h.toString(), "0", "0").toString());
+    }
+
+    /**
+     * mem:copy of 0 bytes answered "copied 0 bytes ...", as if it had copied; it says there was nothing
+     * to copy, as mem:read of length 0 does, and still checks the handles and offsets as any copy.
+     */
+    @Test
+    void aCopyOfZeroBytesSaysThereWasNothingToCopyAndStillChecksItsArguments() {
+        BytesCommands bytes = new BytesCommands();
+        bytes.router = fixture.directory;
+        MemoryHandle h = fixture.cpu0.allocate(100, CPU0);
+        assertEquals("Nothing to copy: the size is 0", bytes.copy(h.toString(), h.toString(), "0").toString());
+        assertTrue(bytes.copy(h.toString(), h.toString(), "0", "101").toString().startsWith("error: "),
+                "an offset past the block's end is still an error");
+        MemoryHandle freed = fixture.cpu0.allocate(100, CPU0);
+        fixture.cpu0.deallocate(freed);
+        String refused = bytes.copy(freed.toString(), h.toString(), "0").toString();
+        assertTrue(refused.startsWith("error: ") && refused.contains(freed.toString()), refused);
     }
 
     @Test
