@@ -3,8 +3,14 @@ package io.ferrum.memory.shell;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.OptionalLong;
 import java.util.TreeMap;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 
 import org.apache.felix.service.command.Descriptor;
 import org.osgi.service.component.annotations.Component;
@@ -55,13 +61,35 @@ public final class MaintenanceCommands {
         });
     }
 
-    @Descriptor("Defragment and trim every device at once, the monitor's global GC (mem:gc)")
+    @Descriptor("Defragment and trim every device at once, as the monitor's global GC does (mem:gc); a device that"
+            + " fails gets an error line saying why, and the others are still collected")
     public Reply gc(@Descriptor("none") String... args) {
         return Reply.attempt(() -> {
             GC.parse(args);
+            GlobalMemoryMonitor mon = Services.monitor(monitor);
+            // Every device at once, as GlobalMemoryMonitor.globalGc does; run here because globalGc leaves a
+            // device that fails out of its result without saying why, and the user must hear which and why.
+            Map<Device, Future<DefragmentationStats>> runs = new TreeMap<>();
+            try (ExecutorService each = Executors.newVirtualThreadPerTaskExecutor()) {
+                for (Device d : mon.devices()) {
+                    // A device gone since devices() answered is not collected, as globalGc would not.
+                    mon.manager(d).ifPresent(m -> runs.put(d, each.submit(() -> m.defragment(d).toCompletableFuture().join())));
+                }
+            }
             List<String> lines = new ArrayList<>();
-            new TreeMap<>(Services.monitor(monitor).globalGc().toCompletableFuture().join())
-                    .forEach((d, s) -> lines.add(stats(d, s)));
+            runs.forEach((d, run) -> {
+                try {
+                    lines.add(stats(d, run.get()));
+                } catch (ExecutionException | InterruptedException e) {
+                    Throwable why = e instanceof ExecutionException ? e.getCause() : e;
+                    if (why instanceof CompletionException && why.getCause() != null) {
+                        why = why.getCause();
+                    }
+                    lines.add(Reply.Failure.counted("Collecting " + d + " failed: " + (why.getMessage() != null
+                            ? ShellWording.of(why.getMessage()) : why.getClass().getSimpleName())
+                            + "; the other devices were collected").toString());
+                }
+            });
             return lines.isEmpty() ? Reply.line("No memory devices: nothing to collect. " + Services.START_A_BACKEND)
                     : Reply.lines(lines);
         });

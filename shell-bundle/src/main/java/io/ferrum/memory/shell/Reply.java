@@ -97,6 +97,17 @@ sealed interface Reply permits Table, Reply.Text, Reply.Failure {
             return new Failure(e.getMessage() != null ? ShellWording.of(e.getMessage()) : e.getClass().getSimpleName());
         }
 
+        /**
+         * A failure of one part of a command that goes on with the others (one device of several):
+         * its line goes among the command's other lines, and it counts as a failure of the session
+         * as a failed command does.
+         */
+        static Failure counted(String message) {
+            Failure f = new Failure(message);
+            recordInSession(f);
+            return f;
+        }
+
         /** One line whatever the message holds (an argument may be a whole table). */
         @Override
         public String toString() {
