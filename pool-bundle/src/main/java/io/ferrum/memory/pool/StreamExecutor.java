@@ -19,7 +19,8 @@ import io.ferrum.memory.api.StreamHandle;
  * work never runs, or it returns and the work runs exactly once. The engine releases each
  * operation's pins once whatever an executor does: one that runs the work and then throws (lets the
  * work's exception out of {@code submit}, say) costs no other operation its pin, but its caller
- * hears an exception for work that ran.
+ * hears an exception for work that ran; work that runs after {@code submit} threw, or a second
+ * time, does nothing (its blocks are no longer pinned, so it must not touch them).
  */
 @ConsumerType
 public interface StreamExecutor extends AutoCloseable {

@@ -39,6 +39,8 @@ class EngineStreamExecutorTest {
     static final class QueuedExecutor implements StreamExecutor {
         final List<Runnable> queued = new ArrayList<>();
         RuntimeException refusal;
+        /** A buggy executor: keeps the work it refuses, and runs it with the rest later. */
+        boolean keepRefusedWork;
         int closes;
 
         @Override
@@ -54,6 +56,9 @@ class EngineStreamExecutorTest {
         @Override
         public CompletionStage<Void> submit(StreamHandle stream, Runnable work) {
             if (refusal != null) {
+                if (keepRefusedWork) {
+                    queued.add(work);
+                }
                 throw refusal;
             }
             if (!knows(stream)) {
@@ -229,6 +234,29 @@ class EngineStreamExecutorTest {
             streams.runAll();
             assertEquals((byte) 0x5A, first(m, dst), "the queued copy read the source's own bytes");
             assertEquals(4 * KiB, m.memoryInfo().usedBytes(), "the copy's end gave the freed source back, once");
+        }
+    }
+
+    /**
+     * An executor that throws from submit and runs the work later anyway: the engine, told the work
+     * was refused, had released the pins, so the late copy wrote into a block freed meanwhile and
+     * taken by its next owner.
+     */
+    @Test
+    void workAnExecutorRefusedAndRunsLaterTouchesNoBlock() {
+        try (PooledMemoryManager m = manager()) {
+            MemoryHandle src = m.allocate(4 * KiB, CPU);
+            MemoryHandle dst = m.allocate(4 * KiB, CPU);
+            write(m, src, (byte) 0x5A);
+            streams.refusal = new DeviceUnavailableException(CPU, "streams closed");
+            streams.keepRefusedWork = true;
+            assertThrows(DeviceUnavailableException.class, () -> m.copyAsync(MemoryTransfer.of(src, dst, 4 * KiB), OWN));
+            m.deallocate(dst);
+            MemoryHandle next = m.allocate(4 * KiB, CPU);
+            write(m, next, (byte) 0x11);
+            streams.runAll();
+            assertEquals((byte) 0x11, first(m, next), "the refused copy never ran into the block's next owner");
+            assertEquals(8 * KiB, m.memoryInfo().usedBytes(), "src and next: no pin was taken twice");
         }
     }
 

@@ -163,6 +163,9 @@ final class Transfers {
         }
         Pins pins = new Pins(s, d);
         Runnable work = () -> {
+            if (!pins.claim()) {
+                return; // refused, as far as the engine knows: its pins are gone, its blocks not to be touched
+            }
             running.acquireUninterruptibly();
             try {
                 doCopy(s, transfer.srcOffset(), d, transfer.dstOffset(), transfer.size());
@@ -175,9 +178,10 @@ final class Transfers {
             // The executor either refuses the work here (it will never run) or runs it once.
             return streams.submit(stream, work);
         } catch (RuntimeException | Error e) {
-            // Refused (the stream was destroyed meanwhile, the executor closed): no pin stays. An
-            // executor that ran the work and let its exception out has released them already.
-            pins.release();
+            // Refused (the stream was destroyed meanwhile, the executor closed): no pin stays.
+            if (pins.claim()) {
+                pins.release();
+            }
             throw e;
         }
     }
@@ -194,6 +198,9 @@ final class Transfers {
         reclaimer.pin(b, h.id());
         Pins pins = new Pins(b, b);
         Runnable work = () -> {
+            if (!pins.claim()) {
+                return; // refused, as far as the engine knows: its pin is gone, its block not to be touched
+            }
             running.acquireUninterruptibly();
             try {
                 DeviceUpstream up = b.pool.reclaimer.upstream();
@@ -233,17 +240,21 @@ final class Transfers {
             // The executor either refuses the work here (it will never run) or runs it once.
             return streams.submit(stream, work);
         } catch (RuntimeException | Error e) {
-            pins.release(); // once, whether or not a misbehaving executor ran the work first
+            if (pins.claim()) {
+                pins.release();
+            }
             throw e;
         }
     }
 
     /**
-     * The pins of one async operation, released exactly once: by its work, or by the engine when the
-     * executor refuses the work. The {@link StreamExecutor} contract makes those two exclusive, but
-     * a third-party executor may run the work (on the caller's thread, say) and still throw its
-     * exception out of {@code submit}; a second unpin would take another operation's pin, and the
-     * block could be released under a copy still queued on it.
+     * The pins of one async operation, claimed once: by its work, which then copies and releases them,
+     * or by the engine when {@code submit} throws, which then releases them and the work, should it
+     * still run, does nothing. The {@link StreamExecutor} contract makes those two exclusive, but a
+     * third-party executor may run the work (on the caller's thread, say) and still let its exception
+     * out of {@code submit}, or throw and run the work later, or run it twice: a second unpin would
+     * take another operation's pin, and a copy after the unpin would write into a block freed and
+     * handed to its next owner.
      */
     private final class Pins extends AtomicBoolean {
         private final Block first;
@@ -255,13 +266,17 @@ final class Transfers {
             this.second = second;
         }
 
+        /** @return true for the one caller that may use the blocks and must {@link #release} them */
+        boolean claim() {
+            return compareAndSet(false, true);
+        }
+
+        /** Unpins the blocks; only after a successful {@link #claim}. */
         void release() {
-            if (compareAndSet(false, true)) {
-                if (second != first) {
-                    reclaimer.unpin(second);
-                }
-                reclaimer.unpin(first);
+            if (second != first) {
+                reclaimer.unpin(second);
             }
+            reclaimer.unpin(first);
         }
     }
 
