@@ -4,8 +4,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -52,9 +54,18 @@ public final class MaintenanceCommands {
                 Device d = Device.parse(device);
                 return Reply.line(stats(d, Services.manager(monitor, d).defragment(d).toCompletableFuture().join()));
             }
+            // Each in turn; a device that fails gets its error line and the others are still defragmented.
+            GlobalMemoryMonitor mon = Services.monitor(monitor);
             List<String> lines = new ArrayList<>();
-            for (Device d : new TreeMap<>(Services.monitor(monitor).globalMemoryInfo()).keySet()) {
-                lines.add(stats(d, Services.manager(monitor, d).defragment(d).toCompletableFuture().join()));
+            for (Device d : new TreeSet<>(mon.devices())) {
+                Optional<DeviceMemoryManager> m = mon.manager(d);
+                if (m.isPresent()) { // else gone since devices() answered
+                    try {
+                        lines.add(stats(d, m.get().defragment(d).toCompletableFuture().join()));
+                    } catch (RuntimeException e) {
+                        lines.add(failed("Defragmenting", d, e));
+                    }
+                }
             }
             return lines.isEmpty() ? Reply.line("No memory devices: nothing to defragment. " + Services.START_A_BACKEND)
                     : Reply.lines(lines);
@@ -80,19 +91,28 @@ public final class MaintenanceCommands {
             runs.forEach((d, run) -> {
                 try {
                     lines.add(stats(d, run.get()));
-                } catch (ExecutionException | InterruptedException e) {
-                    Throwable why = e instanceof ExecutionException ? e.getCause() : e;
-                    if (why instanceof CompletionException && why.getCause() != null) {
-                        why = why.getCause();
-                    }
-                    lines.add(Reply.Failure.counted("Collecting " + d + " failed: " + (why.getMessage() != null
-                            ? ShellWording.of(why.getMessage()) : why.getClass().getSimpleName())
-                            + "; the other devices were collected").toString());
+                } catch (ExecutionException e) {
+                    lines.add(failed("Collecting", d, e.getCause()));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    lines.add(failed("Collecting", d, e));
                 }
             });
             return lines.isEmpty() ? Reply.line("No memory devices: nothing to collect. " + Services.START_A_BACKEND)
                     : Reply.lines(lines);
         });
+    }
+
+    /**
+     * The {@code error:} line of one device of several that failed (it counts as a failed command),
+     * e.g. {@code error: Collecting cpu:1 failed: <why>; the other devices went on}.
+     */
+    private static String failed(String doing, Device d, Throwable why) {
+        if (why instanceof CompletionException && why.getCause() != null) {
+            why = why.getCause();
+        }
+        String message = why.getMessage() != null ? ShellWording.of(why.getMessage()) : why.getClass().getSimpleName();
+        return Reply.Failure.counted(doing + " " + d + " failed: " + message + "; the other devices went on").toString();
     }
 
     private static String stats(Device d, DefragmentationStats s) {

@@ -69,6 +69,21 @@ class MaintenanceCommandsTest {
                 all.toString());
     }
 
+    /**
+     * mem:defrag of every device stopped at the first device that failed: the whole command was one
+     * error line, and the devices after it were not defragmented. Like mem:gc, it now names the
+     * device that failed and why, and goes on with the others.
+     */
+    @Test
+    void defragOfEveryDeviceNamesADeviceThatFailedAndGoesOnWithTheOthers() {
+        fixture.cpu0.close(); // its defragment now fails: the manager is closed
+        List<String> all = lines(commands.defrag());
+        assertEquals(2, all.size(), all.toString());
+        assertTrue(all.get(0).startsWith("error: Defragmenting cpu:0 failed: ") && all.get(0).contains("closed"),
+                all.toString());
+        assertTrue(all.get(1).startsWith("cpu:1: moved"), all.toString());
+    }
+
     @Test
     void poolShowsTheGeneralPoolOfADevice() {
         List<String> pool = lines(commands.pool("cpu:0"));
