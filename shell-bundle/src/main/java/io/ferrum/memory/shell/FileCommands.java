@@ -94,6 +94,10 @@ public final class FileCommands {
                             + " block " + h + " at offset " + at + ": the block has " + Sizes.count(block.size()) + ", "
                             + (block.size() - at) + " of them from there; nothing loaded");
                 }
+                if (size == 0) {
+                    // Checked as any load (the block, the offset, the file), then said, as mem:copy of 0 bytes says.
+                    return Reply.line("Nothing to load: " + p + " is empty; " + h + " is unchanged");
+                }
                 return loaded(r, in, p, size, h, at, block.device(), false);
             }
         });

@@ -145,6 +145,21 @@ class FileCommandsTest {
         assertTrue(whole.contains(" into " + block + " on cpu:0 at offset 0 in "), whole);
     }
 
+    /**
+     * An empty file loaded into an existing block answered "loaded 0 bytes from ... in 0 ms": like
+     * mem:copy of 0 bytes, it says there was nothing to load, once the block and offset passed the
+     * checks of any load.
+     */
+    @Test
+    void anEmptyFileLoadedIntoABlockSaysThereWasNothingToLoad() throws IOException {
+        MemoryHandle block = fixture.cpu0.allocate(100, CPU0);
+        Path empty = file("empty.bin", new byte[0]);
+        assertEquals("Nothing to load: " + empty + " is empty; " + block + " is unchanged",
+                commands.load(empty.toString(), block.toString(), "100").toString());
+        assertTrue(commands.load(empty.toString(), block.toString(), "101").toString().startsWith("error: "),
+                "an offset past the block's end is still an error");
+    }
+
     @Test
     void refusedLoadsNameTheProblemAndChangeNothing() throws IOException {
         MemoryHandle block = fixture.cpu0.allocate(100, CPU0);
