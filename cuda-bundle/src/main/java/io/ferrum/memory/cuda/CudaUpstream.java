@@ -236,7 +236,7 @@ final class CudaUpstream implements DeviceUpstream {
         }
         CudaChunk s = (CudaChunk) src;
         context.makeCurrent();
-        if (pinned.contains(dst, bytes)) {
+        if (pinned.direct(dst, bytes)) {
             CUstream stream = CurrentStream.get(device);
             Cu.check(JCudaDriver.cuMemcpyDtoHAsync(new NativePointers.HostAddress(dst.address()), s.at(srcOffset),
                     bytes, stream), device, "cuMemcpyDtoHAsync");
@@ -253,7 +253,7 @@ final class CudaUpstream implements DeviceUpstream {
         }
         CudaChunk d = (CudaChunk) dst;
         context.makeCurrent();
-        if (pinned.contains(src, bytes)) {
+        if (pinned.direct(src, bytes)) {
             CUstream stream = CurrentStream.get(device);
             Cu.check(JCudaDriver.cuMemcpyHtoDAsync(d.at(dstOffset), new NativePointers.HostAddress(src.address()),
                     bytes, stream), device, "cuMemcpyHtoDAsync");
