@@ -1,7 +1,9 @@
 package io.ferrum.memory.launcher;
 
 import java.io.IOException;
+import java.io.StringReader;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.FileSystemNotFoundException;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
@@ -10,6 +12,7 @@ import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Dictionary;
 import java.util.List;
+import java.util.Properties;
 
 import org.osgi.framework.BundleContext;
 import org.osgi.service.cm.Configuration;
@@ -116,17 +119,24 @@ public final class SavedStrategy implements ConfigurationListener {
 
     /**
      * Writes {@code strategy=value} into {@code file} ({@code strategy="value"} in a typed {@code .config}
-     * file), keeping its other lines; does nothing if it already says so.
+     * file), keeping its other lines byte for byte; does nothing if it already says so.
+     *
+     * <p>FileInstall reads a {@code .cfg} file as ISO-8859-1 with the escapes of a properties file, so
+     * the name is written in escapes ({@link #escaped}) and a line is read as FileInstall reads it: a
+     * name written otherwise came back as another name ({@code é} read as {@code Ã©}), which was
+     * saved again, read back longer, and so on, the file doubling at every poll. The file is read and
+     * written as ISO-8859-1, which keeps every byte of the other lines whatever their encoding.
      */
     static void save(Path file, String value) throws IOException {
-        String entry = KEY + "=" + (file.getFileName().toString().endsWith(TYPED) ? quoted(value) : value);
-        List<String> lines = Files.exists(file) ? Files.readAllLines(file) : List.of();
+        boolean typed = file.getFileName().toString().endsWith(TYPED);
+        String entry = KEY + "=" + (typed ? quoted(value) : escaped(value));
+        List<String> lines = Files.exists(file) ? Files.readAllLines(file, StandardCharsets.ISO_8859_1) : List.of();
         List<String> out = new ArrayList<>();
         boolean written = false;
         for (String line : lines) {
             String t = line.strip();
             if (!t.startsWith("#") && (t.startsWith(KEY + "=") || t.startsWith(KEY + " ") || t.startsWith(KEY + ":"))) {
-                if (t.equals(entry)) {
+                if (t.equals(entry) || !typed && value.equals(readAsCfg(line))) {
                     return;
                 }
                 if (!written) {
@@ -143,12 +153,37 @@ public final class SavedStrategy implements ConfigurationListener {
         Files.createDirectories(file.getParent());
         // A hidden name FileInstall's filter (*.cfg, *.config) does not take, then one move over the file.
         Path part = file.resolveSibling("." + file.getFileName() + ".part");
-        Files.write(part, out);
+        Files.write(part, out, StandardCharsets.ISO_8859_1);
         try {
             Files.move(part, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         } catch (AtomicMoveNotSupportedException e) {
             Files.move(part, file, StandardCopyOption.REPLACE_EXISTING);
         }
+    }
+
+    /**
+     * @return {@code value} as a value of a {@code .cfg} (properties) file: {@code \\}, characters
+     *         outside printable ASCII and a leading space escaped, so that FileInstall reads it back as it is
+     */
+    static String escaped(String value) {
+        StringBuilder b = new StringBuilder();
+        for (char c : value.toCharArray()) {
+            if (c == '\\') {
+                b.append("\\\\");
+            } else if (c < ' ' || c > '~' || c == ' ' && b.isEmpty()) {
+                b.append(String.format("\\u%04x", (int) c));
+            } else {
+                b.append(c);
+            }
+        }
+        return b.toString();
+    }
+
+    /** @return the value of a {@code .cfg} file's {@code strategy} line as a properties file reads it */
+    private static String readAsCfg(String line) throws IOException {
+        Properties p = new Properties();
+        p.load(new StringReader(line));
+        return p.getProperty(KEY);
     }
 
     /**

@@ -2,10 +2,12 @@ package io.ferrum.memory.launcher;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 
+import org.apache.felix.fileinstall.shaded.util.properties.TypedProperties;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -24,5 +26,44 @@ class SavedStrategyTest {
     @Test
     void aQuotedNameEscapesWhatTheTypedFormatReads() {
         assertEquals("\"a\\\"b\\\\c\\u00e9\"", SavedStrategy.quoted("a\"b\\cé"));
+    }
+
+    /**
+     * FileInstall reads a {@code .cfg} file as ISO-8859-1 with the escapes of a properties file; a name
+     * written raw in UTF-8 came back as another name ({@code é} as {@code Ã©}), which was saved again,
+     * read back longer, and so on: the file doubled at every poll (64 MiB within seconds).
+     */
+    @Test
+    void aNameOutsideAsciiOrWithABackslashReadsBackAsItselfAndIsSavedOnce() throws Exception {
+        Path file = dir.resolve("io.ferrum.memory.monitor.cfg");
+        Files.write(file, List.of("# chosen by mem:strategy", "maxAttempts=3"));
+        for (String value : List.of("r\u00e9sum\u00e9-fit", "a\\b", " leading-space", "\u4e2d-fit")) {
+            SavedStrategy.save(file, value);
+            assertEquals(value, asFileInstallReads(file), "the strategy FileInstall reads back from " + Files.readAllLines(file));
+            byte[] saved = Files.readAllBytes(file);
+            SavedStrategy.save(file, asFileInstallReads(file));
+            assertEquals(new String(saved, StandardCharsets.ISO_8859_1), Files.readString(file, StandardCharsets.ISO_8859_1),
+                    "saving what FileInstall read back changes the file again");
+        }
+        assertEquals("# chosen by mem:strategy", Files.readAllLines(file).get(0));
+    }
+
+    /** A name already in the file, written by a person in UTF-8, is not written again (FileInstall reads it as ISO-8859-1). */
+    @Test
+    void aLineThatFileInstallReadsAsTheNameIsKept() throws Exception {
+        Path file = dir.resolve("io.ferrum.memory.monitor.cfg");
+        byte[] mine = "strategy=r\u00e9sum\u00e9\nmaxAttempts=\u00e9\n".getBytes(StandardCharsets.UTF_8);
+        Files.write(file, mine);
+        SavedStrategy.save(file, asFileInstallReads(file));
+        assertEquals(new String(mine, StandardCharsets.ISO_8859_1), Files.readString(file, StandardCharsets.ISO_8859_1));
+    }
+
+    /** @return the strategy as FileInstall 3.7.4 reads a {@code .cfg} file (ConfigInstaller: TypedProperties) */
+    private static String asFileInstallReads(Path file) throws Exception {
+        TypedProperties p = new TypedProperties();
+        try (java.io.InputStream in = Files.newInputStream(file)) {
+            p.load(in);
+        }
+        return (String) p.get("strategy");
     }
 }
