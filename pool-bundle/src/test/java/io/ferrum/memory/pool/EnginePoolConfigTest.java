@@ -88,6 +88,26 @@ class EnginePoolConfigTest extends EngineTestSupport {
         assertEquals(0, m.trim(), "a pre-allocated pool keeps its initial size on trim");
     }
 
+    /**
+     * A pre-allocation the device cannot hold refuses the change, and a refused change leaves the pool
+     * as it was. The pool took the new configuration before it pre-allocated, and kept it when that
+     * failed: the shell printed the error, and mem:pool showed the refused initialSize and preAllocate.
+     */
+    @Test
+    void aPreAllocationTheDeviceCannotHoldLeavesThePoolAsItWas() {
+        ArenaUpstream up = new ArenaUpstream(16 * MiB);
+        PooledMemoryManager m = manager(up, pool(4 * MiB, 4 * MiB));
+        MemoryHandle h = m.allocate(MiB, CPU); // GENERAL reserves its first 4 MiB
+        MemoryPoolConfig before = m.poolConfig(MemoryType.TENSOR);
+        MemoryPoolConfig asked = pool(16 * MiB, 4 * MiB).toBuilder().preAllocate(true).build();
+        OutOfDeviceMemoryException e = assertRejected(m, OutOfDeviceMemoryException.class,
+                () -> m.configurePool(CPU, MemoryType.TENSOR, asked));
+        assertTrue(e.getMessage().contains("pre-allocate"), e.getMessage());
+        assertEquals(before, m.poolConfig(MemoryType.TENSOR), "the refused configuration stayed on the pool");
+        assertEquals(4 * MiB, up.liveBytes());
+        m.deallocate(h);
+    }
+
     @Test
     void fixedPoolFailsWhenFullAndStaysConsistent() {
         ArenaUpstream up = new ArenaUpstream(64 * MiB);

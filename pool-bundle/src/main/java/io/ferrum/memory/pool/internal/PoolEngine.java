@@ -295,14 +295,33 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         Pool pool = pools[type.ordinal()];
         // A new alignment changes class sizes: cached blocks go back to their pools first.
         caches.drainAll();
+        MemoryPoolConfig previous;
+        long reservedBefore;
         pool.acquire();
         try {
+            previous = pool.config;
+            reservedBefore = pool.reserved;
             pool.configure(cfg);
         } finally {
             pool.lock.unlock();
         }
         if (cfg.preAllocate() && cfg.initialSize() > 0) {
-            growth.reserveUpTo(pool, cfg.initialSize());
+            try {
+                growth.reserveUpTo(pool, cfg.initialSize());
+            } catch (RuntimeException refused) {
+                // The device cannot hold it: the pool goes back as it was, its configuration (unless a
+                // later call set another meanwhile) and what it reserved.
+                pool.acquire();
+                try {
+                    if (pool.config == cfg) {
+                        pool.configure(previous);
+                    }
+                } finally {
+                    pool.lock.unlock();
+                }
+                maintenance.giveBackAbove(pool, reservedBefore);
+                throw refused;
+            }
         }
         if (cfg.maxSize().isPresent()) {
             // A maxSize below what the pool holds: its empty chunks go back now, as trim would give
