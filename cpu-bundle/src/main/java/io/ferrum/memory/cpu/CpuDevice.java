@@ -221,13 +221,13 @@ abstract class CpuDevice {
      */
     private void applyPools(MemoryManagerConfig next) {
         for (MemoryType type : MemoryType.values()) {
-            manager.checkPoolConfig(type, next.poolConfig(type));
+            manager.checkPoolConfig(type, poolOf(next, type));
         }
         Map<MemoryType, MemoryPoolConfig> before = new EnumMap<>(MemoryType.class);
         try {
             for (MemoryType type : MemoryType.values()) {
                 before.put(type, manager.poolConfig(type));
-                manager.configurePool(device, type, next.poolConfig(type));
+                manager.configurePool(device, type, poolOf(next, type));
             }
         } catch (MemoryException e) {
             // A block allocated since the check made a pool refuse, or a pool could not pre-allocate
@@ -241,6 +241,16 @@ abstract class CpuDevice {
             });
             throw e;
         }
+    }
+
+    /**
+     * @return {@code type}'s pool configuration in {@code next}, as a start with it would set it up: a
+     *         pool that only inherits GENERAL's values does not pre-allocate (PooledMemoryManager.create
+     *         pre-allocates the pools the configuration names), where configurePool would
+     */
+    private static MemoryPoolConfig poolOf(MemoryManagerConfig next, MemoryType type) {
+        MemoryPoolConfig cfg = next.poolConfig(type);
+        return cfg.preAllocate() && !next.poolConfigs().containsKey(type) ? cfg.toBuilder().preAllocate(false).build() : cfg;
     }
 
     /**

@@ -311,19 +311,57 @@ class DeviceConfigurationTest {
                 Map.of("service.pid", "io.ferrum.memory.cpu.device~c"), rec.logger());
         try {
             PooledMemoryManager m = (PooledMemoryManager) rec.manager();
+            // GENERAL's 40 MiB do not fit beside TENSOR's 30 (a 64 MiB device).
+            io.ferrum.memory.api.MemoryHandle h = m.allocate(30 * MiB, MemoryType.TENSOR, Device.cpu(8));
             Map<MemoryType, MemoryPoolConfig> before = new java.util.EnumMap<>(MemoryType.class);
             for (MemoryType t : MemoryType.values()) {
                 before.put(t, m.poolConfig(t));
             }
+            Map<MemoryType, Long> reserved = m.reservedByType();
             device.modify(TestConfigs.small(Map.of("index", "8", "initialSize", "40m", "preAllocate", "true")));
             for (MemoryType t : MemoryType.values()) {
                 assertEquals(before.get(t), m.poolConfig(t), t + ": a refused edit changes no pool");
             }
+            assertEquals(reserved, m.reservedByType(), "a refused edit reserves nothing");
+            assertTrue(m.owns(h));
             assertEquals(1, rec.rejections().size(), rec.rejections().toString());
             assertTrue(rec.rejections().get(0).contains("cpu:8 keeps running as it was"), rec.rejections().get(0));
             assertSame(m, rec.manager());
         } finally {
             device.deactivate();
+        }
+    }
+
+    /**
+     * A file that turns preAllocate on pre-allocates on an edit what it pre-allocates at a start: the
+     * GENERAL pool's initialSize (the other pools only inherit GENERAL's values; PooledMemoryManager.create).
+     * The edit pre-allocated in each of the six pools: 16 MiB at a start was 96 MiB on an edit, and on
+     * a 64 MiB device the edit was refused by the fifth pool.
+     */
+    @Test
+    void aPreAllocationOnAnEditReservesWhatItReservesAtAStart() {
+        Recording rec = new Recording();
+        Map<String, Object> preAllocated = Map.of("index", "9", "initialSize", "16m", "preAllocate", "true");
+        ConfiguredCpuDevice started = new ConfiguredCpuDevice(rec.context(), TestConfigs.small(preAllocated),
+                Map.of("service.pid", "io.ferrum.memory.cpu.device~d"), rec.logger());
+        Map<MemoryType, Long> atStart;
+        try {
+            atStart = rec.manager().reservedByType();
+        } finally {
+            started.deactivate();
+        }
+        assertEquals(Map.of(MemoryType.GENERAL, 16 * MiB), atStart);
+
+        ConfiguredCpuDevice edited = new ConfiguredCpuDevice(rec.context(), TestConfigs.small(Map.of("index", "9")),
+                Map.of("service.pid", "io.ferrum.memory.cpu.device~d"), rec.logger());
+        try {
+            DeviceMemoryManager m = rec.manager();
+            edited.modify(TestConfigs.small(preAllocated));
+            assertEquals(List.of(), rec.rejections(), "applied");
+            assertSame(m, rec.manager(), "without a restart");
+            assertEquals(atStart, m.reservedByType());
+        } finally {
+            edited.deactivate();
         }
     }
 
