@@ -178,6 +178,14 @@ abstract class CpuDevice {
      * @param indexRefusal why the component refuses that index, or null when it accepts it
      */
     final void reconfigure(CpuDeviceConfig cfg, Map<String, ?> properties, int index, String indexRefusal) {
+        reconfigure(cfg, properties, index, indexRefusal, false);
+    }
+
+    /**
+     * @param removed the configuration was deleted (DS passes the defaults): a refusal for live
+     *                blocks cannot say "save the file again", there is none
+     */
+    final void reconfigure(CpuDeviceConfig cfg, Map<String, ?> properties, int index, String indexRefusal, boolean removed) {
         String refusal = refusal(cfg, properties, index, indexRefusal);
         if (refusal == null) {
             refusal = claimRefusal(index);
@@ -198,10 +206,16 @@ abstract class CpuDevice {
         }
         if (refusal == null && manager != null && !manager.isClosed()) {
             MemoryInfo info = manager.memoryInfo();
-            if (info.activeAllocations() > 0) {
+            String blocks = count(info.activeAllocations(), "live block") + " (" + count(info.usedBytes(), "byte") + ")";
+            if (info.activeAllocations() > 0 && removed) {
+                refusal = "Configuration " + CpuBackend.DEFAULT_PID + " was removed: going back to the defaults restarts "
+                        + device + ", which holds " + blocks + " that a restart would drop; free them, then give "
+                        + CpuBackend.DEFAULT_PID + " an empty configuration (in the distribution an empty file config/"
+                        + CpuBackend.DEFAULT_PID + ".cfg)";
+            } else if (info.activeAllocations() > 0) {
                 refusal = "Configuration of " + device + " refused: it changes what needs a restart of the device, which"
-                        + " holds " + count(info.activeAllocations(), "live block") + " (" + count(info.usedBytes(), "byte") + ") that a"
-                        + " restart would drop; free them and save the file again (pool sizes apply without a restart)";
+                        + " holds " + blocks + " that a restart would drop; free them and save the file again (pool sizes"
+                        + " apply without a restart)";
             }
         }
         if (refusal != null) {

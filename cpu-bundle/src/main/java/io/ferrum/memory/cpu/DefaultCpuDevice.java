@@ -57,15 +57,16 @@ public final class DefaultCpuDevice extends CpuDevice {
                 + " create a factory configuration of " + CpuBackend.DEVICE_FACTORY_PID + " with index=" + index;
     }
 
+    /** Also called when the configuration is deleted: then DS gives no {@code service.pid}, and the defaults. */
     @Modified
     void modified(CpuDeviceConfig config, Map<String, Object> properties) {
         pid(properties);
-        reconfigure(config, properties, 0, indexRefusal(config));
+        reconfigure(config, properties, 0, indexRefusal(config), !properties.containsKey("service.pid"));
     }
 
     /** Tests: {@link #modified} with raw properties that hold no list (not named modified: DS would see two). */
     void modify(CpuDeviceConfig config) {
-        modified(config, Map.of());
+        modified(config, Map.of("service.pid", CpuBackend.DEFAULT_PID));
     }
 
     @Deactivate

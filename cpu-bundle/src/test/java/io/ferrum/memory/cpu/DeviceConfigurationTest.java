@@ -220,6 +220,33 @@ class DeviceConfigurationTest {
         assertTrue(fw.services.isEmpty(), fw.services.toString());
     }
 
+    /**
+     * Deleting cpu:0's configuration (config/io.ferrum.memory.cpu.cfg) while it holds a block is
+     * refused, as a restart would drop the block; the refusal said "free them and save the file
+     * again", but there is no file to save, and once the blocks were freed cpu:0 ran on with the
+     * deleted configuration and the note. It says how to go back to the defaults.
+     */
+    @Test
+    void aRemovedConfigurationRefusedForLiveBlocksSaysHowToReturnToTheDefaults() {
+        DefaultCpuDevice cpu0 = new DefaultCpuDevice(fw.context(), TestConfigs.small(), fw.logger());
+        try {
+            DeviceMemoryManager before = fw.manager();
+            io.ferrum.memory.api.MemoryHandle h = before.allocate(MiB, Device.cpu(0));
+
+            // DS on deletion: the component's own properties, no service.pid, the defaults.
+            cpu0.modified(CpuDeviceConfigs.DEFAULTS, Map.of("component.name", "io.ferrum.memory.cpu.DefaultCpuDevice"));
+
+            assertSame(before, fw.manager(), "not restarted: it would drop the live block");
+            assertTrue(before.owns(h));
+            assertEquals(List.of("Configuration io.ferrum.memory.cpu was removed: going back to the defaults restarts cpu:0,"
+                    + " which holds 1 live block (1048576 bytes) that a restart would drop; free them, then give"
+                    + " io.ferrum.memory.cpu an empty configuration (in the distribution an empty file"
+                    + " config/io.ferrum.memory.cpu.cfg); cpu:0 keeps running as it was"), fw.rejections());
+        } finally {
+            cpu0.deactivate();
+        }
+    }
+
     @Test
     void aFactoryDeviceKeepsRunningWhenItsConfigurationTurnsBadAndMovesWhenItsIndexChanges() {
         ConfiguredCpuDevice device = new ConfiguredCpuDevice(fw.context(), TestConfigs.small(Map.of("index", 4)), fw.logger());
