@@ -60,23 +60,42 @@ public final class CpuMemoryManagerFactory implements MemoryManagerFactory {
         created.removeIf(c -> c instanceof PooledMemoryManager m && m.isClosed());
         PooledMemoryManager m = PooledMemoryManager.create(new FfmUpstream(device, 0, CpuBackend.HELD_BYTES), config,
                 PoolSettings.defaults().withLog(new OsgiPoolLog(log)), null);
-        created.add(m);
-        return m;
+        return keep(device, m);
     }
 
     @Override
     public StreamManager createStreamManager(Device device) {
         checkKind(device);
         checkRunning(device);
-        HostStreamManager s = new HostStreamManager(device);
-        created.add(s);
-        return s;
+        return keep(device, new HostStreamManager(device));
     }
 
     private void checkRunning(Device device) {
         if (stopped) {
             throw new io.ferrum.memory.api.DeviceUnavailableException(device, "The cpu backend has stopped");
         }
+    }
+
+    /**
+     * Keeps what was just created for the stop to close, then looks at {@code stopped} again: a stop
+     * that came after the first check either finds it kept (it set the flag before it looked), or is
+     * seen here, and then the creation is closed and refused. Checking once, before creating, handed
+     * out a manager of a stopped bundle, with its native memory, when the stop came in between.
+     */
+    private <T extends AutoCloseable> T keep(Device device, T made) {
+        created.add(made);
+        if (stopped) {
+            created.remove(made);
+            try {
+                made.close();
+            } catch (Exception e) {
+                if (log != null) {
+                    log.warn("Closing {} created while the cpu backend stopped failed", made, e);
+                }
+            }
+            checkRunning(device);
+        }
+        return made;
     }
 
     @Override
@@ -86,7 +105,7 @@ public final class CpuMemoryManagerFactory implements MemoryManagerFactory {
 
     @Deactivate
     void deactivate() {
-        stopped = true;
+        stopped = true; // before the loop: see keep()
         for (AutoCloseable c : created) {
             try {
                 c.close();
