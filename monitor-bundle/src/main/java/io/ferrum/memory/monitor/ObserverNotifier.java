@@ -207,7 +207,10 @@ final class ObserverNotifier {
         } catch (Throwable ex) {
             // Errors too: one escaping here would end the lane's run with the lane still marked
             // running, and this observer would never be called again.
-            log.warn("Memory observer " + e.observer + " failed; it keeps receiving calls", ex);
+            // A call begun before the observer was removed (its bundle stopping, its classes going)
+            // is its last: it receives no more.
+            log.warn("Memory observer " + e.observer + (e.removed ? " failed in a call begun before it was removed;"
+                    + " it receives no more calls" : " failed; it keeps receiving calls"), ex);
         }
     }
 

@@ -131,4 +131,39 @@ class ObserverNotifierTest {
         assertEquals(1, held.calls.get(), "only the call that was running when it was removed");
         assertEquals(List.of(), warnings);
     }
+
+    /**
+     * A monitor plugin uninstalled while it is told of an event: its call, begun before the removal,
+     * fails as its class loader goes (a NoClassDefFoundError). The warning said that it "keeps
+     * receiving calls", of an observer that is removed and never called again.
+     */
+    @Test
+    void aCallThatFailsAfterItsObserverWasRemovedIsNotSaidToKeepReceivingCalls() throws Exception {
+        notifier = new ObserverNotifier(16, Map::of, new MonitorLog(logger));
+        CountDownLatch entered = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        MemoryObserver leaving = new MemoryObserver() {
+            @Override
+            public void deviceAdded(Device device, MemoryInfo info) {
+                entered.countDown();
+                try {
+                    release.await(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                throw new NoClassDefFoundError("io/ferrum/memory/monitor/log/LogMonitor$1");
+            }
+        };
+        notifier.add(leaving, null);
+        notifier.deviceAdded(CPU1, null);
+        assertTrue(entered.await(30, TimeUnit.SECONDS), "the observer was never called");
+
+        notifier.remove(leaving);
+        release.countDown();
+        notifier.stop(); // waits for the call to end
+
+        assertEquals(1, warnings.size(), warnings.toString());
+        assertTrue(warnings.get(0).contains("failed in a call begun before it was removed")
+                && !warnings.get(0).contains("keeps receiving calls"), warnings.get(0));
+    }
 }
