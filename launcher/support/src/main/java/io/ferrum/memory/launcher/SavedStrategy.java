@@ -10,8 +10,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Dictionary;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 
 import org.osgi.framework.BundleContext;
@@ -46,11 +49,26 @@ public final class SavedStrategy implements ConfigurationListener {
 
     private final ConfigurationAdmin configAdmin;
     private final Path file;
+    /**
+     * Per file, its bytes when it last said the strategy Config Admin held. A file that says another
+     * strategy and still has these bytes is older than Config Admin (mem:strategy chose since): the
+     * choice is written. One whose bytes changed since was edited, and FileInstall applies the edit
+     * at its next poll: it is left alone. Writing then put back the strategy of the edit before, when
+     * a second edit came before the event of the first.
+     */
+    private final Map<Path, byte[]> agreed = new HashMap<>();
 
     @Activate
     public SavedStrategy(BundleContext context, @Reference ConfigurationAdmin configAdmin) {
+        this(configAdmin, configFolder(context.getProperty("felix.fileinstall.dir")).resolve(MONITOR_PID + ".cfg"));
+        // FileInstall may have applied the file before this listened: whether it agrees is seen now.
+        saveCurrent();
+    }
+
+    /** @param file the file a configuration that came from none is saved in */
+    SavedStrategy(ConfigurationAdmin configAdmin, Path file) {
         this.configAdmin = configAdmin;
-        this.file = configFolder(context.getProperty("felix.fileinstall.dir")).resolve(MONITOR_PID + ".cfg");
+        this.file = file;
     }
 
     /** @return the watched folder named {@code config}, else the last watched folder, else {@code config} */
@@ -89,10 +107,25 @@ public final class SavedStrategy implements ConfigurationListener {
             Object strategy = properties == null ? null : properties.get(KEY);
             // Only a name is saved: a list (refused by the monitor) would be written as a Java array's text.
             if (strategy instanceof String name) {
-                save(fileOf(properties), name);
+                saveCurrent(fileOf(properties), name);
             }
         } catch (Exception e) {
             System.err.println("ferrum: the strategy choice could not be written to " + file + ": " + e.getMessage());
+        }
+    }
+
+    /**
+     * Writes {@code name}, the strategy Config Admin holds, into {@code target} unless it says so
+     * already or was edited since it last did (see {@link #agreed}); a file that is not there is written.
+     */
+    synchronized void saveCurrent(Path target, String name) throws IOException {
+        byte[] now = Files.exists(target) ? Files.readAllBytes(target) : null;
+        List<String> out = withStrategy(target, name);
+        if (out == null) {
+            agreed.put(target, now);
+        } else if (now == null || Arrays.equals(now, agreed.get(target))) {
+            write(target, out);
+            agreed.put(target, Files.readAllBytes(target));
         }
     }
 
@@ -128,6 +161,14 @@ public final class SavedStrategy implements ConfigurationListener {
      * written as ISO-8859-1, which keeps every byte of the other lines whatever their encoding.
      */
     static void save(Path file, String value) throws IOException {
+        List<String> out = withStrategy(file, value);
+        if (out != null) {
+            write(file, out);
+        }
+    }
+
+    /** @return the lines of {@code file} with {@code value} for the strategy, or null if the file says so already */
+    private static List<String> withStrategy(Path file, String value) throws IOException {
         boolean typed = file.getFileName().toString().endsWith(TYPED);
         String entry = KEY + "=" + (typed ? quoted(value) : escaped(value));
         List<String> lines = Files.exists(file) ? Files.readAllLines(file, StandardCharsets.ISO_8859_1) : List.of();
@@ -137,7 +178,7 @@ public final class SavedStrategy implements ConfigurationListener {
             String t = line.strip();
             if (!t.startsWith("#") && (t.startsWith(KEY + "=") || t.startsWith(KEY + " ") || t.startsWith(KEY + ":"))) {
                 if (t.equals(entry) || !typed && value.equals(readAsCfg(line))) {
-                    return;
+                    return null;
                 }
                 if (!written) {
                     out.add(entry);
@@ -150,6 +191,10 @@ public final class SavedStrategy implements ConfigurationListener {
         if (!written) {
             out.add(entry);
         }
+        return out;
+    }
+
+    private static void write(Path file, List<String> out) throws IOException {
         Files.createDirectories(file.getParent());
         // A hidden name FileInstall's filter (*.cfg, *.config) does not take, then one move over the file.
         Path part = file.resolveSibling("." + file.getFileName() + ".part");

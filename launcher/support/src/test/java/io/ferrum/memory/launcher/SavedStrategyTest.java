@@ -66,4 +66,32 @@ class SavedStrategyTest {
         }
         return (String) p.get("strategy");
     }
+
+    /**
+     * Two edits of the monitor's file in quick succession: FileInstall applied the first, and the
+     * second was saved before Config Admin's event of the first came. The event found the file saying
+     * another strategy than Config Admin and wrote the first edit's back over the second. An edit
+     * since the file last agreed with Config Admin is FileInstall's to apply; a file unchanged since
+     * then is older than Config Admin (mem:strategy chose), and the choice is written.
+     */
+    @Test
+    void aSecondEditMadeBeforeTheEventOfTheFirstIsKept() throws Exception {
+        Path file = dir.resolve("io.ferrum.memory.monitor.cfg");
+        SavedStrategy saved = new SavedStrategy(null, file);
+        Files.write(file, List.of("strategy=best-fit"));
+        saved.saveCurrent(file, "best-fit");                 // FileInstall applied the file: they agree
+
+        Files.write(file, List.of("strategy=most-free"));    // the first edit, which FileInstall applies
+        Files.write(file, List.of("strategy=round-robin"));  // the second, before the first's event
+        saved.saveCurrent(file, "most-free");                // the first edit's event
+        assertEquals(List.of("strategy=round-robin"), Files.readAllLines(file), "the second edit was overwritten");
+
+        saved.saveCurrent(file, "round-robin");              // FileInstall applied the second
+        saved.saveCurrent(file, "preferred-order");          // mem:strategy preferred-order
+        assertEquals(List.of("strategy=preferred-order"), Files.readAllLines(file));
+
+        Path none = dir.resolve("other").resolve("io.ferrum.memory.monitor.cfg");
+        saved.saveCurrent(none, "most-free");                // no file yet: the choice makes one
+        assertEquals(List.of("strategy=most-free"), Files.readAllLines(none));
+    }
 }
