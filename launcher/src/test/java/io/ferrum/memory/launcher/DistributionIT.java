@@ -395,6 +395,34 @@ class DistributionIT {
         }
     }
 
+    /**
+     * A file in config/ whose PID no bundle designates (a typo: {@code device} spelt {@code devcie}, or
+     * {@code cpux}) became a configuration that configured nothing, without a word. One warning names
+     * the file, its PID and ours; a file there at start is named too, once the framework started.
+     */
+    @Test
+    void aFileForAPidThatNothingUsesIsNamed() throws Exception {
+        Path dir = freshDir("unknown-pid");
+        Path atStart = dir.resolve("config").resolve("io.ferrum.memory.cpux.cfg");
+        Files.createDirectories(atStart.getParent());
+        Files.writeString(atStart, "capacity=64m\n");
+        Files.writeString(atStart.resolveSibling("io.ferrum.memory.monitor.cfg"), "maxAttempts=3\n"); // ours: not named
+        Files.writeString(atStart.resolveSibling("io.ferrum.memory.cpu.device-t2.cfg"), "index=2\ncapacity=64m\n");
+        Path typo = dir.resolve("config").resolve("io.ferrum.memory.cpu.devcie-t1.cfg");
+        try (Session s = new Session(dir)) {
+            String first = s.until("log 50 warn", "configures io.ferrum.memory.cpux,");
+            assertTrue(first.contains(atStart + " configures io.ferrum.memory.cpux, which no bundle designates: it"
+                    + " changes nothing; check the name (ours: io.ferrum.memory.cpu, io.ferrum.memory.cpu.device-<name>,"
+                    + " io.ferrum.memory.cuda, io.ferrum.memory.cuda.device-<name>, io.ferrum.memory.monitor)"), first);
+            Files.writeString(typo, "index=1\ncapacity=64m\n");
+            String second = s.until("log 50 warn", "configures io.ferrum.memory.cpu.devcie,");
+            assertTrue(second.contains(typo + " configures io.ferrum.memory.cpu.devcie, which no bundle designates"), second);
+            assertFalse(second.contains("configures io.ferrum.memory.monitor,") || second.contains("configures io.ferrum.memory.cpu.device,"),
+                    "a PID in use is not named: " + second);
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
     /** Writes {@code src} to {@code dst} with the main manifest attributes {@code changes} set. */
     static void rewriteManifest(Path src, Path dst, Map<String, String> changes) throws IOException {
         try (JarFile in = new JarFile(src.toFile());
