@@ -61,6 +61,8 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
     private final ThreadLocal<int[]> runningHere = ThreadLocal.withInitial(() -> new int[1]);
     /** Tests: runs in {@link #waitEvent} between its open check and its event lookup (a close forced there). */
     volatile Runnable beforeEventLookup;
+    /** Tests: runs in {@link #recordEvent} between its open check and its id's issue (a close forced there). */
+    volatile Runnable beforeEventIssue;
 
     private static final class Stream {
         /** Never completes exceptionally, so that work after a failure still runs. */
@@ -247,11 +249,21 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
                 at = s.tail;
             }
         }
+        Runnable hook = beforeEventIssue;
+        if (hook != null) {
+            hook.run();
+        }
         if (events.size() >= EVENT_SWEEP_THRESHOLD) {
             events.values().removeIf(CompletableFuture::isDone);
         }
         long id = ids.issue(true);
         events.put(id, at);
+        if (closed) {
+            // A close that ran since the open check forgot every event before this one was stored:
+            // refused, as every call after close is, and not kept.
+            events.remove(id);
+            checkOpen();
+        }
         return new EventHandle(id);
     }
 

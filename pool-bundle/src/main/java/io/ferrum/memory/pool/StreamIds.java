@@ -46,6 +46,8 @@ final class StreamIds {
     private volatile Numbering current;
     /** Every number this manager has issued ids under, by number (almost always one). */
     private final ConcurrentHashMap<Long, Numbering> numberings = new ConcurrentHashMap<>();
+    /** Set by {@link #close} (guarded by {@link #numberings}): a number drawn later is not listed as open. */
+    private boolean closed;
 
     /**
      * @param sequenceLimit at most this many ids of each kind per number (tests: a few)
@@ -74,6 +76,7 @@ final class StreamIds {
     /** Forgets this manager's numbers: a refusal of its ids then says its manager was closed. */
     void close() {
         synchronized (numberings) {
+            closed = true;
             numberings.keySet().forEach(devices()::remove);
         }
     }
@@ -116,7 +119,10 @@ final class StreamIds {
                 if (current == n) {
                     Numbering next = new Numbering(nextNumber());
                     numberings.put(next.number, next);
-                    devices().put(next.number, device.toString());
+                    if (!closed) {
+                        // An id issued by a call that raced close (refused by its manager) lists nothing.
+                        devices().put(next.number, device.toString());
+                    }
                     current = next;
                 }
             }

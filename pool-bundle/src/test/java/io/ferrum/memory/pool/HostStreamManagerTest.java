@@ -416,6 +416,34 @@ class HostStreamManagerTest {
         assertDoesNotThrow(() -> held.get(WAIT_S, TimeUnit.SECONDS), "the accepted work still ran");
     }
 
+    /**
+     * A record passes the open check; close runs before it issues the event's id and stores it, and
+     * forgets every event and this manager's numbers. The record then stored its event in the closed
+     * manager, answered with a handle as if it were open, and a sequence that ran out there drew a
+     * new number that stayed in the JVM-wide map of open managers' numbers for good.
+     */
+    @Test
+    void aRecordRacingCloseIsRefusedAndLeavesNoNumberBehind() {
+        HostStreamManager b = manager(CPU1);
+        StreamHandle theirs = b.createStream(CPU1);
+        HostStreamManager a = new HostStreamManager(CPU0, Executors.newCachedThreadPool(), 1, 0);
+        toClose.add(a);
+        long number = a.recordEvent(StreamHandle.DEFAULT).id() >>> 41; // its one event id under this number
+        // Forced: close runs between the open check and the issue, which then needs a new number.
+        a.beforeEventIssue = a::close;
+        try {
+            assertThrows(DeviceUnavailableException.class, () -> a.recordEvent(StreamHandle.DEFAULT),
+                    "a record racing close is refused, as every call after close is");
+        } finally {
+            a.beforeEventIssue = null;
+        }
+        EventHandle underNext = new EventHandle(((number + 1) << 41) | (1L << 40) | 1);
+        InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class,
+                () -> b.waitEvent(theirs, underNext));
+        assertTrue(e.getMessage().contains("was closed") || e.getMessage().contains("never issued"),
+                "the closed manager's number is not taken for an open one: " + e.getMessage());
+    }
+
     @Test
     void theDefaultStreamRunsWorkOnTheCallerAndReportsItsFailure() {
         HostStreamManager a = manager(CPU0);
