@@ -1,7 +1,9 @@
 package io.ferrum.memory.pool;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
@@ -47,18 +49,20 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
     private final Executor runner = this::execute;
     private final StreamIds ids;
     private final ConcurrentHashMap<Long, Stream> streams = new ConcurrentHashMap<>();
-    private final ConcurrentHashMap<Long, CompletableFuture<Void>> events = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Long, Recorded> events = new ConcurrentHashMap<>();
     /** Work accepted on a stream and not yet finished; close waits for it, and the executor stops only at 0. */
     private final AtomicLong pending = new AtomicLong();
     private volatile boolean closed;
     /** How long {@link #close()} waits for accepted work. */
     private final long closeWaitNanos;
     /**
-     * How many pieces of this manager's stream work the calling thread is running now (its entry is
-     * removed at 0): a {@link #close()} called from inside stream work (a callback that stops the
-     * backend) must not wait for work that cannot end before it returns.
+     * The pieces of this manager's stream work the calling thread is running now (the entry is
+     * removed when empty): a {@link #close()} called from
+     * inside stream work (a callback that stops the backend) must not wait for work that cannot end
+     * before it returns, and a wait on the default stream from inside it must not block on an event
+     * that follows it.
      */
-    private final ThreadLocal<int[]> runningHere = ThreadLocal.withInitial(() -> new int[1]);
+    private final ThreadLocal<List<Running>> runningHere = ThreadLocal.withInitial(ArrayList::new);
     /** Tests: runs in {@link #waitEvent} between its open check and its event lookup (a close forced there). */
     volatile Runnable beforeEventLookup;
     /** Tests: runs in {@link #recordEvent} between its open check and its id's issue (a close forced there). */
@@ -67,6 +71,45 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
     private static final class Stream {
         /** Never completes exceptionally, so that work after a failure still runs. */
         CompletableFuture<Void> tail = CompletableFuture.completedFuture(null);
+        /** Guarded by this: how much work was submitted to it; the n-th piece is number n. */
+        long submitted;
+        /** The number of its last work that has ended (work on a stream ends in order). */
+        volatile long ended;
+        /**
+         * Guarded by this: for other streams, the number of their last unfinished work that its tail
+         * waits for (waitEvent); work that has ended is dropped, so this stays as small as that.
+         */
+        Map<Stream, Long> after = Map.of();
+
+        /** Under this: the unfinished work of each stream that its tail comes after, its own included. */
+        Map<Stream, Long> frontier() {
+            Map<Stream, Long> f = unfinished(after, Map.of());
+            if (ended < submitted) {
+                f.put(this, submitted);
+            }
+            return f;
+        }
+    }
+
+    /** @return the entries of {@code a} and {@code b} whose work has not ended, the later number of each stream */
+    private static Map<Stream, Long> unfinished(Map<Stream, Long> a, Map<Stream, Long> b) {
+        Map<Stream, Long> out = new HashMap<>();
+        for (Map<Stream, Long> m : List.of(a, b)) {
+            m.forEach((stream, n) -> {
+                if (stream.ended < n) {
+                    out.merge(stream, n, Math::max);
+                }
+            });
+        }
+        return out;
+    }
+
+    /** An event: the stream's chain when it was recorded, and the unfinished work of each stream it comes after. */
+    private record Recorded(CompletableFuture<Void> at, Map<Stream, Long> after) {
+    }
+
+    /** A piece of stream work a thread runs: its stream and its number there. */
+    private record Running(Stream stream, long number) {
     }
 
     /**
@@ -240,13 +283,13 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
     @Override
     public EventHandle recordEvent(StreamHandle handle) {
         checkOpen();
-        CompletableFuture<Void> at;
+        Recorded at;
         if (handle == null || handle.isDefault()) {
-            at = CompletableFuture.completedFuture(null);
+            at = new Recorded(CompletableFuture.completedFuture(null), Map.of());
         } else {
             Stream s = stream(handle);
             synchronized (s) {
-                at = s.tail;
+                at = new Recorded(s.tail, s.frontier());
             }
         }
         Runnable hook = beforeEventIssue;
@@ -254,7 +297,7 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
             hook.run();
         }
         if (events.size() >= EVENT_SWEEP_THRESHOLD) {
-            events.values().removeIf(CompletableFuture::isDone);
+            events.values().removeIf(r -> r.at().isDone());
         }
         long id = ids.issue(true);
         events.put(id, at);
@@ -273,7 +316,10 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
      * <p>An event this manager recorded and has since dropped (it had completed) is waited on at once:
      * a no-op. Any other id is refused: another stream manager's event, a stream's id, an id never
      * issued. A wait racing {@link #close()} either waits for the event or is refused with {@link
-     * DeviceUnavailableException}; it never returns at once for an event whose work has not run.
+     * DeviceUnavailableException}; it never returns at once for an event whose work has not run. A
+     * wait on the default stream blocks the caller: called from inside stream work, for an event that
+     * comes after that work (recorded on its stream after it, or on a stream that waits on such an
+     * event), it could never end, and is refused with {@link InvalidMemoryRequestException}.
      */
     @Override
     public void waitEvent(StreamHandle handle, EventHandle event) {
@@ -282,7 +328,7 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
         if (hook != null) {
             hook.run();
         }
-        CompletableFuture<Void> at = event == null ? null : events.get(event.id());
+        Recorded at = event == null ? null : events.get(event.id());
         // Checked again after the lookup: close sets closed before it forgets every event, so an event
         // missing because a racing close forgot it (its work perhaps not run) is refused here, never
         // taken below for one swept because it had completed.
@@ -298,13 +344,34 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
             throw unknownEvent(event);
         }
         if (handle == null || handle.isDefault()) {
-            at.join();
+            if (!at.at().isDone() && followsWorkHere(at)) {
+                // It completes only after the work this thread runs returns: the wait would never end.
+                throw new InvalidMemoryRequestException("Event " + event.id() + " on " + device + " comes after the"
+                        + " stream work that calls this wait, so waiting for it here on the default stream would"
+                        + " never end; wait for it on another stream (waitEvent(stream, event)) or after this work");
+            }
+            at.at().join();
             return;
         }
         Stream s = stream(handle);
         synchronized (s) {
-            s.tail = s.tail.thenCombine(at, (a, b) -> (Void) null);
+            s.tail = s.tail.thenCombine(at.at(), (a, b) -> (Void) null);
+            s.after = unfinished(s.after, at.after());
         }
+    }
+
+    /** @return true if {@code event} comes after a piece of stream work the calling thread is running */
+    private boolean followsWorkHere(Recorded event) {
+        List<Running> here = runningHere.get();
+        boolean follows = false;
+        for (Running work : here) {
+            Long last = event.after().get(work.stream());
+            follows |= last != null && last >= work.number();
+        }
+        if (here.isEmpty()) {
+            runningHere.remove();
+        }
+        return follows;
     }
 
     @Override
@@ -358,22 +425,26 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
             finished();
             checkOpen();
         }
-        Runnable counted = () -> {
-            int[] here = runningHere.get();
-            here[0]++;
-            try {
-                work.run();
-            } finally {
-                if (--here[0] == 0) {
-                    runningHere.remove();
-                }
-                finished();
-            }
-        };
         CompletableFuture<Void> f;
         CompletableFuture<Void> settled;
         try {
             synchronized (s) {
+                Running self = new Running(s, s.submitted + 1);
+                Runnable counted = () -> {
+                    List<Running> here = runningHere.get();
+                    here.add(self);
+                    try {
+                        work.run();
+                    } finally {
+                        here.removeLast();
+                        if (here.isEmpty()) {
+                            runningHere.remove();
+                        }
+                        s.ended = self.number();
+                        finished();
+                    }
+                };
+                s.submitted = self.number();
                 f = s.tail.thenRunAsync(counted, runner);
                 settled = f.exceptionally(e -> null);
                 s.tail = settled;
@@ -418,8 +489,7 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
     @Override
     public void close() {
         long deadline = System.nanoTime() + closeWaitNanos;
-        int[] here = runningHere.get();
-        int own = here[0];
+        int own = runningHere.get().size();
         if (own == 0) {
             runningHere.remove();
         }

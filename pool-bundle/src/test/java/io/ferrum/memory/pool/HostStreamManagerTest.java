@@ -3,6 +3,7 @@ package io.ferrum.memory.pool;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -14,6 +15,7 @@ import java.util.Set;
 import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -442,6 +444,48 @@ class HostStreamManagerTest {
                 () -> b.waitEvent(theirs, underNext));
         assertTrue(e.getMessage().contains("was closed") || e.getMessage().contains("never issued"),
                 "the closed manager's number is not taken for an open one: " + e.getMessage());
+    }
+
+    /**
+     * Work on a stream waits, on the default stream, for an event recorded on that stream after it
+     * (or on another stream that waits on such an event): the event completes only after the work
+     * returns, so the wait, which blocks the stream's thread, never ended. A wait on an event that
+     * does not follow the work still waits.
+     */
+    @Test
+    void aDefaultStreamWaitFromInsideStreamWorkOnAnEventAfterThatWorkIsRefusedNotHung() throws Exception {
+        HostStreamManager a = manager(CPU0);
+        StreamHandle s = a.createStream(CPU0);
+        StreamHandle t = a.createStream(CPU0);
+        CountDownLatch recorded = new CountDownLatch(1);
+        AtomicReference<EventHandle> sameStream = new AtomicReference<>();
+        AtomicReference<EventHandle> throughT = new AtomicReference<>();
+        AtomicReference<EventHandle> unrelated = new AtomicReference<>();
+        AtomicReference<Throwable> first = new AtomicReference<>();
+        AtomicReference<Throwable> second = new AtomicReference<>();
+        AtomicInteger unrelatedRan = new AtomicInteger();
+        CompletableFuture<Void> work = a.submit(s, () -> {
+            await(recorded);
+            first.set(assertThrows(Throwable.class, () -> a.waitEvent(StreamHandle.DEFAULT, sameStream.get())));
+            second.set(assertThrows(Throwable.class, () -> a.waitEvent(StreamHandle.DEFAULT, throughT.get())));
+            a.waitEvent(StreamHandle.DEFAULT, unrelated.get());
+            assertEquals(1, unrelatedRan.get(), "a wait on an event that does not follow this work still waits");
+        });
+        sameStream.set(a.recordEvent(s));
+        a.waitEvent(t, sameStream.get());
+        throughT.set(a.recordEvent(t));
+        StreamHandle u = a.createStream(CPU0);
+        a.submit(u, unrelatedRan::incrementAndGet);
+        unrelated.set(a.recordEvent(u));
+        recorded.countDown();
+        try {
+            work.get(WAIT_S, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            throw new AssertionError("the work failed", e.getCause());
+        }
+        assertInstanceOf(InvalidMemoryRequestException.class, first.get(), "refused, not hung");
+        assertTrue(first.get().getMessage().contains("Event " + sameStream.get().id()), first.get().getMessage());
+        assertInstanceOf(InvalidMemoryRequestException.class, second.get(), "refused through the other stream too");
     }
 
     @Test
