@@ -235,6 +235,35 @@ class FfmUpstreamTest {
         }
     }
 
+    /**
+     * A block's hint changed from RANDOM to READ_MOSTLY: usageHint answered READ_MOSTLY while the
+     * block's pages kept RANDOM (read-ahead off), since READ_MOSTLY's madvise (WILLNEED) replaces
+     * nothing; the earlier hint's advice is undone when another replaces it.
+     */
+    @Test
+    void aNewHintTakesTheEarlierHintsAdviceOffTheBlocksPages() throws IOException {
+        Assumptions.assumeTrue(NativeMemory.adviceSupported() && Files.isReadable(Path.of("/proc/self/smaps")),
+                "needs Linux madvise and /proc/self/smaps");
+        CpuDeviceConfig cfg = TestConfigs.small();
+        PooledMemoryManager m = CpuDevice.newManager(new FfmUpstream(Device.cpu(6), CpuDevice.capacity(cfg),
+                new AtomicLong()), cfg, null, null);
+        try {
+            MemoryHandle h = m.allocate(2 * MiB, MemoryType.GENERAL, Device.cpu(6));
+            long page = NativeMemory.pageSize();
+            long start = m.withMapped(h, MemoryAccess.READ_ONLY, MemorySegment::address);
+            long inside = (start + page - 1) & -page;
+            m.setUsageHint(h, MemoryUsageHint.RANDOM);
+            assertTrue(vmFlags(inside).contains("rr"), "RANDOM is on the pages: " + vmFlags(inside));
+            m.setUsageHint(h, MemoryUsageHint.READ_MOSTLY);
+            assertEquals(Optional.of(MemoryUsageHint.READ_MOSTLY), m.usageHint(h));
+            assertTrue(!vmFlags(inside).contains("rr"), "the earlier RANDOM stayed on the pages of a READ_MOSTLY block: "
+                    + vmFlags(inside));
+            m.deallocate(h);
+        } finally {
+            m.close();
+        }
+    }
+
     /** @return the VmFlags of the mapping of this process that holds {@code address} */
     private static List<String> vmFlags(long address) throws IOException {
         boolean inside = false;

@@ -108,10 +108,13 @@ public interface DeviceUpstream extends AutoCloseable {
      * The block at this range, which was given a usage hint ({@link #advise}), is freed: undo every
      * advice {@link #advise} may have left on the range, so that the next owner of these bytes does
      * not inherit it. The engine calls it once per freed hinted block, after the block's last pin
-     * and before its bytes can go to another allocation, without holding its locks; and when
+     * and before its bytes can go to another allocation, without holding its locks; when
      * defragmentation moves a hinted block, for its old place (then, as the move's copy, under the
-     * pool's lock), followed by {@link #advise} at its new place. A failure is logged and the block
-     * is given back (or stays moved) all the same: hints never change contents. Default: no-op.
+     * pool's lock), followed by {@link #advise} at its new place; and before it advises a block that
+     * has another hint already (a new hint's advice need not replace the old one), without its
+     * locks, a failure then going to the caller of setUsageHint, the block keeping its old hint.
+     * Otherwise a failure is logged and the block is given back (or stays moved) all the same:
+     * hints never change contents. Default: no-op.
      *
      * @param chunk  the block's chunk
      * @param offset the block's offset in the chunk

@@ -292,8 +292,15 @@ final class Transfers {
     void advise(Block b, MemoryHandle handle, MemoryUsageHint hint) {
         reclaimer.pin(b, handle.id());
         try {
+            DeviceUpstream up = b.pool.reclaimer.upstream();
+            MemoryUsageHint before = b.hint;
+            if (before != null && before != hint) {
+                // Advice stays with the memory, and a new hint's need not replace it (WILLNEED leaves
+                // RANDOM on): the earlier hint's is undone first, so the block has only the new one.
+                up.unadvise(b.chunk.device, b.offset, b.requested);
+            }
             b.hint = hint;
-            b.pool.reclaimer.upstream().advise(b.chunk.device, b.offset, b.requested, hint);
+            up.advise(b.chunk.device, b.offset, b.requested, hint);
         } finally {
             reclaimer.unpin(b);
         }
