@@ -109,8 +109,10 @@ final class FfmUpstream implements DeviceUpstream {
     /**
      * {@inheritDoc}
      *
-     * <p>The bytes are counted off exactly when {@code free} has run: nothing that can throw comes
-     * between the two. A release that fails before it frees (a chunk this class cannot read)
+     * <p>The chunk's pages go back to MADV_NORMAL before {@code free}: advice a live block left on them
+     * (a manager closed with hinted blocks; unadvise runs only at a block's free) would otherwise
+     * stay with bytes that the C heap hands to its next caller. The bytes are counted off exactly
+     * when {@code free} has run: nothing that can throw comes between the two. A release that fails before it frees (a chunk this class cannot read)
      * leaves them counted, because they are still held: the count is how a stopped backend proves
      * that it gave every byte back.
      */
@@ -118,7 +120,13 @@ final class FfmUpstream implements DeviceUpstream {
     public void release(DeviceChunk chunk) {
         MemorySegment s = ((Chunk) chunk).segment;
         long bytes = s.byteSize();
-        NativeMemory.free(s);
+        try {
+            // A live block's SEQUENTIAL or RANDOM (a manager closed with hinted blocks) would stay on
+            // pages that the C heap keeps and hands to its next caller: back to MADV_NORMAL first.
+            NativeMemory.advise(s, 0, bytes, NativeMemory.MADV_NORMAL);
+        } finally {
+            NativeMemory.free(s);
+        }
         held.addAndGet(-bytes);
     }
 

@@ -264,6 +264,35 @@ class FfmUpstreamTest {
         }
     }
 
+    /**
+     * A manager closed with a live hinted block releases its chunk with the block's RANDOM still on
+     * its pages (unadvise runs only at a block's free); posix_memalign's heap keeps the bytes and
+     * hands them to the next chunk reserved, whose owner never asked for RANDOM.
+     */
+    @Test
+    void aChunkReleasedWithAdviceOnItGoesBackWithout() throws IOException {
+        Assumptions.assumeTrue(NativeMemory.adviceSupported() && Files.isReadable(Path.of("/proc/self/smaps")),
+                "needs Linux madvise and /proc/self/smaps");
+        FfmUpstream up = new FfmUpstream(Device.cpu(), 64 * MiB, new AtomicLong());
+        // A first chunk, mmapped and unmapped by malloc, raises its threshold: the next come from its heap.
+        up.release(up.reserve(4 * MiB));
+        DeviceChunk c = up.reserve(4 * MiB);
+        long page = NativeMemory.pageSize();
+        long offset = ((c.address() + MiB + page - 1) & -page) - c.address();
+        long advised = c.address() + offset;
+        up.advise(c, offset, MiB, MemoryUsageHint.RANDOM);
+        up.release(c);
+        DeviceChunk next = up.reserve(4 * MiB);
+        try {
+            Assumptions.assumeTrue(next.address() <= advised && advised < next.address() + 4 * MiB,
+                    "malloc handed the released bytes back: 0x" + Long.toHexString(next.address()));
+            assertTrue(!vmFlags(advised).contains("rr"), "the next chunk inherited a released chunk's RANDOM: "
+                    + vmFlags(advised));
+        } finally {
+            up.release(next);
+        }
+    }
+
     /** @return the VmFlags of the mapping of this process that holds {@code address} */
     private static List<String> vmFlags(long address) throws IOException {
         boolean inside = false;
