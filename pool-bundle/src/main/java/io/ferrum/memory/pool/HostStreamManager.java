@@ -65,8 +65,8 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
     private final ThreadLocal<List<Running>> runningHere = ThreadLocal.withInitial(ArrayList::new);
     /** Tests: runs in {@link #waitEvent} between its open check and its event lookup (a close forced there). */
     volatile Runnable beforeEventLookup;
-    /** Tests: runs in {@link #recordEvent} between its open check and its id's issue (a close forced there). */
-    volatile Runnable beforeEventIssue;
+    /** Tests: runs in {@link #createStream} and {@link #recordEvent} between the open check and the id's issue (a close forced there). */
+    volatile Runnable beforeIssue;
 
     private static final class Stream {
         /** Never completes exceptionally, so that work after a failure still runs. */
@@ -232,8 +232,17 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
     public StreamHandle createStream(Device d) {
         checkOpen();
         checkDevice(d);
+        Runnable hook = beforeIssue;
+        if (hook != null) {
+            hook.run();
+        }
         long id = ids.issue(false);
         streams.put(id, new Stream());
+        if (closed) {
+            // A close that ran since the open check forgot every stream before this one was listed.
+            streams.remove(id);
+            checkOpen();
+        }
         return new StreamHandle(id);
     }
 
@@ -292,7 +301,7 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
                 at = new Recorded(s.tail, s.frontier());
             }
         }
-        Runnable hook = beforeEventIssue;
+        Runnable hook = beforeIssue;
         if (hook != null) {
             hook.run();
         }

@@ -432,18 +432,33 @@ class HostStreamManagerTest {
         toClose.add(a);
         long number = a.recordEvent(StreamHandle.DEFAULT).id() >>> 41; // its one event id under this number
         // Forced: close runs between the open check and the issue, which then needs a new number.
-        a.beforeEventIssue = a::close;
+        a.beforeIssue = a::close;
         try {
             assertThrows(DeviceUnavailableException.class, () -> a.recordEvent(StreamHandle.DEFAULT),
                     "a record racing close is refused, as every call after close is");
         } finally {
-            a.beforeEventIssue = null;
+            a.beforeIssue = null;
         }
         EventHandle underNext = new EventHandle(((number + 1) << 41) | (1L << 40) | 1);
         InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class,
                 () -> b.waitEvent(theirs, underNext));
         assertTrue(e.getMessage().contains("was closed") || e.getMessage().contains("never issued"),
                 "the closed manager's number is not taken for an open one: " + e.getMessage());
+    }
+
+    /** As a record: a stream created past the open check while close ran was kept in the closed manager. */
+    @Test
+    void aStreamCreatedRacingCloseIsRefused() {
+        HostStreamManager a = new HostStreamManager(CPU0, Executors.newCachedThreadPool(), StreamIds.MAX_SEQUENCE, 0);
+        toClose.add(a);
+        a.beforeIssue = a::close;
+        try {
+            assertThrows(DeviceUnavailableException.class, () -> a.createStream(CPU0),
+                    "a stream created racing close is refused, as every call after close is");
+        } finally {
+            a.beforeIssue = null;
+        }
+        assertEquals(List.of(StreamHandle.DEFAULT), a.streams(), "no stream kept in the closed manager");
     }
 
     /**
