@@ -36,7 +36,8 @@ public interface GlobalMemoryMonitor {
 
     /**
      * Adds a manager that is not an OSGi service. It takes precedence over a service for the same
-     * device until unregistered.
+     * device until unregistered. In OSGi it is undone when the registering bundle stops or releases
+     * the service (each bundle gets its own service object, which keeps account of its registrations).
      *
      * @param device  the device it serves, not null
      * @param manager the manager, not null
@@ -56,7 +57,9 @@ public interface GlobalMemoryMonitor {
 
     /**
      * Sets the one callback told, on every pressure change of any device, of every device's level.
-     * Runs outside locks; a throwing callback is logged. {@code null} removes it.
+     * Runs outside locks; a throwing callback is logged. {@code null} removes it. In OSGi it is
+     * removed when the bundle that set it stops or releases the service, unless another has been set
+     * since.
      *
      * @param callback receives the level of every device
      */

@@ -92,6 +92,7 @@ public class BadInputIT {
         ServiceReference<MemoryManagerFactory> factoryRef;
         MemoryRouter router;
         GlobalMemoryMonitor monitor;
+        ServiceReference<GlobalMemoryMonitor> monitorRef;
         CommandProcessor shell;
         /** A live block of {@value BLOCK} bytes on cpu:0. */
         MemoryHandle live;
@@ -671,7 +672,10 @@ public class BadInputIT {
         f.factoryRef = context.getServiceReference(MemoryManagerFactory.class);
         f.factory = context.getService(f.factoryRef);
         f.router = Await.service(context, MemoryRouter.class, "(objectClass=" + MemoryRouter.class.getName() + ")");
-        f.monitor = Await.service(context, GlobalMemoryMonitor.class, "(objectClass=" + GlobalMemoryMonitor.class.getName() + ")");
+        Await.service(context, GlobalMemoryMonitor.class, "(objectClass=" + GlobalMemoryMonitor.class.getName() + ")");
+        // Held until the row ends: the rows register by hand, which a released monitor service refuses.
+        f.monitorRef = context.getServiceReference(GlobalMemoryMonitor.class);
+        f.monitor = context.getService(f.monitorRef);
         f.shell = Await.service(context, CommandProcessor.class, "(objectClass=" + CommandProcessor.class.getName() + ")");
         Await.until("cpu:0 and cpu:1 in the monitor", () -> f.monitor.devices().containsAll(List.of(CPU0, CPU1)));
         f.live = f.cpu0.allocate(BLOCK, CPU0);
@@ -697,6 +701,7 @@ public class BadInputIT {
         f.cpu1.deallocate(f.foreign);
         f.streams.destroyStream(f.stream);
         context.ungetService(f.factoryRef);
+        context.ungetService(f.monitorRef);
     }
 
     /** @return per device: total, used, free, reserved, live allocations, fragmentation (bandwidth aside) */

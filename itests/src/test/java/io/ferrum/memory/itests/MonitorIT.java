@@ -6,6 +6,10 @@ import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 import static org.ops4j.pax.exam.CoreOptions.options;
 
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
@@ -17,6 +21,9 @@ import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.jar.Attributes;
+import java.util.jar.JarOutputStream;
+import java.util.jar.Manifest;
 
 import javax.inject.Inject;
 
@@ -48,6 +55,8 @@ import io.ferrum.memory.api.GlobalMemoryMonitor;
 import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryManagerFactory;
 import io.ferrum.memory.api.MemoryObserver;
 import io.ferrum.memory.api.MemoryPressure;
 import io.ferrum.memory.api.MemoryRouter;
@@ -273,6 +282,50 @@ public class MonitorIT {
         } finally {
             handler.unregister();
         }
+    }
+
+    /**
+     * A bundle registers a manager by hand through its own GlobalMemoryMonitor service and stops
+     * (having closed its manager): the framework takes its service back, which undoes the
+     * registration, and the device's service manager serves the device again.
+     */
+    @Test
+    public void aManagerRegisteredByHandGoesWithTheBundleThatRegisteredIt() throws Exception {
+        addDevice(1, 64 * MiB, 4 * MiB);
+        useStrategy("preferred-order");
+        DeviceMemoryManager service = Await.service(context, DeviceMemoryManager.class, CPU1);
+        Bundle user = context.installBundle("ferrum-itest:by-hand-user", manifestOnlyBundle("io.ferrum.memory.itests.byhand"));
+        try {
+            user.start();
+            BundleContext its = user.getBundleContext();
+            GlobalMemoryMonitor itsMonitor = its.getService(its.getServiceReference(GlobalMemoryMonitor.class));
+            MemoryManagerFactory factory = context.getService(context.getServiceReference(MemoryManagerFactory.class));
+            DeviceMemoryManager byHand = factory.createMemoryManager(CPU1, MemoryManagerConfig.defaults());
+            itsMonitor.registerManager(CPU1, byHand);
+            assertTrue("the manager by hand serves cpu:1", monitor.manager(CPU1).orElseThrow() == byHand);
+            byHand.close();
+            user.stop();
+            assertTrue("cpu:1's service manager serves again", monitor.manager(CPU1).orElseThrow() != byHand);
+            assertTrue(monitor.devices().contains(CPU1));
+            MemoryHandle h = router.allocate(MiB, AllocationRequirements.defaults().preferring(CPU1));
+            assertTrue("the block is the service manager's", service.handleInfo(h).isPresent());
+            router.deallocate(h);
+        } finally {
+            user.uninstall();
+        }
+    }
+
+    /** @return a bundle with a manifest alone, which imports the API: a user the framework keeps the account of */
+    private static InputStream manifestOnlyBundle(String symbolicName) throws IOException {
+        Manifest manifest = new Manifest();
+        Attributes a = manifest.getMainAttributes();
+        a.put(Attributes.Name.MANIFEST_VERSION, "1.0");
+        a.putValue("Bundle-ManifestVersion", "2");
+        a.putValue("Bundle-SymbolicName", symbolicName);
+        a.putValue("Import-Package", "io.ferrum.memory.api");
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        new JarOutputStream(bytes, manifest).close();
+        return new ByteArrayInputStream(bytes.toByteArray());
     }
 
     @Test

@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.Predicate;
 
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
@@ -147,12 +148,30 @@ final class DeviceRegistry {
      * still present for another device.
      */
     synchronized Change remove(Device device, DeviceMemoryManager manager, boolean byHand) {
+        return remove(device, x -> x.byHand() == byHand && (manager == null || x.manager() == manager));
+    }
+
+    /**
+     * Removes {@code entry} itself (compared by identity) if it is still present: an equal entry
+     * added again by another registration stays.
+     */
+    synchronized Change remove(Entry entry) {
+        return remove(entry.device(), x -> x == entry);
+    }
+
+    /** @return whether {@code entry} itself (compared by identity) is present */
+    synchronized boolean contains(Entry entry) {
+        List<Entry> list = entries.get(entry.device());
+        return list != null && list.stream().anyMatch(x -> x == entry);
+    }
+
+    private Change remove(Device device, Predicate<Entry> which) {
         DeviceMemoryManager before = routes.active().get(device);
         List<Entry> list = entries.get(device);
         if (list != null) {
             for (Iterator<Entry> it = list.iterator(); it.hasNext(); ) {
                 Entry x = it.next();
-                if (x.byHand() == byHand && (manager == null || x.manager() == manager)) {
+                if (which.test(x)) {
                     it.remove();
                     if (x.space().isBounded() && !presentElsewhere(x.manager())) {
                         departed.put(x.space(), device);

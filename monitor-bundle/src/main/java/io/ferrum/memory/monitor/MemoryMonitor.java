@@ -88,9 +88,15 @@ import io.ferrum.memory.api.StreamHandle;
  * bad value, and a service with {@value #REJECTED_PROPERTY} (which {@code mem:strategy} shows) stands
  * until a configuration applies.
  *
+ * <p>DS registers no service of this component: it registers {@link MonitorViews} itself, a
+ * bundle-scoped factory of the {@link GlobalMemoryMonitor} and {@link MemoryRouter} services, so that
+ * each bundle gets its own {@link MonitorView} of this one monitor. What a bundle registered through
+ * its view (managers by hand, the global callback) is undone when the bundle releases the service,
+ * as the framework does for it when it stops.
+ *
  * <p>Tests and benchmarks build one without a framework through {@link MonitorBuilder}.
  */
-@Component(service = {GlobalMemoryMonitor.class, MemoryRouter.class}, configurationPid = MemoryMonitor.PID, immediate = true)
+@Component(service = {}, configurationPid = MemoryMonitor.PID, immediate = true)
 @Designate(ocd = MonitorConfig.class)
 public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     static final String PID = "io.ferrum.memory.monitor";
@@ -132,6 +138,8 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     /** Guarded by this: the refusal that stands, its service. */
     private String rejected;
     private ServiceRegistration<Object> rejection;
+    /** The registration of {@link MonitorViews}, or null outside a framework and once deactivated. */
+    private volatile ServiceRegistration<?> views;
     /** Guarded by this: the configured strategy while it is absent (null while present), the note given, the warning given. */
     private String absentName;
     private String absentNoted;
@@ -166,6 +174,18 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
             reject(refused.getMessage() + "; the monitor starts with its defaults");
         }
         apply(settings);
+        if (context != null) {
+            // Last: a bundle may get a view, and call this monitor, as soon as it is registered.
+            // The component's name and id, as DS gave them to the services it registered itself.
+            Hashtable<String, Object> props = new Hashtable<>();
+            for (String key : List.of("component.name", "component.id")) {
+                if (properties.get(key) != null) {
+                    props.put(key, properties.get(key));
+                }
+            }
+            views = context.registerService(new String[] {GlobalMemoryMonitor.class.getName(), MemoryRouter.class.getName()},
+                    new MonitorViews(this), props);
+        }
     }
 
     /** A changed configuration applies whole, or (with a bad value) not at all. */
@@ -308,6 +328,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
     /** Stops first (every later call is refused), then lets go of the managers and the threads. */
     @Deactivate
     void deactivate() {
+        unregisterViews();
         state.stop();
         synchronized (this) {
             clearRejection();
@@ -316,6 +337,22 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         sampler.stop();
         workers.shutdown();
         notifier.stop();
+    }
+
+    /**
+     * Withdraws the services first, as DS did when it registered them: their users let go (and what
+     * they registered by hand with them) while the monitor still answers.
+     */
+    private void unregisterViews() {
+        ServiceRegistration<?> r = views;
+        views = null;
+        if (r != null) {
+            try {
+                r.unregister();
+            } catch (IllegalStateException alreadyGone) {
+                // the bundle stopped meanwhile: the framework withdrew them
+            }
+        }
     }
 
     private Map<Device, MemoryPressure> levels() {
@@ -497,6 +534,15 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     @Override
     public void registerManager(Device device, DeviceMemoryManager manager) {
+        registerByHand(device, manager);
+    }
+
+    /**
+     * {@link #registerManager}, for a bundle's view that must undo it when the bundle lets go.
+     *
+     * @return the entry added, which {@link #releaseByHand} removes if it is still present
+     */
+    DeviceRegistry.Entry registerByHand(Device device, DeviceMemoryManager manager) {
         if (state.isStopped()) {
             throw RunState.refusal("registerManager(" + device + ", " + manager + ")");
         }
@@ -518,6 +564,24 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
                 throw refused;
             }
         }
+        return entry;
+    }
+
+    /** @return whether {@code entry}, added by {@link #registerByHand}, is still present */
+    boolean holdsByHand(DeviceRegistry.Entry entry) {
+        return registry.contains(entry);
+    }
+
+    /**
+     * Removes {@code entry}, added by {@link #registerByHand}, if it is still present (not removed by
+     * {@link #unregisterManager} meanwhile): a manager registered by hand since for its device stays.
+     */
+    void releaseByHand(DeviceRegistry.Entry entry) {
+        synchronized (lockOf(entry.device())) {
+            if (registry.contains(entry)) {
+                onChange(registry.remove(entry));
+            }
+        }
     }
 
     @Override
@@ -534,10 +598,25 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
 
     @Override
     public void setGlobalPressureCallback(Consumer<Map<Device, MemoryPressure>> callback) {
+        setGlobalPressureCallback(null, callback);
+    }
+
+    /** {@link #setGlobalPressureCallback} by {@code owner}, a bundle's view, which {@link #releaseGlobalPressureCallback} undoes. */
+    void setGlobalPressureCallback(Object owner, Consumer<Map<Device, MemoryPressure>> callback) {
         if (state.isStopped()) {
             throw RunState.refusal("setGlobalPressureCallback(" + callback + ")");
         }
-        notifier.setGlobalCallback(callback);
+        notifier.setGlobalCallback(owner, callback);
+    }
+
+    /** @return the global callback that stands, or null (tests) */
+    Consumer<Map<Device, MemoryPressure>> globalPressureCallback() {
+        return notifier.globalCallback();
+    }
+
+    /** Removes the global callback if {@code owner} set the one that stands. */
+    void releaseGlobalPressureCallback(Object owner) {
+        notifier.releaseGlobalCallback(owner);
     }
 
     @Override

@@ -67,6 +67,8 @@ final class ObserverNotifier {
     private final ObserverLane.Drops drops;
     private final ObserverLane globalLane;
     private volatile Consumer<Map<Device, MemoryPressure>> globalCallback;
+    /** Guarded by this: who set {@link #globalCallback} (see {@link #setGlobalCallback}). */
+    private Object globalOwner;
     private volatile boolean stopped;
 
     /**
@@ -163,8 +165,27 @@ final class ObserverNotifier {
         }
     }
 
-    void setGlobalCallback(Consumer<Map<Device, MemoryPressure>> callback) {
+    /**
+     * @param owner    who sets it (a bundle's view of the monitor), or null for a caller without one;
+     *                 only this owner's {@link #releaseGlobalCallback} removes it
+     * @param callback the callback, or null for none
+     */
+    synchronized void setGlobalCallback(Object owner, Consumer<Map<Device, MemoryPressure>> callback) {
+        globalOwner = owner;
         globalCallback = callback;
+    }
+
+    /** @return the global callback that stands, or null (tests) */
+    Consumer<Map<Device, MemoryPressure>> globalCallback() {
+        return globalCallback;
+    }
+
+    /** Removes the callback if {@code owner} (not null) set the one that stands; a later one of another stays. */
+    synchronized void releaseGlobalCallback(Object owner) {
+        if (owner != null && globalOwner == owner) {
+            globalOwner = null;
+            globalCallback = null;
+        }
     }
 
     /** Closes every lane and waits (a few seconds at most) for the calls running to finish. */
