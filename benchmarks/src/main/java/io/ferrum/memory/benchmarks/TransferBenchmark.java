@@ -26,6 +26,7 @@ import org.openjdk.jmh.annotations.Warmup;
 import io.ferrum.memory.api.AdvancedMemoryManager;
 import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryPoolConfig;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
@@ -71,6 +72,13 @@ public class TransferBenchmark {
     @Param({"true"})
     public boolean stats;
 
+    /**
+     * The Ferrum pool's chunk size (initial size and growth), MiB. The issue's rows use 256; a run
+     * with 4 (Netty's chunk size) shows what the destination's place costs a copy (PERFORMANCE item 28).
+     */
+    @Param({"256"})
+    public int chunkMiB;
+
     AdvancedMemoryManager ferrum;
     MemoryHandle block;
     MemoryHandle block2;
@@ -88,7 +96,8 @@ public class TransferBenchmark {
 
     @Setup(Level.Trial)
     public void setup() {
-        ferrum = Contenders.ferrum(stats);
+        long chunk = (long) chunkMiB << 20;
+        ferrum = Contenders.ferrum(MemoryPoolConfig.builder().initialSize(chunk).growthIncrement(chunk).stats(stats).build());
         block = ferrum.allocate(size, Contenders.CPU);
         block2 = ferrum.allocate(size, Contenders.CPU);
         view = ferrum.mapMemory(block, MemoryAccess.READ_WRITE);
