@@ -39,8 +39,9 @@ import io.ferrum.memory.pool.ZeroingPolicy;
  * growthIncrement, autoExpansion, alignment, preAllocate, stats) applies to the running pools,
  * keeping every block (a maxSize below what is used is refused by the engine). Any other change
  * restarts the device, but only when it holds no live block: otherwise it is refused, since a
- * restart would drop them. Every refusal is one error line in the log, and stays visible in
- * {@code mem:backends} (a {@link Rejection} service) until a configuration applies.
+ * restart would drop them. The check and the manager's close are one step ({@link
+ * PooledMemoryManager#closeIfUnused}), so no block allocated meanwhile is dropped. Every refusal
+ * is one error line in the log, and stays visible in {@code mem:backends} (a {@link Rejection} service) until a configuration applies.
  */
 @ProvidesDeviceServices
 abstract class CpuDevice {
@@ -204,15 +205,17 @@ abstract class CpuDevice {
                 refusal = "Configuration of " + device + " refused: " + e.getMessage();
             }
         }
-        if (refusal == null && manager != null && !manager.isClosed()) {
+        // The check for live blocks and the close are one step: a block allocated after a separate
+        // check was dropped by the restart behind its owner's back.
+        if (refusal == null && manager != null && !manager.isClosed() && !manager.closeIfUnused()) {
             MemoryInfo info = manager.memoryInfo();
             String blocks = count(info.activeAllocations(), "live block") + " (" + count(info.usedBytes(), "byte") + ")";
-            if (info.activeAllocations() > 0 && removed) {
+            if (removed) {
                 refusal = "Configuration " + CpuBackend.DEFAULT_PID + " was removed: going back to the defaults restarts "
                         + device + ", which holds " + blocks + " that a restart would drop; free them, then give "
                         + CpuBackend.DEFAULT_PID + " an empty configuration (in the distribution an empty file config/"
                         + CpuBackend.DEFAULT_PID + ".cfg)";
-            } else if (info.activeAllocations() > 0) {
+            } else {
                 refusal = "Configuration of " + device + " refused: it changes what needs a restart of the device, which"
                         + " holds " + blocks + " that a restart would drop; free them and save the file again (pool sizes"
                         + " apply without a restart)";

@@ -221,6 +221,44 @@ class DeviceConfigurationTest {
     }
 
     /**
+     * A restart checked that the manager held no live block, then stopped the device: unregistering
+     * its services, then closing its manager. A block allocated in between (here: as the first
+     * service is unregistered) was dropped by the close, its owner's handle dead although the edit
+     * was to be refused while blocks live. The check and the close are one step now: the allocation
+     * either makes the edit refuse or, after the close, is refused itself.
+     */
+    @Test
+    void aBlockAllocatedAsARestartBeginsIsNeverDroppedBehindItsOwner() {
+        DefaultCpuDevice cpu0 = new DefaultCpuDevice(fw.context(), TestConfigs.small(), fw.logger());
+        try {
+            DeviceMemoryManager before = fw.manager();
+            io.ferrum.memory.api.MemoryHandle[] racing = new io.ferrum.memory.api.MemoryHandle[1];
+            RuntimeException[] refused = new RuntimeException[1];
+            fw.beforeUnregister = () -> {
+                try {
+                    racing[0] = before.allocate(MiB, Device.cpu(0));
+                } catch (io.ferrum.memory.api.DeviceUnavailableException closed) {
+                    refused[0] = closed;
+                }
+            };
+
+            cpu0.modify(TestConfigs.small(Map.of("capacity", "32m")));
+
+            if (racing[0] != null) {
+                assertSame(before, fw.manager(), "restarted although a block was live");
+                assertTrue(!((PooledMemoryManager) before).isClosed() && before.owns(racing[0]),
+                        "the block allocated after the check was dropped by the restart");
+            } else {
+                assertTrue(refused[0] != null && ((PooledMemoryManager) before).isClosed(),
+                        "the allocation came after the close and was refused");
+                assertEquals(32 * MiB, fw.manager().memoryInfo().totalBytes(), "restarted with the new capacity");
+            }
+        } finally {
+            cpu0.deactivate();
+        }
+    }
+
+    /**
      * Deleting cpu:0's configuration (config/io.ferrum.memory.cpu.cfg) while it holds a block is
      * refused, as a restart would drop the block; the refusal said "free them and save the file
      * again", but there is no file to save, and once the blocks were freed cpu:0 ran on with the

@@ -27,6 +27,8 @@ final class Recording {
     final List<String> infos = Collections.synchronizedList(new ArrayList<>());
     /** The {@link Rejection#REASON_PROPERTY} of each registered service that has one. */
     final Map<Object, String> reasons = Collections.synchronizedMap(new LinkedHashMap<>());
+    /** Run (once) as the next service is unregistered, before it goes: a test's seam in a stop. */
+    volatile Runnable beforeUnregister;
 
     BundleContext context() {
         return (BundleContext) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {BundleContext.class},
@@ -45,6 +47,11 @@ final class Recording {
                             (p, m, a) -> {
                                 if (!m.getName().equals("unregister")) {
                                     throw new UnsupportedOperationException(m.toString());
+                                }
+                                Runnable seam = beforeUnregister;
+                                if (seam != null) {
+                                    beforeUnregister = null;
+                                    seam.run();
                                 }
                                 services.remove(service);
                                 reasons.remove(service);

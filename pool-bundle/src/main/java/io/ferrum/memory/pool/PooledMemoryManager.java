@@ -58,4 +58,18 @@ public interface PooledMemoryManager extends AdvancedMemoryManager {
 
     /** @return true once {@link #close()} has run */
     boolean isClosed();
+
+    /**
+     * Closes this manager as {@link #close()} does, but only if it holds no live block: no block
+     * named by a handle (a block cached for reuse by a thread is not live) and no alias it issued
+     * for a peer's block. Otherwise it refuses and changes nothing. The check and the close are one
+     * step: an allocation that races it either makes it refuse (its block stays live) or is refused
+     * as on a closed manager; no block is handed out and then dropped by this close. A backend that
+     * restarts a device only while it holds no block closes its manager with this.
+     *
+     * @return true if the manager is closed on return (by this call or an earlier close); false if
+     *         it held a live block, and then nothing changed
+     * @since 2.5
+     */
+    boolean closeIfUnused();
 }

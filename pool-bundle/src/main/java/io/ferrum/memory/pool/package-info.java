@@ -8,5 +8,5 @@
  * that runs ordered streams on host threads for devices whose copies are driven from the host.
  */
 @org.osgi.annotation.bundle.Export
-@org.osgi.annotation.versioning.Version("2.4.0")
+@org.osgi.annotation.versioning.Version("2.5.0")
 package io.ferrum.memory.pool;

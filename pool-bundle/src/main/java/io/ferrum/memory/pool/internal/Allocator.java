@@ -38,6 +38,7 @@ final class Allocator {
     private final PressureNotifier pressure;
     private final Checks checks;
     private final DeviceAccount account;
+    private final Lifecycle lifecycle;
     private final DeviceUpstream upstream;
     private final LongSupplier clock;
     /** Allocation times come from the coarse clock when the settings use the system clock. */
@@ -47,7 +48,7 @@ final class Allocator {
     private final boolean zeroOnAllocate;
 
     Allocator(HandleTable handles, ThreadCaches caches, Reclaimer reclaimer, Growth growth, Maintenance maintenance,
-              PressureNotifier pressure, Checks checks, DeviceAccount account, DeviceUpstream upstream,
+              PressureNotifier pressure, Checks checks, DeviceAccount account, Lifecycle lifecycle, DeviceUpstream upstream,
               LongSupplier clock, boolean coarseClock, boolean tracking, boolean debug, boolean zeroOnAllocate) {
         this.handles = handles;
         this.caches = caches;
@@ -58,6 +59,7 @@ final class Allocator {
         this.pressure = pressure;
         this.checks = checks;
         this.account = account;
+        this.lifecycle = lifecycle;
         this.upstream = upstream;
         this.clock = clock;
         this.coarseClock = coarseClock;
@@ -118,6 +120,11 @@ final class Allocator {
             } catch (RuntimeException e) {
                 reclaimer.returnToPool(b); // a full handle table: the block must not be lost
                 throw e;
+            }
+            if (lifecycle.unsettled && !lifecycle.admits()) {
+                // Named outside the pools' locks: a close that did not see the name has begun (the
+                // block is the pool's, released with it). See Lifecycle, "Closing only if unused".
+                throw checks.closed();
             }
             return new MemoryHandle(id);
         }
@@ -213,6 +220,9 @@ final class Allocator {
                             Reclaimer.markFreed(b);
                         }
                         reclaimer.unpin(b);
+                    }
+                    if (lifecycle.unsettled && !lifecycle.admits()) {
+                        throw checks.closed(); // named after its fill, outside the lock: as on the cached path
                     }
                 }
                 if (gc) {

@@ -19,6 +19,11 @@ final class IssuedAliases {
         issued.put(b, alias);
     }
 
+    /** @return true if no alias issued here is live */
+    boolean isEmpty() {
+        return issued.isEmpty();
+    }
+
     /** The alias was freed through this manager. */
     void remove(Block b, long alias) {
         issued.remove(b, alias);

@@ -26,6 +26,13 @@ import io.ferrum.memory.pool.PoolLog;
  * {@code withMapped} action does not wait at all: the action's own scope is work that only its
  * return can end, so the last work to end releases the chunks.
  *
+ * <p><b>Closing only if unused.</b> {@link PoolEngine#closeIfUnused} decides under every pool's
+ * lock ({@link #beginDeciding}, {@link #decided}). The pool path names blocks under a pool's lock,
+ * so it is decided before or after; a name published outside the locks (a block from a thread's
+ * cache, a block named after its zeroing fill, an alias issued for a peer) reads {@link #unsettled}
+ * after publishing it and, when set, asks {@link #admits}: the decision sees the name (and refuses)
+ * or the name's owner sees the decision (and is refused as on a closed manager), never neither.
+ *
  * <p><b>Holds.</b> The upstream closes after the last chunk is released: {@link #closeHolds}
  * counts the close itself plus each pool whose release was deferred; the last to let go closes the
  * upstream. Invariant: the upstream is closed exactly once, after every chunk went back.
@@ -41,6 +48,13 @@ final class Lifecycle {
     private final Pool[] pools;
     /** Read on every call of the front: set once, by the first close. */
     volatile boolean closed;
+    /**
+     * Set before a close begins or a conditional close decides; cleared only when a conditional
+     * close refuses. A name published outside the pools' locks reads it after publishing.
+     */
+    volatile boolean unsettled;
+    /** Under this object's monitor: a conditional close is deciding. */
+    private boolean deciding;
     /** The close itself and each pool whose release waits for its last work; the upstream closes at zero. */
     private final AtomicInteger closeHolds = new AtomicInteger(1);
 
@@ -122,8 +136,60 @@ final class Lifecycle {
         if (closed) {
             return false;
         }
+        unsettled = true;
         closed = true;
         return true;
+    }
+
+    /** @return false if closed already; else a conditional close decides until {@link #decided} */
+    synchronized boolean beginDeciding() {
+        if (closed) {
+            return false;
+        }
+        deciding = true;
+        unsettled = true;
+        return true;
+    }
+
+    /**
+     * Ends a conditional close's decision and wakes the names waiting for it.
+     *
+     * @param close no live block was found: the manager closes
+     * @return true if this call closed the manager (no plain close came meanwhile)
+     */
+    synchronized boolean decided(boolean close) {
+        deciding = false;
+        notifyAll();
+        if (closed) {
+            return false;
+        }
+        if (close) {
+            closed = true;
+            return true;
+        }
+        unsettled = false;
+        return false;
+    }
+
+    /**
+     * Called by whoever published a name outside the pools' locks and then read {@link #unsettled}
+     * set: waits for a conditional close's decision (it holds no lock the caller could).
+     *
+     * @return true if the manager stays open and the name may be handed out; false if it closed
+     */
+    synchronized boolean admits() {
+        boolean interrupted = false;
+        while (deciding) {
+            try {
+                wait();
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        return !closed;
     }
 
     /**

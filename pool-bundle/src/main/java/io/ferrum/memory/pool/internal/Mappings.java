@@ -179,7 +179,7 @@ final class Mappings {
     long issueForPeer(Block b) {
         long alias = handles.registerAlias(b);
         issuedAliases.add(b, alias);
-        if (lifecycle.closed) {
+        if (lifecycle.unsettled && !lifecycle.admits()) {
             // This manager closed meanwhile and may not have seen this alias: it dies now.
             issuedAliases.drop(b, alias);
         }

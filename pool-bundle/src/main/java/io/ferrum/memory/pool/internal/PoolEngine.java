@@ -124,7 +124,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         this.maintenance = new Maintenance(pools, caches, reclaimer, lifecycle, new Compactor(upstream, zeroOnFree, settings.log()),
                 account, checks, figures, config.enableAutoGc(), device, settings.log());
         this.allocator = new Allocator(this.handles, caches, reclaimer, growth, maintenance, pressure, checks, account,
-                upstream, settings.nanoClock(), coarseClock, config.enableTracking(), config.enableDebug(),
+                lifecycle, upstream, settings.nanoClock(), coarseClock, config.enableTracking(), config.enableDebug(),
                 zeroing == ZeroingPolicy.ON_ALLOCATE);
         LongSupplier accessClock = coarseClock ? CoarseClock::nanos : settings.nanoClock();
         this.transfers = new Transfers(reclaimer, checks, this.streams, config.maxConcurrentTransfers(), figures,
@@ -441,6 +441,60 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
             lifecycle.retryClose();
             return;
         }
+        closeBegun();
+    }
+
+    /**
+     * Decides under every pool's lock (see {@link Lifecycle}, "Closing only if unused"): the pool path
+     * names no block meanwhile, and a name published outside the locks waits for the decision.
+     */
+    @Override
+    public boolean closeIfUnused() {
+        if (!lifecycle.beginDeciding()) {
+            return true;
+        }
+        boolean closes;
+        int locked = 0;
+        try {
+            for (Pool pool : pools) {
+                pool.acquire();
+                locked++;
+            }
+            closes = lifecycle.decided(issuedAliases.isEmpty() && !anyNamed());
+            if (closes) {
+                for (Pool pool : pools) {
+                    pool.closed = true; // the pool path refuses from now on, as after the close proper
+                }
+            }
+        } catch (RuntimeException | Error e) {
+            lifecycle.decided(false);
+            throw e;
+        } finally {
+            for (int i = locked - 1; i >= 0; i--) {
+                pools[i].lock.unlock();
+            }
+        }
+        if (!closes) {
+            return lifecycle.closed;
+        }
+        closeBegun();
+        return true;
+    }
+
+    /** Under every pool's lock: @return true if any block is named by a handle (a live block) */
+    private boolean anyNamed() {
+        for (Pool pool : pools) {
+            for (Block b : pool.allocatedBlocks()) {
+                if (b.isNamed()) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    /** The close proper, once {@link Lifecycle#closed} is set by this call. */
+    private void closeBegun() {
         if (coarseClock) {
             CoarseClock.release();
         }
