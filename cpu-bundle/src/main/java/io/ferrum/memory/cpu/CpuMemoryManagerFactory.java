@@ -57,7 +57,7 @@ public final class CpuMemoryManagerFactory implements MemoryManagerFactory {
             throw new InvalidMemoryRequestException("Manager configuration is null; use MemoryManagerConfig.defaults()");
         }
         checkRunning(device);
-        created.removeIf(c -> c instanceof PooledMemoryManager m && m.isClosed());
+        forgetClosed();
         PooledMemoryManager m = PooledMemoryManager.create(new FfmUpstream(device, 0, CpuBackend.HELD_BYTES), config,
                 PoolSettings.defaults().withLog(new OsgiPoolLog(log)), null);
         return keep(device, m);
@@ -67,7 +67,23 @@ public final class CpuMemoryManagerFactory implements MemoryManagerFactory {
     public StreamManager createStreamManager(Device device) {
         checkKind(device);
         checkRunning(device);
+        forgetClosed();
         return keep(device, new HostStreamManager(device));
+    }
+
+    /**
+     * Forgets what its user closed already: kept until the factory stopped, the managers and stream
+     * managers a long-running user made and closed in turn grew the set without bound. Only closed
+     * ones go, so the stop still closes every one left open.
+     */
+    private void forgetClosed() {
+        created.removeIf(c -> c instanceof PooledMemoryManager m ? m.isClosed()
+                : c instanceof HostStreamManager s && s.isClosed());
+    }
+
+    /** @return how many managers and stream managers this factory holds for its stop (tests) */
+    int held() {
+        return created.size();
     }
 
     private void checkRunning(Device device) {

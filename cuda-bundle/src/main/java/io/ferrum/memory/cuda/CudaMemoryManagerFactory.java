@@ -86,7 +86,7 @@ public final class CudaMemoryManagerFactory implements MemoryManagerFactory {
             throw new InvalidMemoryRequestException("Manager configuration is null; use MemoryManagerConfig.defaults()");
         }
         check(device);
-        created.removeIf(c -> c instanceof PooledMemoryManager m && m.isClosed());
+        forgetClosed();
         CudaUpstream upstream = new CudaUpstream(PrimaryContext.retain(device), CudaSettings.DEFAULTS, pinned);
         PooledMemoryManager m;
         try {
@@ -96,6 +96,16 @@ public final class CudaMemoryManagerFactory implements MemoryManagerFactory {
             throw e;
         }
         return keep(m, device);
+    }
+
+    /**
+     * Forgets what its user closed already: kept until the factory stopped, the managers and stream
+     * managers a long-running user made and closed in turn grew the set without bound. Only closed
+     * ones go, so the stop still closes every one left open.
+     */
+    private void forgetClosed() {
+        created.removeIf(c -> c instanceof PooledMemoryManager m ? m.isClosed()
+                : c instanceof CudaStreams s && s.isClosed());
     }
 
     /**
@@ -121,6 +131,7 @@ public final class CudaMemoryManagerFactory implements MemoryManagerFactory {
     @Override
     public StreamManager createStreamManager(Device device) {
         check(device);
+        forgetClosed();
         return keep(new CudaStreams(PrimaryContext.retain(device)), device);
     }
 

@@ -272,6 +272,13 @@ final class CudaStreams implements StreamManager, StreamExecutor {
      * work has ended; a stream with work still running is destroyed when that work ends, and the
      * context retain is released after the last stream. Idempotent.
      */
+    /** @return true once {@link #close()} has begun */
+    boolean isClosed() {
+        synchronized (life) {
+            return closed;
+        }
+    }
+
     @Override
     public void close() {
         synchronized (life) {

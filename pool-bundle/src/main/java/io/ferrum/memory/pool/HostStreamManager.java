@@ -487,6 +487,14 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
     }
 
     /**
+     * @return true once {@link #close()} has begun (every later call is refused)
+     * @since 2.5
+     */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /**
      * Refuses every later call with {@link DeviceUnavailableException}, then waits up to 10 s for the
      * work already accepted on streams to run. Work accepted is never dropped: what has not run when
      * the wait ends (work behind a stream's work that still blocks) runs when the work before it
