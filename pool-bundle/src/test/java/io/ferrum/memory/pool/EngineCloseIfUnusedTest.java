@@ -6,7 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -79,8 +81,9 @@ class EngineCloseIfUnusedTest extends EngineTestSupport {
     @Test
     void anAllocationNamedOutsideThePoolsLocksDuringTheCloseIsRefused() throws Exception {
         HookedUpstream up = new HookedUpstream(64 * MiB);
+        List<String> warnings = new CopyOnWriteArrayList<>();
         PooledMemoryManager m = PooledMemoryManager.create(up, config(pool(MiB, MiB)),
-                PoolSettings.defaults().withZeroing(ZeroingPolicy.ON_ALLOCATE), null);
+                PoolSettings.defaults().withZeroing(ZeroingPolicy.ON_ALLOCATE).withLog(warningsInto(warnings)), null);
         HookedUpstream.Pause fill = up.pauseNext(HookedUpstream.Call.FILL);
         // Threads of their own: the common pool may have one worker, which the paused fill holds.
         ExecutorService threads = Executors.newFixedThreadPool(2);
@@ -104,6 +107,8 @@ class EngineCloseIfUnusedTest extends EngineTestSupport {
         assertInstanceOf(DeviceUnavailableException.class, refused);
         assertTrue(close.get(30, TimeUnit.SECONDS));
         assertEquals(0, up.liveBytes(), "every chunk went back");
+        assertTrue(warnings.stream().noneMatch(w -> w.contains("live allocation")),
+                "no allocation reported that no one was given: " + warnings);
         threads.shutdown();
     }
 }

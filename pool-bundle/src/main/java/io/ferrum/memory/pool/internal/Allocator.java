@@ -122,13 +122,32 @@ final class Allocator {
                 throw e;
             }
             if (lifecycle.unsettled && !lifecycle.admits()) {
-                // Named outside the pools' locks: a close that did not see the name has begun (the
-                // block is the pool's, released with it). See Lifecycle, "Closing only if unused".
-                throw checks.closed();
+                // Named outside the pools' locks: a close that did not see the name has begun. See
+                // Lifecycle, "Closing only if unused".
+                throw refusedAfterClose(b, id, 1);
             }
             return new MemoryHandle(id);
         }
         return null;
+    }
+
+    /**
+     * A block named for an allocation that a close overtook: the name goes again (as a free racing
+     * the close would), so that the close reports no allocation that no one was given.
+     *
+     * @param names the names the block was counted as (2: a mapping, whose second was never issued)
+     * @return the refusal of the allocation
+     */
+    private RuntimeException refusedAfterClose(Block b, long id, int names) {
+        try {
+            for (int i = 1; i < names; i++) {
+                b.dropUnissuedName();
+            }
+            reclaimer.free(b, new MemoryHandle(id));
+        } catch (RuntimeException claimedByTheClose) {
+            // the close unregistered the name first: the block goes with its pool
+        }
+        return checks.closed();
     }
 
     /** Gives a newly allocated block fresh access statistics when they are on, reusing its tracker if it has one. */
@@ -209,10 +228,16 @@ final class Allocator {
             if (b != null) {
                 if (zero) {
                     boolean named = false;
+                    RuntimeException overtaken = null;
                     try {
                         upstream.fill(b.chunk.device, b.offset, size, (byte) 0);
                         id = tc != null ? handles.register(b, tc) : handles.register(b, names);
                         named = true;
+                        // Named outside the lock, as on the cached path; asked while still pinned, so
+                        // that a close waits for the name to go before it looks for live blocks.
+                        if (lifecycle.unsettled && !lifecycle.admits()) {
+                            overtaken = refusedAfterClose(b, id, names);
+                        }
                     } finally {
                         if (!named) {
                             // The device failed to clear it, or the handle table is full: the
@@ -221,8 +246,8 @@ final class Allocator {
                         }
                         reclaimer.unpin(b);
                     }
-                    if (lifecycle.unsettled && !lifecycle.admits()) {
-                        throw checks.closed(); // named after its fill, outside the lock: as on the cached path
+                    if (overtaken != null) {
+                        throw overtaken;
                     }
                 }
                 if (gc) {
