@@ -18,6 +18,7 @@ import java.util.Hashtable;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.TreeSet;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -36,6 +37,9 @@ import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
 import org.ops4j.pax.exam.spi.reactors.PerMethod;
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
+import org.osgi.framework.ServiceEvent;
+import org.osgi.framework.ServiceListener;
+import org.osgi.framework.ServiceReference;
 import org.osgi.framework.ServiceRegistration;
 import org.osgi.framework.namespace.PackageNamespace;
 import org.osgi.framework.wiring.BundleWire;
@@ -313,6 +317,37 @@ public class MonitorIT {
         } finally {
             user.uninstall();
         }
+    }
+
+    /**
+     * A bundle that gets the monitor as soon as it is registered (a DS component that allocates in
+     * its activate does) finds the monitor whole: its devices and its strategy, as DS registered the
+     * service only once the component had them.
+     */
+    @Test
+    public void aBundleThatGetsTheMonitorAsItIsRegisteredFindsItsDevicesAndStrategy() throws Exception {
+        Bundle monitorBundle = bundle("io.ferrum.memory.monitor");
+        List<String> seen = new CopyOnWriteArrayList<>();
+        ServiceListener listener = e -> {
+            if (e.getType() == ServiceEvent.REGISTERED) {
+                ServiceReference<?> ref = e.getServiceReference();
+                GlobalMemoryMonitor m = (GlobalMemoryMonitor) context.getService(ref);
+                try {
+                    seen.add(new TreeSet<>(m.devices()) + " " + ((MemoryRouter) m).activeStrategy());
+                } finally {
+                    context.ungetService(ref);
+                }
+            }
+        };
+        context.addServiceListener(listener, "(objectClass=" + GlobalMemoryMonitor.class.getName() + ")");
+        try {
+            monitorBundle.stop();
+            monitorBundle.start();
+            Await.until("the monitor registered again", () -> !seen.isEmpty());
+        } finally {
+            context.removeServiceListener(listener);
+        }
+        assertEquals("[cpu:0] Optional[best-fit]", seen.get(0));
     }
 
     /** @return a bundle with a manifest alone, which imports the API: a user the framework keeps the account of */

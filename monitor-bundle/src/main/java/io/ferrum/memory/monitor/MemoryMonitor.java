@@ -174,18 +174,29 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
             reject(refused.getMessage() + "; the monitor starts with its defaults");
         }
         apply(settings);
-        if (context != null) {
-            // Last: a bundle may get a view, and call this monitor, as soon as it is registered.
-            // The component's name and id, as DS gave them to the services it registered itself.
-            Hashtable<String, Object> props = new Hashtable<>();
-            for (String key : List.of("component.name", "component.id")) {
-                if (properties.get(key) != null) {
-                    props.put(key, properties.get(key));
-                }
-            }
-            views = context.registerService(new String[] {GlobalMemoryMonitor.class.getName(), MemoryRouter.class.getName()},
-                    new MonitorViews(this), props);
+    }
+
+    /**
+     * Registers {@link MonitorViews} once DS has bound the managers, strategies and observers present,
+     * after this constructor: a bundle may get a view, and call this monitor, as soon as it is
+     * registered (a DS component that allocates in its activate does), and must find it whole, as it
+     * did when DS registered the services of the activated component itself.
+     *
+     * @param properties the component's properties, whose name and id the services carry as DS gave them
+     */
+    @Activate
+    void registerViews(Map<String, Object> properties) {
+        if (context == null) {
+            return;
         }
+        Hashtable<String, Object> props = new Hashtable<>();
+        for (String key : List.of("component.name", "component.id")) {
+            if (properties.get(key) != null) {
+                props.put(key, properties.get(key));
+            }
+        }
+        views = context.registerService(new String[] {GlobalMemoryMonitor.class.getName(), MemoryRouter.class.getName()},
+                new MonitorViews(this), props);
     }
 
     /** A changed configuration applies whole, or (with a bad value) not at all. */
