@@ -641,4 +641,51 @@ class ReviewRacesTest extends RaceHarness {
                 + info.activeAllocations() + " blocks (" + info.usedBytes() + " bytes) are live and named by no handle: "
                 + m.handles());
     }
+
+    // ================================================================== two refused pre-allocations
+
+    /**
+     * Two pool edits whose pre-allocations the device refuses, the second begun while the first was
+     * still reserving: both calls fail, so the pool must end as it was. The second took the first's
+     * (refused, not yet undone) configuration as the one to go back to; the first, failing first,
+     * found the second's on the pool and left it; the second then put back the first's.
+     */
+    @Test
+    void twoOverlappingRefusedPreAllocationsLeaveThePoolAsItWas() throws Exception {
+        HookedUpstream up = new HookedUpstream(16 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults(), null);
+        MemoryPoolConfig before = m.poolConfig(MemoryType.TENSOR);
+        MemoryPoolConfig first = pool(4 * MiB, MiB, 256).toBuilder().preAllocate(true).build();
+        MemoryPoolConfig second = pool(12 * MiB, MiB, 256).toBuilder().preAllocate(true).build();
+        DeviceChunk squatter = up.reserve(13 * MiB); // the device has room on paper, not in fact
+        Pause firstReserve = up.pauseNext(Call.RESERVE);
+        CompletableFuture<Void> a = start("pre-allocates 4 MiB", () -> {
+            m.configurePool(CPU, MemoryType.TENSOR, first);
+            return null;
+        });
+        firstReserve.awaitArrival();
+        Pause secondReserve = up.pauseNext(Call.RESERVE);
+        CompletableFuture<Void> b = start("pre-allocates 12 MiB", () -> {
+            m.configurePool(CPU, MemoryType.TENSOR, second);
+            return null;
+        });
+        Thread bThread = threads.get(threads.size() - 1);
+        // The second edit is either in its own reserve (paused) or waits for the first to finish.
+        while (!secondReserve.arrived() && bThread.getState() != Thread.State.BLOCKED
+                && bThread.getState() != Thread.State.WAITING) {
+            Thread.onSpinWait();
+        }
+        firstReserve.release();
+        ExecutionException ea = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+                () -> a.get(30, TimeUnit.SECONDS));
+        assertTrue(ea.getCause() instanceof io.ferrum.memory.api.OutOfDeviceMemoryException, ea.getCause().toString());
+        secondReserve.awaitArrival();
+        secondReserve.release();
+        ExecutionException eb = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+                () -> b.get(30, TimeUnit.SECONDS));
+        assertTrue(eb.getCause() instanceof io.ferrum.memory.api.OutOfDeviceMemoryException, eb.getCause().toString());
+        assertEquals(before, m.poolConfig(MemoryType.TENSOR), "a refused configuration stayed on the pool");
+        assertEquals(0, m.memoryInfo().reservedBytes());
+        up.release(squatter);
+    }
 }

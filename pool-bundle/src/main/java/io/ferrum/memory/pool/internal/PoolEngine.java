@@ -62,6 +62,11 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
     private final Figures figures;
     private final PressureNotifier pressure;
     private final IssuedAliases issuedAliases = new IssuedAliases();
+    /**
+     * Held through a whole {@link #configurePool}: a call whose pre-allocation is refused puts back
+     * the configuration it replaced, which must be one that stood, not another call's still being tried.
+     */
+    private final Object configuring = new Object();
     private final Reclaimer reclaimer;
     private final Growth growth;
     private final Maintenance maintenance;
@@ -292,42 +297,44 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         checks.device(d);
         // Validated before anything changes: a refused call leaves the caches, and so every figure, as they were.
         checkPoolConfig(type, cfg);
-        Pool pool = pools[type.ordinal()];
-        // A new alignment changes class sizes: cached blocks go back to their pools first.
-        caches.drainAll();
-        MemoryPoolConfig previous;
-        long reservedBefore;
-        pool.acquire();
-        try {
-            previous = pool.config;
-            reservedBefore = pool.reserved;
-            pool.configure(cfg);
-        } finally {
-            pool.lock.unlock();
-        }
-        if (cfg.preAllocate() && cfg.initialSize() > 0) {
+        synchronized (configuring) {
+            Pool pool = pools[type.ordinal()];
+            // A new alignment changes class sizes: cached blocks go back to their pools first.
+            caches.drainAll();
+            MemoryPoolConfig previous;
+            long reservedBefore;
+            pool.acquire();
             try {
-                growth.reserveUpTo(pool, cfg.initialSize());
-            } catch (RuntimeException refused) {
-                // The device cannot hold it: the pool goes back as it was, its configuration (unless a
-                // later call set another meanwhile) and what it reserved.
-                pool.acquire();
-                try {
-                    if (pool.config == cfg) {
-                        pool.configure(previous);
-                    }
-                } finally {
-                    pool.lock.unlock();
-                }
-                maintenance.giveBackAbove(pool, reservedBefore);
-                throw refused;
+                previous = pool.config;
+                reservedBefore = pool.reserved;
+                pool.configure(cfg);
+            } finally {
+                pool.lock.unlock();
             }
-        }
-        if (cfg.maxSize().isPresent()) {
-            // A maxSize below what the pool holds: its empty chunks go back now, as trim would give
-            // them, so that reserved does not stand above the limit just set (a chunk with live
-            // blocks stays: the check above made sure they fit).
-            maintenance.trim(pool, cfg.maxSize().getAsLong());
+            if (cfg.preAllocate() && cfg.initialSize() > 0) {
+                try {
+                    growth.reserveUpTo(pool, cfg.initialSize());
+                } catch (RuntimeException refused) {
+                    // The device cannot hold it: the pool goes back as it was, its configuration (no other
+                    // call set one meanwhile: they wait on configuring) and what it reserved.
+                    pool.acquire();
+                    try {
+                        if (pool.config == cfg) {
+                            pool.configure(previous);
+                        }
+                    } finally {
+                        pool.lock.unlock();
+                    }
+                    maintenance.giveBackAbove(pool, reservedBefore);
+                    throw refused;
+                }
+            }
+            if (cfg.maxSize().isPresent()) {
+                // A maxSize below what the pool holds: its empty chunks go back now, as trim would give
+                // them, so that reserved does not stand above the limit just set (a chunk with live
+                // blocks stays: the check above made sure they fit).
+                maintenance.trim(pool, cfg.maxSize().getAsLong());
+            }
         }
     }
 
