@@ -688,4 +688,37 @@ class ReviewRacesTest extends RaceHarness {
         assertEquals(0, m.memoryInfo().reservedBytes());
         up.release(squatter);
     }
+
+    /**
+     * A pre-allocation that counted another growth in flight as its own: configurePool returned at
+     * once, with preAllocate set, and when that growth failed the pool held nothing of what it said
+     * it pre-allocated. It waits for the growth now, and reserves what is still missing.
+     */
+    @Test
+    void aPreAllocationDoesNotCountAGrowthInFlightThatThenFails() throws Exception {
+        HookedUpstream up = new HookedUpstream(16 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults(), null);
+        MemoryPoolConfig preAllocated = pool(4 * MiB, MiB, 256).toBuilder().preAllocate(true).build();
+        Pause reserve = up.pauseNext(Call.RESERVE);
+        CompletableFuture<MemoryHandle> grows = start("grows 10 MiB", () -> m.allocate(10 * MiB, CPU));
+        reserve.awaitArrival();
+        DeviceChunk squatter = up.reserve(8 * MiB); // the growth in flight will not fit
+        CompletableFuture<Void> configures = start("pre-allocates 4 MiB", () -> {
+            m.configurePool(CPU, MemoryType.GENERAL, preAllocated);
+            return null;
+        });
+        Thread configuring = threads.get(threads.size() - 1);
+        while (!configures.isDone() && configuring.getState() != Thread.State.WAITING) {
+            Thread.onSpinWait();
+        }
+        reserve.release();
+        ExecutionException refused = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+                () -> grows.get(30, TimeUnit.SECONDS));
+        assertTrue(refused.getCause() instanceof io.ferrum.memory.api.OutOfDeviceMemoryException, refused.getCause().toString());
+        configures.get(30, TimeUnit.SECONDS);
+        assertEquals(preAllocated, m.poolConfig(MemoryType.GENERAL));
+        assertEquals(4 * MiB, m.reservedByType().getOrDefault(MemoryType.GENERAL, 0L),
+                "GENERAL's pre-allocation, which configurePool answered, is reserved");
+        up.release(squatter);
+    }
 }

@@ -139,6 +139,15 @@ final class Growth {
             pool.acquire();
             try {
                 missing = bytes - pool.reserved - pool.pending;
+                while (missing <= 0 && pool.pending > 0) {
+                    // Another growth in flight would cover it, but may fail: what it brings counts
+                    // only once it is there.
+                    pool.grown.awaitUninterruptibly();
+                    if (pool.closed) {
+                        throw checks.closed();
+                    }
+                    missing = bytes - pool.reserved - pool.pending;
+                }
             } finally {
                 pool.lock.unlock();
             }
