@@ -423,6 +423,27 @@ class DistributionIT {
         }
     }
 
+    /**
+     * {@code io.ferrum.memory.cpu-t1.cfg}, meant as {@code io.ferrum.memory.cpu.device-t1.cfg}, is a
+     * factory configuration of the PID that configures cpu:0 alone: it configured cpu:0 (64 MiB
+     * instead of the machine's RAM) without a word, as its factory PID is one a bundle designates,
+     * but not as a factory PID.
+     */
+    @Test
+    void aFactoryFileOfASingleConfigurationsPidIsNamed() throws Exception {
+        Path dir = freshDir("factory-of-single-pid");
+        Path file = dir.resolve("config").resolve("io.ferrum.memory.cpu-t1.cfg");
+        Files.createDirectories(file.getParent());
+        Files.writeString(file, "capacity=64m\n");
+        try (Session s = new Session(dir)) {
+            String warned = s.until("log 50 warn", "io.ferrum.memory.cpu-t1.cfg");
+            assertTrue(warned.contains(file + " is a factory configuration of io.ferrum.memory.cpu, which is designated"
+                    + " as a single configuration: it configures that one as io.ferrum.memory.cpu.cfg would; check the name"
+                    + " (ours: io.ferrum.memory.cpu, io.ferrum.memory.cpu.device-<name>,"), warned);
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
     /** Writes {@code src} to {@code dst} with the main manifest attributes {@code changes} set. */
     static void rewriteManifest(Path src, Path dst, Map<String, String> changes) throws IOException {
         try (JarFile in = new JarFile(src.toFile());

@@ -107,7 +107,12 @@ public final class UnusedConfigurations implements ConfigurationListener {
         Set<String> pids = new TreeSet<>();
         Set<String> factoryPids = new TreeSet<>();
         designated(pids, factoryPids);
-        if (pids.contains(pid) || factoryPids.contains(pid) || !named.add(pid + " " + name)) {
+        // A factory configuration must name a factory PID: one of a single configuration's PID
+        // (io.ferrum.memory.cpu-t1.cfg, meant as io.ferrum.memory.cpu.device-t1.cfg) configures that one.
+        boolean factory = c.getFactoryPid() != null;
+        boolean asSingle = factory && pids.contains(pid) && !factoryPids.contains(pid);
+        if ((factory ? factoryPids.contains(pid) : pids.contains(pid) || factoryPids.contains(pid))
+                || !named.add(pid + " " + name)) {
             return;
         }
         String file;
@@ -118,8 +123,13 @@ public final class UnusedConfigurations implements ConfigurationListener {
         }
         Set<String> ours = new TreeSet<>(pids);
         factoryPids.forEach(f -> ours.add(f + "-<name>"));
-        log.warn("{} configures {}, which no bundle designates: it changes nothing; check the name (ours: {})", file, pid,
-                String.join(", ", ours));
+        if (asSingle) {
+            log.warn("{} is a factory configuration of {}, which is designated as a single configuration: it configures"
+                    + " that one as {}.cfg would; check the name (ours: {})", file, pid, pid, String.join(", ", ours));
+        } else {
+            log.warn("{} configures {}, which no bundle designates: it changes nothing; check the name (ours: {})", file,
+                    pid, String.join(", ", ours));
+        }
     }
 
     /** Adds the PIDs and factory PIDs of ours that the installed bundles designate (metatype). */
