@@ -108,6 +108,25 @@ class EnginePoolConfigTest extends EngineTestSupport {
         m.deallocate(h);
     }
 
+    /**
+     * A start pre-allocates only the pools its configuration names (GENERAL here); the others
+     * inherit GENERAL's values with preAllocate, so trim kept as much as GENERAL's initialSize of
+     * each, memory they had grown into, not pre-allocated: a start and the same configuration
+     * applied as an edit (which gives those pools preAllocate=false) trimmed differently.
+     */
+    @Test
+    void aPoolThatOnlyInheritsAPreAllocationIsTrimmedLikeAnyOther() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, pool(4 * MiB, 4 * MiB).toBuilder().preAllocate(true).build());
+        assertEquals(4 * MiB, up.liveBytes(), "GENERAL pre-allocated its initialSize");
+        MemoryHandle h = m.allocate(MiB, MemoryType.TENSOR, CPU);
+        m.deallocate(h);
+        m.trim();
+        assertEquals(java.util.Map.of(MemoryType.GENERAL, 4 * MiB), m.reservedByType(),
+                "TENSOR, which never pre-allocated, gives back its empty chunk; GENERAL keeps its pre-allocation");
+        assertEquals(false, m.poolConfig(MemoryType.TENSOR).preAllocate(), "TENSOR does not pre-allocate");
+    }
+
     @Test
     void fixedPoolFailsWhenFullAndStaysConsistent() {
         ArenaUpstream up = new ArenaUpstream(64 * MiB);

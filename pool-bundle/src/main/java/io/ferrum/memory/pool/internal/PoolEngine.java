@@ -112,7 +112,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         MemoryType[] types = MemoryType.values();
         this.pools = new Pool[types.length];
         for (MemoryType type : types) {
-            pools[type.ordinal()] = new Pool(type, config.poolConfig(type), account, gcThreshold);
+            pools[type.ordinal()] = new Pool(type, startConfig(config, type), account, gcThreshold);
         }
         this.lifecycle = new Lifecycle(upstream, account, settings.log(), pools);
         this.caches = new ThreadCaches(pools, this.handles, lifecycle, SharedPoolRule.INSTANCE,
@@ -284,6 +284,16 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
     @Override
     public HandleSpace handleSpace() {
         return handles.space();
+    }
+
+    /**
+     * @return {@code type}'s pool configuration at the start: one that only inherits GENERAL's values
+     *         does not pre-allocate ({@link Growth#preAllocate} reserves only for the pools the
+     *         configuration names), so it says so, and trim gives back what it grew into
+     */
+    private static MemoryPoolConfig startConfig(MemoryManagerConfig config, MemoryType type) {
+        MemoryPoolConfig cfg = config.poolConfig(type);
+        return cfg.preAllocate() && !config.poolConfigs().containsKey(type) ? cfg.toBuilder().preAllocate(false).build() : cfg;
     }
 
     @Override
