@@ -671,8 +671,12 @@ class ReviewRacesTest extends RaceHarness {
         });
         Thread bThread = threads.get(threads.size() - 1);
         // The second edit is either in its own reserve (paused) or waits for the first to finish.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (!secondReserve.arrived() && bThread.getState() != Thread.State.BLOCKED
                 && bThread.getState() != Thread.State.WAITING) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("the second edit neither reserved nor waited: " + bThread.getState());
+            }
             Thread.onSpinWait();
         }
         firstReserve.release();
@@ -707,10 +711,7 @@ class ReviewRacesTest extends RaceHarness {
             m.configurePool(CPU, MemoryType.GENERAL, preAllocated);
             return null;
         });
-        Thread configuring = threads.get(threads.size() - 1);
-        while (!configures.isDone() && configuring.getState() != Thread.State.WAITING) {
-            Thread.onSpinWait();
-        }
+        awaitParked(threads.get(threads.size() - 1)); // waits for the growth, or (before) returned
         reserve.release();
         ExecutionException refused = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
                 () -> grows.get(30, TimeUnit.SECONDS));
