@@ -209,15 +209,21 @@ abstract class CpuDevice {
         // check was dropped by the restart behind its owner's back.
         if (refusal == null && manager != null && !manager.isClosed() && !manager.closeIfUnused()) {
             MemoryInfo info = manager.memoryInfo();
-            String blocks = count(info.activeAllocations(), "live block") + " (" + count(info.usedBytes(), "byte") + ")";
+            // Its own figures count no name it holds for another device's block (an alias createMapping
+            // issued), which also keeps it from closing: say so rather than "holds 0 live blocks".
+            String blocks = info.activeAllocations() > 0
+                    ? "holds " + count(info.activeAllocations(), "live block") + " (" + count(info.usedBytes(), "byte")
+                            + ") that a restart would drop"
+                    : "names blocks of another device through mappings (createMapping), or held a block a moment ago;"
+                            + " a restart would drop those names";
             if (removed) {
                 refusal = "Configuration " + CpuBackend.DEFAULT_PID + " was removed: going back to the defaults restarts "
-                        + device + ", which holds " + blocks + " that a restart would drop; free them, then give "
+                        + device + ", which " + blocks + "; free them, then give "
                         + CpuBackend.DEFAULT_PID + " an empty configuration (in the distribution an empty file config/"
                         + CpuBackend.DEFAULT_PID + ".cfg)";
             } else {
-                refusal = "Configuration of " + device + " refused: it changes what needs a restart of the device, which"
-                        + " holds " + blocks + " that a restart would drop; free them and save the file again (pool sizes"
+                refusal = "Configuration of " + device + " refused: it changes what needs a restart of the device, which "
+                        + blocks + "; free them and save the file again (pool sizes"
                         + " apply without a restart)";
             }
         }

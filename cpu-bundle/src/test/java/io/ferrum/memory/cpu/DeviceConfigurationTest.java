@@ -13,10 +13,12 @@ import java.util.Map;
 
 import org.junit.jupiter.api.Test;
 
+import io.ferrum.memory.api.AdvancedMemoryManager;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.MemoryMapping;
 import io.ferrum.memory.pool.PooledMemoryManager;
 
 /**
@@ -218,6 +220,37 @@ class DeviceConfigurationTest {
         cpu0.deactivate();
         assertTrue(fw.infos.stream().anyMatch(l -> l.startsWith("cpu:0 stopped: 1 live block (1048576 bytes) was released")), fw.infos.toString());
         assertTrue(fw.services.isEmpty(), fw.services.toString());
+    }
+
+    /**
+     * A restart is refused too while the device names another device's block through a mapping
+     * (createMapping issued it an alias): the refusal said "holds 0 live blocks (0 bytes)", since
+     * the device's own figures count no alias; it says what it holds.
+     */
+    @Test
+    void aRestartRefusedForAMappingsNameSaysWhatTheDeviceHolds() {
+        Recording rec8 = new Recording();
+        Recording rec9 = new Recording();
+        ConfiguredCpuDevice cpu8 = new ConfiguredCpuDevice(rec8.context(), TestConfigs.small(Map.of("index", 8)), rec8.logger());
+        ConfiguredCpuDevice cpu9 = new ConfiguredCpuDevice(rec9.context(), TestConfigs.small(Map.of("index", 9)), rec9.logger());
+        try {
+            AdvancedMemoryManager source = (AdvancedMemoryManager) rec9.manager();
+            DeviceMemoryManager target = rec8.manager();
+            MemoryMapping mapping = source.createMapping(Device.cpu(9), Device.cpu(8), 4096);
+            assertEquals(0, target.memoryInfo().activeAllocations(), "cpu:8's own figures count no alias");
+
+            cpu8.modify(TestConfigs.small(Map.of("index", 8, "capacity", "32m")));
+
+            assertSame(target, rec8.manager(), "not restarted: cpu:8 names cpu:9's block");
+            assertTrue(target.owns(mapping.target()));
+            assertEquals(1, rec8.errors.size(), rec8.errors.toString());
+            String refusal = rec8.errors.get(0);
+            assertFalse(refusal.contains("0 live blocks"), refusal);
+            assertTrue(refusal.contains("which names blocks of another device through mappings (createMapping)"), refusal);
+        } finally {
+            cpu8.deactivate();
+            cpu9.deactivate();
+        }
     }
 
     /**
