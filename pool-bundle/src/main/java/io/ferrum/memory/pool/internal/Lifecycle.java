@@ -49,12 +49,16 @@ final class Lifecycle {
     /** Read on every call of the front: set once, by the first close. */
     volatile boolean closed;
     /**
-     * Set before a close begins or a conditional close decides; cleared only when a conditional
-     * close refuses. A name published outside the pools' locks reads it after publishing.
+     * Set before a close begins or a conditional close decides; cleared only when the last
+     * conditional close still deciding refuses. A name published outside the pools' locks reads it
+     * after publishing.
      */
     volatile boolean unsettled;
-    /** Under this object's monitor: a conditional close is deciding. */
-    private boolean deciding;
+    /**
+     * Under this object's monitor: how many conditional closes are deciding (two may run at once; the
+     * first to refuse must not settle the manager while the other has yet to decide).
+     */
+    private int deciding;
     /** The close itself and each pool whose release waits for its last work; the upstream closes at zero. */
     private final AtomicInteger closeHolds = new AtomicInteger(1);
 
@@ -146,7 +150,7 @@ final class Lifecycle {
         if (closed) {
             return false;
         }
-        deciding = true;
+        deciding++;
         unsettled = true;
         return true;
     }
@@ -158,7 +162,7 @@ final class Lifecycle {
      * @return true if this call closed the manager (no plain close came meanwhile)
      */
     synchronized boolean decided(boolean close) {
-        deciding = false;
+        deciding--;
         notifyAll();
         if (closed) {
             return false;
@@ -167,7 +171,9 @@ final class Lifecycle {
             closed = true;
             return true;
         }
-        unsettled = false;
+        if (deciding == 0) {
+            unsettled = false;
+        }
         return false;
     }
 
@@ -179,7 +185,7 @@ final class Lifecycle {
      */
     synchronized boolean admits() {
         boolean interrupted = false;
-        while (deciding) {
+        while (deciding > 0) {
             try {
                 wait();
             } catch (InterruptedException e) {

@@ -471,22 +471,22 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
             return true;
         }
         boolean closes;
+        boolean unused = false;
         int locked = 0;
         try {
             for (Pool pool : pools) {
                 pool.acquire();
                 locked++;
             }
-            closes = lifecycle.decided(issuedAliases.isEmpty() && !anyNamed());
+            unused = issuedAliases.isEmpty() && !anyNamed();
+        } finally {
+            // Exactly once, a throw refusing: Lifecycle counts the calls still deciding.
+            closes = lifecycle.decided(unused);
             if (closes) {
                 for (Pool pool : pools) {
                     pool.closed = true; // the pool path refuses from now on, as after the close proper
                 }
             }
-        } catch (RuntimeException | Error e) {
-            lifecycle.decided(false);
-            throw e;
-        } finally {
             for (int i = locked - 1; i >= 0; i--) {
                 pools[i].lock.unlock();
             }
