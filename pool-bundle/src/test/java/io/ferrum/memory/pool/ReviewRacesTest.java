@@ -722,4 +722,47 @@ class ReviewRacesTest extends RaceHarness {
                 "GENERAL's pre-allocation, which configurePool answered, is reserved");
         up.release(squatter);
     }
+
+    // ================================================================== a pool edit queued across a close
+
+    /**
+     * A pool edit that waits for another (whose pre-allocation is in the device) while the manager
+     * closes: it must be refused as on a closed manager, not answered with its configuration set on a
+     * closed pool; the pre-allocation overtaken by the close is refused too.
+     */
+    @Test
+    void aPoolEditQueuedBehindAnotherAcrossACloseIsRefused() throws Exception {
+        HookedUpstream up = new HookedUpstream(16 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults(), null);
+        Pause reserve = up.pauseNext(Call.RESERVE);
+        CompletableFuture<Void> a = start("pre-allocates 4 MiB", () -> {
+            m.configurePool(CPU, MemoryType.TENSOR, pool(4 * MiB, MiB, 256).toBuilder().preAllocate(true).build());
+            return null;
+        });
+        reserve.awaitArrival();
+        CompletableFuture<Void> b = start("edits after it", () -> {
+            m.configurePool(CPU, MemoryType.TENSOR, pool(2 * MiB, MiB, 256));
+            return null;
+        });
+        Thread bThread = threads.get(threads.size() - 1);
+        while (bThread.getState() != Thread.State.BLOCKED) { // waits for the first edit
+            Thread.onSpinWait();
+        }
+        CompletableFuture<Void> close = start("closes", () -> {
+            m.close();
+            return null;
+        });
+        while (!m.isClosed()) { // closed; the close proper waits for the growth in flight
+            Thread.onSpinWait();
+        }
+        reserve.release();
+        close.get(30, TimeUnit.SECONDS);
+        for (CompletableFuture<Void> edit : List.of(a, b)) {
+            ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+                    () -> edit.get(30, TimeUnit.SECONDS), (edit == a ? "the pre-allocation" : "the queued edit")
+                            + " answered across the close");
+            assertTrue(e.getCause() instanceof io.ferrum.memory.api.DeviceUnavailableException, e.getCause().toString());
+        }
+        assertEquals(0, up.liveBytes(), "every chunk went back");
+    }
 }

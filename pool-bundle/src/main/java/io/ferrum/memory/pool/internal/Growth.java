@@ -138,6 +138,9 @@ final class Growth {
             long missing;
             pool.acquire();
             try {
+                if (pool.closed) {
+                    throw checks.closed(); // a close overtook it: what it reserved went with the pool
+                }
                 missing = bytes - pool.reserved - pool.pending;
                 while (missing <= 0 && pool.pending > 0) {
                     // Another growth in flight would cover it, but may fail: what it brings counts

@@ -315,6 +315,9 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
             long reservedBefore;
             pool.acquire();
             try {
+                if (pool.closed) {
+                    throw checks.closed(); // closed while this call waited for another on configuring
+                }
                 previous = pool.config;
                 reservedBefore = pool.reserved;
                 pool.configure(cfg);
