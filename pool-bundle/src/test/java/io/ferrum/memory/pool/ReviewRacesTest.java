@@ -728,12 +728,17 @@ class ReviewRacesTest extends RaceHarness {
     /**
      * A pool edit that waits for another (whose pre-allocation is in the device) while the manager
      * closes: it must be refused as on a closed manager, not answered with its configuration set on a
-     * closed pool; the pre-allocation overtaken by the close is refused too.
+     * closed pool; the pre-allocation overtaken by the close is refused too. The close is held at the
+     * GENERAL pool (a growth there is in flight) so that TENSOR's pool is not yet marked closed when
+     * its growth returns: the window in which both edits once answered (CI, 2026-12-07).
      */
     @Test
     void aPoolEditQueuedBehindAnotherAcrossACloseIsRefused() throws Exception {
         HookedUpstream up = new HookedUpstream(16 * MiB);
         PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults(), null);
+        Pause generalReserve = up.pauseNext(Call.RESERVE);
+        CompletableFuture<MemoryHandle> general = start("grows GENERAL", () -> m.allocate(4 * KiB, CPU));
+        generalReserve.awaitArrival();
         Pause reserve = up.pauseNext(Call.RESERVE);
         CompletableFuture<Void> a = start("pre-allocates 4 MiB", () -> {
             m.configurePool(CPU, MemoryType.TENSOR, pool(4 * MiB, MiB, 256).toBuilder().preAllocate(true).build());
@@ -752,17 +757,23 @@ class ReviewRacesTest extends RaceHarness {
             m.close();
             return null;
         });
-        while (!m.isClosed()) { // closed; the close proper waits for the growth in flight
+        Thread closeThread = threads.get(threads.size() - 1);
+        // Closed, and the close proper waits for GENERAL's growth: TENSOR's pool is not marked yet.
+        while (!m.isClosed() || closeThread.getState() != Thread.State.TIMED_WAITING) {
             Thread.onSpinWait();
         }
         reserve.release();
-        close.get(30, TimeUnit.SECONDS);
         for (CompletableFuture<Void> edit : List.of(a, b)) {
             ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
                     () -> edit.get(30, TimeUnit.SECONDS), (edit == a ? "the pre-allocation" : "the queued edit")
                             + " answered across the close");
             assertTrue(e.getCause() instanceof io.ferrum.memory.api.DeviceUnavailableException, e.getCause().toString());
         }
+        generalReserve.release();
+        close.get(30, TimeUnit.SECONDS);
+        ExecutionException refused = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+                () -> general.get(30, TimeUnit.SECONDS), "the allocation answered across the close");
+        assertTrue(refused.getCause() instanceof io.ferrum.memory.api.DeviceUnavailableException, refused.getCause().toString());
         assertEquals(0, up.liveBytes(), "every chunk went back");
     }
 }

@@ -138,8 +138,10 @@ final class Growth {
             long missing;
             pool.acquire();
             try {
-                if (pool.closed) {
-                    throw checks.closed(); // a close overtook it: what it reserved went with the pool
+                // A close overtook it (what it reserved goes with the pool). The manager is closed
+                // before the close proper marks each pool: both are asked.
+                if (pool.closed || lifecycle.closed) {
+                    throw checks.closed();
                 }
                 missing = bytes - pool.reserved - pool.pending;
                 while (missing <= 0 && pool.pending > 0) {

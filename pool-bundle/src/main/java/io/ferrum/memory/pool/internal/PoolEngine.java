@@ -315,8 +315,10 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
             long reservedBefore;
             pool.acquire();
             try {
-                if (pool.closed) {
-                    throw checks.closed(); // closed while this call waited for another on configuring
+                // Closed while this call waited for another on configuring; the manager is closed
+                // before the close proper marks each pool, so both are asked.
+                if (pool.closed || lifecycle.closed) {
+                    throw checks.closed();
                 }
                 previous = pool.config;
                 reservedBefore = pool.reserved;
