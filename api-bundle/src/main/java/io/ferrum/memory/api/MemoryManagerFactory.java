@@ -6,8 +6,9 @@ import org.osgi.annotation.versioning.ProviderType;
 
 /**
  * Creates managers for devices of the kinds a backend serves. Registered by each backend as an OSGi
- * service with the {@link DeviceMemoryManager#DEVICE_KIND_PROPERTY} it serves. Managers created here
- * belong to the caller, who must {@link DeviceMemoryManager#close() close} them.
+ * service with the {@link DeviceMemoryManager#DEVICE_KIND_PROPERTY} it serves. Managers and stream
+ * managers created here belong to the caller, who must close them ({@link DeviceMemoryManager#close()},
+ * {@link StreamManager#close()}); what is still open when the backend stops is closed then.
  */
 @ProviderType
 public interface MemoryManagerFactory {
@@ -32,7 +33,7 @@ public interface MemoryManagerFactory {
 
     /**
      * @param device a device of one of {@link #deviceKinds()}
-     * @return a new stream manager
+     * @return a new stream manager, which the caller closes
      */
     StreamManager createStreamManager(Device device);
 

@@ -15,7 +15,7 @@ import org.osgi.annotation.versioning.ProviderType;
  * <b>Thread safety:</b> every method may be called from any thread.
  */
 @ProviderType
-public interface StreamManager {
+public interface StreamManager extends AutoCloseable {
 
     /** @return the device whose streams this manager runs */
     Device device();
@@ -69,4 +69,17 @@ public interface StreamManager {
 
     /** @return the live streams, the default stream first; a snapshot */
     List<StreamHandle> streams();
+
+    /**
+     * Refuses every later call with {@link DeviceUnavailableException} and destroys every stream
+     * once the work already submitted to it has run; that work is never dropped. The wait for it is
+     * bounded (a stream whose work blocks is destroyed when that work ends), and a call from inside
+     * this manager's own stream work does not wait. Idempotent. Stream managers registered as
+     * services are closed by their backend; callers close only stream managers they created through
+     * a {@link MemoryManagerFactory}.
+     *
+     * @since 1.3
+     */
+    @Override
+    void close();
 }

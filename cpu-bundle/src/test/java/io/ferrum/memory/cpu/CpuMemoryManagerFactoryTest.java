@@ -2,6 +2,7 @@ package io.ferrum.memory.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.concurrent.TimeUnit;
@@ -11,9 +12,12 @@ import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.EventHandle;
 import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.api.StreamHandle;
+import io.ferrum.memory.api.StreamManager;
 import io.ferrum.memory.pool.HostStreamManager;
 import io.ferrum.memory.pool.PooledMemoryManager;
 
@@ -68,7 +72,7 @@ class CpuMemoryManagerFactoryTest {
         MemoryManagerConfig config = MemoryManagerConfig.defaults().withPoolConfig(MemoryType.GENERAL,
                 MemoryPoolConfig.builder().initialSize(1 << 20).growthIncrement(1 << 20).build());
         for (int i = 1; i <= 200; i++) {
-            ((HostStreamManager) factory.createStreamManager(Device.cpu())).close(); // StreamManager has no close()
+            factory.createStreamManager(Device.cpu()).close();
             factory.createAdvancedMemoryManager(Device.cpu(), config).close();
             assertTrue(factory.held() <= 2, "held after " + i + " rounds of create and close: " + factory.held());
         }
@@ -79,6 +83,31 @@ class CpuMemoryManagerFactoryTest {
 
         assertTrue(open.isClosed() && openStreams.isClosed(), "the stop closes what was left open");
         assertEquals(0, factory.held());
+    }
+
+    /**
+     * API 1.3: a stream manager the factory made is closed through the API (before, {@code StreamManager}
+     * had no {@code close()}: its caller could release it only by casting to an implementation class).
+     */
+    @Test
+    void aStreamManagerFromTheFactoryIsClosedThroughTheApi() {
+        CpuMemoryManagerFactory factory = new CpuMemoryManagerFactory(null);
+        StreamManager streams = factory.createStreamManager(Device.cpu());
+        StreamHandle stream = streams.createStream(Device.cpu());
+        EventHandle event = streams.recordEvent(stream);
+        assertEquals(1, factory.held());
+
+        streams.close();
+        streams.close(); // idempotent
+
+        DeviceUnavailableException refused = assertThrows(
+                DeviceUnavailableException.class, () -> streams.createStream(Device.cpu()));
+        assertTrue(refused.getMessage().contains("cpu:0"), refused.getMessage());
+        assertThrows(DeviceUnavailableException.class, () -> streams.waitEvent(stream, event));
+        StreamManager next = factory.createStreamManager(Device.cpu()); // a creation forgets closed ones
+        assertEquals(1, factory.held(), "the closed stream manager is not held for the stop");
+        factory.deactivate();
+        assertThrows(DeviceUnavailableException.class, () -> next.createStream(Device.cpu()));
     }
 
     /** Waits until {@code t} waits for a monitor in the method {@code method} of the coarse clock. */
