@@ -16,6 +16,9 @@ import java.util.Map;
 import java.util.ServiceLoader;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.jar.JarFile;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
@@ -261,7 +264,7 @@ public final class OsgiTimings {
         p.put(Constants.FRAMEWORK_STORAGE, work.resolve("cache").toString());
         p.put(Constants.FRAMEWORK_STORAGE_CLEAN, Constants.FRAMEWORK_STORAGE_CLEAN_ONFIRSTINIT);
         // The API comes from the classpath, so that this program and the bundles share its classes.
-        p.put(Constants.FRAMEWORK_SYSTEMPACKAGES_EXTRA, "io.ferrum.memory.api;version=1.1.0");
+        p.put(Constants.FRAMEWORK_SYSTEMPACKAGES_EXTRA, "io.ferrum.memory.api;version=" + apiVersion());
         p.put("felix.fileinstall.dir", work.resolve("plugins").toString());
         p.put("felix.fileinstall.poll", POLL_MS);
         p.put("felix.fileinstall.noInitialDelay", "true");
@@ -284,6 +287,24 @@ public final class OsgiTimings {
             if (b.getHeaders().get(Constants.FRAGMENT_HOST) == null) {
                 b.start();
             }
+        }
+    }
+
+    /**
+     * @return the API package's version as the API bundle exports it: the provider bundles import it
+     *         up to the next minor version, so a fixed number here went stale at each minor bump
+     *         (1.1.0 left every Ferrum bundle unresolved once the API was 1.2)
+     */
+    private String apiVersion() throws IOException {
+        Path api = bundles.resolveSibling("api").resolve("io.ferrum.memory.api.jar");
+        try (JarFile jar = new JarFile(api.toFile())) {
+            String exports = jar.getManifest().getMainAttributes().getValue(Constants.EXPORT_PACKAGE);
+            Matcher m = Pattern.compile("io\\.ferrum\\.memory\\.api;[^,]*?version=\"?([0-9.]+)")
+                    .matcher(exports == null ? "" : exports);
+            if (!m.find()) {
+                throw new IllegalStateException(api + " exports no io.ferrum.memory.api: " + exports);
+            }
+            return m.group(1);
         }
     }
 
