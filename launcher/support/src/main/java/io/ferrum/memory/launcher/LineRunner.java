@@ -1,6 +1,7 @@
 package io.ferrum.memory.launcher;
 
 import java.io.PrintStream;
+import java.lang.reflect.InvocationTargetException;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -149,9 +150,14 @@ final class LineRunner {
         if (e instanceof InterruptedException) {
             return "interrupted";
         }
-        String m = e.getMessage();
+        // A command's own failure reaches here wrapped by Gogo's reflective call: its cause says why.
+        Throwable why = e;
+        while ((why instanceof InvocationTargetException || why.getMessage() == null) && why.getCause() != null) {
+            why = why.getCause();
+        }
+        String m = why.getMessage();
         if (m == null) {
-            return e.getClass().getSimpleName();
+            return why.getClass().getSimpleName();
         }
         Matcher wrong = WRONG_CALL.matcher(m);
         if (wrong.matches()) {

@@ -35,6 +35,16 @@ class LineRunnerTest {
         assertEquals("a b", LineRunner.message(new IllegalStateException("a\n  b"), "x"), "one line");
     }
 
+    /** A command that throws reaches the console wrapped by Gogo's reflective call; the line said "InvocationTargetException". */
+    @Test
+    void aFailureWrappedByTheReflectiveCallSaysWhyNotTheWrapper() {
+        Exception wrapped = new java.lang.reflect.InvocationTargetException(
+                new org.osgi.framework.BundleException("Unable to read the update location"));
+        assertEquals("Unable to read the update location", LineRunner.message(wrapped, "update 6"));
+        assertEquals("NullPointerException", LineRunner.message(
+                new java.lang.reflect.InvocationTargetException(new NullPointerException()), "x"));
+    }
+
     /** @return a session that records the statements it is asked to run and answers nothing */
     private static CommandSession recording(List<String> ran) {
         return (CommandSession) Proxy.newProxyInstance(CommandSession.class.getClassLoader(),
