@@ -136,6 +136,22 @@ class ConsoleIT {
         assertTrue(r.out().contains("wrote 2 bytes"), "a\\ is two bytes, as Gogo reads it: " + r.out());
     }
 
+    /**
+     * A bare {@code update} of a built-in bundle cannot read its location (inside the jar), and Felix
+     * logs that to {@code System.out} from the command's thread. The script's session wrote to Gogo's
+     * per-thread {@code System.out}, so that line went into the command's own pipe and back, until a
+     * StackOverflowError cut Felix's update short and left the monitor stopped ("error:
+     * InvocationTargetException", then "No memory monitor is running").
+     */
+    @Test
+    void aBareUpdateOfABuiltInBundleFailsAndLeavesItRunning() throws Exception {
+        Run r = run(DistributionIT.freshDir("bare-update"), "", "-c", "update io.ferrum.memory.monitor; mem:devices");
+        assertFalse((r.out() + r.err()).contains("StackOverflowError"), r.toString());
+        assertTrue(r.out().contains("Unable to update the bundle"), "Felix says why: " + r);
+        assertTrue(r.out().contains("DEVICE  BACKEND"), "the monitor still runs: " + r);
+        assertFalse(r.err().contains("No memory monitor"), r.toString());
+    }
+
     @Test
     void aWrongCallOfAnyCommandIsOneLineNamingIt() throws Exception {
         Run r = run(DistributionIT.freshDir("wrong-call"), "uninstall 9999\n");

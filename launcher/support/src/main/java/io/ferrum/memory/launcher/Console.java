@@ -1,6 +1,8 @@
 package io.ferrum.memory.launcher;
 
 import java.io.ByteArrayInputStream;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.BufferedReader;
@@ -58,6 +60,14 @@ public final class Console {
     private static final java.util.logging.Logger JLINE_LOG = java.util.logging.Logger.getLogger("org.jline");
     /** The prompt at a terminal. */
     static final String PROMPT = "g! ";
+    /**
+     * The process's own standard streams. {@code System.out} here is Gogo's per-thread stream: given
+     * to a session, a command's thread that writes to {@code System.out} (Felix's logger does, when
+     * {@code update} fails) writes into its own pipe, which writes to the session's stream, which is
+     * that pipe again, until the stack overflows.
+     */
+    private static final PrintStream STDOUT = new PrintStream(new FileOutputStream(FileDescriptor.out), true, Charset.defaultCharset());
+    private static final PrintStream STDERR = new PrintStream(new FileOutputStream(FileDescriptor.err), true, Charset.defaultCharset());
 
     private final BundleContext context;
     private final CommandProcessor processor;
@@ -157,7 +167,7 @@ public final class Console {
 
     /** A session whose commands read no input: standard input belongs to the script. */
     private CommandSession quietSession() {
-        return processor.createSession(new ByteArrayInputStream(new byte[0]), System.out, System.err);
+        return processor.createSession(new ByteArrayInputStream(new byte[0]), STDOUT, STDERR);
     }
 
     private int terminal() throws IOException {
