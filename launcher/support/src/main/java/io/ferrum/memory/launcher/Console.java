@@ -11,6 +11,7 @@ import java.nio.charset.Charset;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import org.apache.felix.service.command.CommandProcessor;
 import org.apache.felix.service.command.CommandSession;
@@ -60,6 +61,8 @@ public final class Console {
     private static final java.util.logging.Logger JLINE_LOG = java.util.logging.Logger.getLogger("org.jline");
     /** The prompt at a terminal. */
     static final String PROMPT = "g! ";
+    /** How long a stop waits for the launcher to take {@link SessionExit} (it never does outside the bnd launcher). */
+    private static final long LAUNCHER_WAIT_SECONDS = 30;
     /**
      * The process's own standard streams. {@code System.out} here is Gogo's per-thread stream: given
      * to a session, a command's thread that writes to {@code System.out} (Felix's logger does, when
@@ -279,8 +282,21 @@ public final class Console {
     }
 
     private void stopFramework() {
+        stopFramework(context.getBundle(0), LAUNCHER_WAIT_SECONDS);
+    }
+
+    /**
+     * Stops the framework, but not before the launcher holds the exit code's callable ({@link
+     * SessionExit#awaitTaken}): else it would exit with its own code, not the session's.
+     */
+    static void stopFramework(Bundle system, long waitSeconds) {
         try {
-            context.getBundle(0).stop();
+            SessionExit.awaitTaken(waitSeconds, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // this bundle stops: stop the framework all the same
+        }
+        try {
+            system.stop();
         } catch (BundleException | IllegalStateException e) {
             System.err.println("error: cannot stop the framework: " + e.getMessage());
         }

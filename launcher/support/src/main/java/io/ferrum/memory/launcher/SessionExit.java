@@ -2,6 +2,7 @@ package io.ferrum.memory.launcher;
 
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
@@ -26,6 +27,12 @@ public final class SessionExit implements Callable<Integer> {
 
     /** The console's verdict on the session; one per JVM, as there is one console. */
     private static volatile int outcome = EXIT_OK;
+    /**
+     * Counted down once the launcher's main thread has taken this callable. A framework stopped
+     * before then unregisters it first: the launcher, left with no callable, exits with its own 117
+     * instead of the outcome (seen in ConsoleIT under load: a short script exited 117, not 1).
+     */
+    private static final CountDownLatch TAKEN = new CountDownLatch(1);
 
     private final BundleContext context;
     private final CountDownLatch done = new CountDownLatch(1);
@@ -41,8 +48,19 @@ public final class SessionExit implements Callable<Integer> {
         outcome = exitCode;
     }
 
+    /**
+     * Waits until the launcher has taken the callable, so that a framework stopped now still exits
+     * with the outcome. Bounded: in a container without the bnd launcher no one ever takes it.
+     *
+     * @return true if it was taken within the wait
+     */
+    static boolean awaitTaken(long timeout, TimeUnit unit) throws InterruptedException {
+        return TAKEN.await(timeout, unit);
+    }
+
     @Override
     public Integer call() throws InterruptedException {
+        TAKEN.countDown();
         done.await();
         return code;
     }
