@@ -444,6 +444,36 @@ class DistributionIT {
         }
     }
 
+    /**
+     * A file saved with a UTF-8 byte order mark (Windows editors' "UTF-8 with BOM"): FileInstall kept
+     * the mark as the start of the first key, and the user got no word of the mark (our components
+     * refused an unknown attribute {@code \u00ef\u00bb\u00bfcapacity}, a plugin's took its default).
+     * One warning names the file and the mark, for a file there at start and for one saved later.
+     */
+    @Test
+    void aFileSavedWithAByteOrderMarkIsNamed() throws Exception {
+        Path dir = freshDir("byte-order-mark");
+        Path atStart = dir.resolve("config").resolve("io.ferrum.memory.cpu.cfg");
+        Files.createDirectories(atStart.getParent());
+        byte[] bom = {(byte) 0xef, (byte) 0xbb, (byte) 0xbf};
+        Files.write(atStart, bom);
+        Files.writeString(atStart, "capacity=64m\n", java.nio.file.StandardOpenOption.APPEND);
+        Path later = dir.resolve("config").resolve("org.example.plugin.cfg");
+        try (Session s = new Session(dir)) {
+            String first = s.until("log 50 warn", "io.ferrum.memory.cpu.cfg starts with");
+            assertTrue(first.contains(atStart + " starts with a UTF-8 byte order mark (BOM), which FileInstall reads as part"
+                    + " of its first line: the key 'capacity' is read as '\\u00ef\\u00bb\\u00bfcapacity' and configures"
+                    + " nothing; save the file as UTF-8 without BOM (or as ASCII)"), first);
+            Files.write(later, bom);
+            Files.writeString(later, "# a plugin's file\nsize=3\n", java.nio.file.StandardOpenOption.APPEND);
+            String second = s.until("log 50 warn", "org.example.plugin.cfg starts with");
+            assertTrue(second.contains(later + " starts with a UTF-8 byte order mark (BOM)"), second);
+            assertEquals(1, Pattern.compile(Pattern.quote(atStart + " starts with")).matcher(second).results().count(),
+                    "one warning per file: " + second);
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
     /** Writes {@code src} to {@code dst} with the main manifest attributes {@code changes} set. */
     static void rewriteManifest(Path src, Path dst, Map<String, String> changes) throws IOException {
         try (JarFile in = new JarFile(src.toFile());
