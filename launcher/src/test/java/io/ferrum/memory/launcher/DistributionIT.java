@@ -445,6 +445,34 @@ class DistributionIT {
     }
 
     /**
+     * A typo in our namespace ({@code io.ferum.memory.cpu-1.cfg}, {@code io.ferrum.memmory.pool.cfg})
+     * made a file that configured nothing, without a word: only {@code io.ferrum.memory.*} was looked at.
+     * One warning names the file and the nearest PID of ours; another project's PID is not named.
+     */
+    @Test
+    void aTypoInOurNamespaceIsNamedWithTheNearestPid() throws Exception {
+        Path dir = freshDir("namespace-typo");
+        Path atStart = dir.resolve("config").resolve("io.ferum.memory.cpu-1.cfg");
+        Files.createDirectories(atStart.getParent());
+        Files.writeString(atStart, "index=1\ncapacity=64m\n");
+        Files.writeString(atStart.resolveSibling("org.apache.felix.example.cfg"), "size=3\n"); // not ours: not named
+        Path later = dir.resolve("config").resolve("io.ferrum.memmory.pool.cfg");
+        try (Session s = new Session(dir)) {
+            String first = s.until("log 50 warn", "configures io.ferum.memory.cpu,");
+            assertTrue(first.contains(atStart + " configures io.ferum.memory.cpu, whose namespace is not ours (io.ferrum.memory.)"
+                    + " but close to it: it changes nothing; the nearest PID of ours is io.ferrum.memory.cpu.device-<name>;"
+                    + " check the name (ours: io.ferrum.memory.cpu, io.ferrum.memory.cpu.device-<name>, io.ferrum.memory.cuda,"
+                    + " io.ferrum.memory.cuda.device-<name>, io.ferrum.memory.monitor)"), first);
+            Files.writeString(later, "maxSize=64m\n");
+            String second = s.until("log 50 warn", "configures io.ferrum.memmory.pool,");
+            assertTrue(second.contains(later + " configures io.ferrum.memmory.pool, whose namespace is not ours"
+                    + " (io.ferrum.memory.) but close to it: it changes nothing; the nearest PID of ours is io.ferrum.memory.cpu;"), second);
+            assertFalse(second.contains("org.apache.felix.example"), "another project's PID is not named: " + second);
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
      * A file saved with a UTF-8 byte order mark (Windows editors' "UTF-8 with BOM"): FileInstall kept
      * the mark as the start of the first key, and the user got no word of the mark (our components
      * refused an unknown attribute {@code \u00ef\u00bb\u00bfcapacity}, a plugin's took its default).

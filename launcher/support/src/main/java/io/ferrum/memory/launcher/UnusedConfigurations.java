@@ -4,6 +4,7 @@ import java.io.File;
 import java.io.IOException;
 import java.net.URI;
 import java.util.Arrays;
+import java.util.Locale;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
@@ -32,7 +33,10 @@ import org.osgi.service.metatype.MetaTypeService;
  * bundle designates: a typo in the name ({@code io.ferrum.memory.cpu.devcie-t1.cfg}, {@code
  * io.ferrum.memory.cpux.cfg}) made a configuration that configured nothing, without a word. One
  * warning per file and PID names the file, its PID and the PIDs our bundles designate (their metatype,
- * read from the bundles themselves, so that no extender still at work at start can hide one). The
+ * read from the bundles themselves, so that no extender still at work at start can hide one). A PID
+ * whose namespace is ours but for a typo or two ({@code io.ferum.memory.cpu-1.cfg}, {@code
+ * io.ferrum.memmory.pool.cfg}) is named too, with the nearest PID of ours, unless a bundle designates
+ * it; a namespace further from ours ({@code org.apache.felix.*}) is not ours to judge. The
  * configurations there at start are looked at once the framework started, the later ones as they come.
  */
 @Component(service = ConfigurationListener.class)
@@ -40,6 +44,8 @@ public final class UnusedConfigurations implements ConfigurationListener {
     /** The namespace of our PIDs: only those are checked, a plugin's own are not ours to judge. */
     static final String OURS = "io.ferrum.memory.";
     static final String FILENAME = "felix.fileinstall.filename";
+    /** Edits (a letter missing, added or replaced) that still make a namespace a typo of ours. */
+    static final int NEAR = 2;
 
     private final BundleContext context;
     private final ConfigurationAdmin configAdmin;
@@ -101,12 +107,19 @@ public final class UnusedConfigurations implements ConfigurationListener {
     private void check(Configuration c) {
         String pid = c.getFactoryPid() != null ? c.getFactoryPid() : c.getPid();
         Object name = c.getProperties() == null ? null : c.getProperties().get(FILENAME);
-        if (name == null || !pid.startsWith(OURS)) {
+        boolean near = !pid.startsWith(OURS) && nearOurs(pid);
+        if (name == null || !pid.startsWith(OURS) && !near) {
             return;
         }
         Set<String> pids = new TreeSet<>();
         Set<String> factoryPids = new TreeSet<>();
         designated(pids, factoryPids);
+        if (near) {
+            checkNear(c, pid, name, pids, factoryPids);
+            return;
+        }
+        pids.removeIf(p -> !p.startsWith(OURS));
+        factoryPids.removeIf(p -> !p.startsWith(OURS));
         // A factory configuration must name a factory PID: one of a single configuration's PID
         // (io.ferrum.memory.cpu-t1.cfg, meant as io.ferrum.memory.cpu.device-t1.cfg) configures that one.
         boolean factory = c.getFactoryPid() != null;
@@ -115,14 +128,8 @@ public final class UnusedConfigurations implements ConfigurationListener {
                 || !named.add(pid + " " + name)) {
             return;
         }
-        String file;
-        try {
-            file = new File(URI.create(name.toString())).getAbsolutePath();
-        } catch (IllegalArgumentException notAFile) {
-            file = name.toString();
-        }
-        Set<String> ours = new TreeSet<>(pids);
-        factoryPids.forEach(f -> ours.add(f + "-<name>"));
+        String file = file(name);
+        Set<String> ours = shown(pids, factoryPids);
         if (asSingle) {
             log.warn("{} is a factory configuration of {}, which is designated as a single configuration: it configures"
                     + " that one as {}.cfg would; check the name (ours: {})", file, pid, pid, String.join(", ", ours));
@@ -132,13 +139,99 @@ public final class UnusedConfigurations implements ConfigurationListener {
         }
     }
 
-    /** Adds the PIDs and factory PIDs of ours that the installed bundles designate (metatype). */
+    /** Names a file whose PID is in a namespace that is a typo of ours, unless a bundle designates that PID. */
+    private void checkNear(Configuration c, String pid, Object name, Set<String> pids, Set<String> factoryPids) {
+        if (pids.contains(pid) || factoryPids.contains(pid) || !named.add(pid + " " + name)) {
+            return; // a plugin's own PID, in a namespace that happens to look like ours
+        }
+        pids.removeIf(p -> !p.startsWith(OURS));
+        factoryPids.removeIf(p -> !p.startsWith(OURS));
+        String nearest = nearest(pid, c.getFactoryPid() != null, pids, factoryPids);
+        log.warn("{} configures {}, whose namespace is not ours ({}) but close to it: it changes nothing; {}check the name"
+                + " (ours: {})", file(name), pid, OURS, nearest == null ? "" : "the nearest PID of ours is " + nearest + "; ",
+                String.join(", ", shown(pids, factoryPids)));
+    }
+
+    /**
+     * @param pid a PID not in our namespace
+     * @return whether its namespace is ours but for {@value #NEAR} edits or fewer, or but for case: the
+     *         fewest edits from {@value #OURS} to a start of the PID
+     */
+    static boolean nearOurs(String pid) {
+        int[] row = edits(OURS, pid.toLowerCase(Locale.ROOT));
+        return Arrays.stream(row).min().orElseThrow() <= NEAR;
+    }
+
+    /**
+     * @param pid the PID (or factory PID) of a configuration
+     * @param factory whether the configuration is a factory configuration: then the factory PIDs are
+     *        looked at first, as only those make a new instance
+     * @return the PID of ours fewest edits away from {@code pid}, a factory PID as {@code <pid>-<name>},
+     *         or null when there is none
+     */
+    static String nearest(String pid, boolean factory, Set<String> pids, Set<String> factoryPids) {
+        String best = null;
+        int fewest = Integer.MAX_VALUE;
+        Set<String> candidates = new TreeSet<>(factoryPids);
+        if (!factory || factoryPids.isEmpty()) {
+            candidates.addAll(pids);
+        }
+        for (String p : candidates) {
+            int d = edits(pid, p)[p.length()];
+            if (d < fewest) {
+                fewest = d;
+                best = factoryPids.contains(p) ? p + "-<name>" : p;
+            }
+        }
+        return best;
+    }
+
+    /**
+     * @return the Levenshtein distances from {@code a} to each start of {@code b}: element {@code j}
+     *         counts the edits (insert, delete, replace) from {@code a} to {@code b}'s first {@code j}
+     *         characters
+     */
+    private static int[] edits(String a, String b) {
+        int[] prev = new int[b.length() + 1];
+        int[] cur = new int[b.length() + 1];
+        for (int j = 0; j <= b.length(); j++) {
+            prev[j] = j;
+        }
+        for (int i = 1; i <= a.length(); i++) {
+            cur[0] = i;
+            for (int j = 1; j <= b.length(); j++) {
+                int replace = prev[j - 1] + (a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1);
+                cur[j] = Math.min(replace, Math.min(prev[j], cur[j - 1]) + 1);
+            }
+            int[] t = prev;
+            prev = cur;
+            cur = t;
+        }
+        return prev;
+    }
+
+    /** @return the PIDs as a file names them: a factory PID as {@code <pid>-<name>} */
+    private static Set<String> shown(Set<String> pids, Set<String> factoryPids) {
+        Set<String> ours = new TreeSet<>(pids);
+        factoryPids.forEach(f -> ours.add(f + "-<name>"));
+        return ours;
+    }
+
+    private static String file(Object name) {
+        try {
+            return new File(URI.create(name.toString())).getAbsolutePath();
+        } catch (IllegalArgumentException notAFile) {
+            return name.toString();
+        }
+    }
+
+    /** Adds the PIDs and factory PIDs that the installed bundles designate (metatype), in any namespace. */
     private void designated(Set<String> pids, Set<String> factoryPids) {
         for (Bundle b : context.getBundles()) {
             MetaTypeInformation info = metatype.getMetaTypeInformation(b);
             if (info != null) {
-                Arrays.stream(info.getPids()).filter(p -> p.startsWith(OURS)).forEach(pids::add);
-                Arrays.stream(info.getFactoryPids()).filter(p -> p.startsWith(OURS)).forEach(factoryPids::add);
+                pids.addAll(Arrays.asList(info.getPids()));
+                factoryPids.addAll(Arrays.asList(info.getFactoryPids()));
             }
         }
     }
