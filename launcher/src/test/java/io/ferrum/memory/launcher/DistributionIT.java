@@ -412,7 +412,8 @@ class DistributionIT {
         try (Session s = new Session(dir)) {
             String first = s.until("log 50 warn", "configures io.ferrum.memory.cpux,");
             assertTrue(first.contains(atStart + " configures io.ferrum.memory.cpux, which no bundle designates: it"
-                    + " changes nothing; check the name (ours: io.ferrum.memory.cpu, io.ferrum.memory.cpu.device-<name>,"
+                    + " changes nothing until a bundle that does is installed; check the name (ours: io.ferrum.memory.cpu,"
+                    + " io.ferrum.memory.cpu.device-<name>,"
                     + " io.ferrum.memory.cuda, io.ferrum.memory.cuda.device-<name>, io.ferrum.memory.monitor)"), first);
             Files.writeString(typo, "index=1\ncapacity=64m\n");
             String second = s.until("log 50 warn", "configures io.ferrum.memory.cpu.devcie,");
@@ -440,6 +441,66 @@ class DistributionIT {
             assertTrue(warned.contains(file + " is a factory configuration of io.ferrum.memory.cpu, which is designated"
                     + " as a single configuration: it configures that one as io.ferrum.memory.cpu.cfg would; check the name"
                     + " (ours: io.ferrum.memory.cpu, io.ferrum.memory.cpu.device-<name>,"), warned);
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
+     * A file saved before the plugin that designates its PID: it was named at once as changing nothing
+     * ("check the name"), and when the plugin came and applied it, nothing said so. The warning says
+     * that the file waits for such a bundle, and a second one says when one has come. (At start, both
+     * already in their folders, nothing is named: FileInstall installs plugins/ as it starts, before the
+     * framework reports it started.)
+     */
+    @Test
+    void aFileSavedBeforeItsPluginIsNamedAsWaitingAndThenAsApplied() throws Exception {
+        Path dir = freshDir("file-before-plugin");
+        try (Session s = new Session(dir)) {
+            uninstallTheCpuBackend(s);
+            Path file = dir.resolve("config").resolve("io.ferrum.memory.cpu.device-t1.cfg");
+            Files.writeString(file, "index=1\ncapacity=64m\n");
+            String warned = s.until("log 50 warn", "configures io.ferrum.memory.cpu.device,");
+            assertTrue(warned.contains(file + " configures io.ferrum.memory.cpu.device, which no bundle designates: it changes"
+                    + " nothing until a bundle that does is installed; check the name (ours: "), warned);
+
+            Files.copy(Path.of(System.getProperty("ferrum.bundle.cpu")), dir.resolve("plugins").resolve("io.ferrum.memory.cpu.jar"));
+            assertTrue(s.until("mem:devices", "cpu:1").contains("64.0 MiB"), "the plugin applies the file");
+            String applied = s.until("log 50 warn", "designates now");
+            assertTrue(applied.contains(file + " configures io.ferrum.memory.cpu.device, which io.ferrum.memory.cpu "), applied);
+            assertTrue(applied.contains(" designates now: the file, named as configuring nothing, applies"), applied);
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
+     * A file and the plugin that designates its PID, both there at start: the file is not named, as
+     * FileInstall installs what plugins/ holds as it starts, before the framework reports it started
+     * and the files there are looked at. {@code io.ferrum.memory.cpux.cfg}, there too, is named in the
+     * same pass, so its warning shows that the pass has run.
+     */
+    @Test
+    void aFileAndItsPluginThereAtStartAreNotNamed() throws Exception {
+        Path dir = freshDir("file-and-plugin-at-start");
+        Path config = Files.createDirectories(dir.resolve("config"));
+        Path plugins = Files.createDirectories(dir.resolve("plugins"));
+        Files.writeString(config.resolve("io.ferrum.memory.extra.cfg"), "size=3\n");
+        Files.writeString(config.resolve("io.ferrum.memory.cpux.cfg"), "capacity=64m\n");
+        Manifest m = new Manifest();
+        m.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
+        m.getMainAttributes().put(new Attributes.Name("Bundle-ManifestVersion"), "2");
+        m.getMainAttributes().put(new Attributes.Name("Bundle-SymbolicName"), "io.ferrum.memory.extra");
+        try (JarOutputStream jar = new JarOutputStream(Files.newOutputStream(plugins.resolve("extra.jar")), m)) {
+            jar.putNextEntry(new JarEntry("OSGI-INF/metatype/extra.xml"));
+            jar.write(("<metatype:MetaData xmlns:metatype=\"http://www.osgi.org/xmlns/metatype/v1.2.0\">"
+                    + "<OCD id=\"extra\" name=\"Extra\"><AD id=\"size\" type=\"Integer\" default=\"1\"/></OCD>"
+                    + "<Designate pid=\"io.ferrum.memory.extra\"><Object ocdref=\"extra\"/></Designate>"
+                    + "</metatype:MetaData>").getBytes(StandardCharsets.UTF_8));
+            jar.closeEntry();
+        }
+        try (Session s = new Session(dir)) {
+            String warned = s.until("log 50 warn", "configures io.ferrum.memory.cpux,");
+            assertTrue(warned.contains("io.ferrum.memory.extra, io.ferrum.memory.monitor)"), "the plugin's PID is among ours: " + warned);
+            assertFalse(warned.contains("configures io.ferrum.memory.extra,"), "a file its plugin uses is not named: " + warned);
             assertEquals(0, s.finish(), s.output());
         }
     }

@@ -5,12 +5,15 @@ import java.io.IOException;
 import java.net.URI;
 import java.util.Arrays;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
+import org.osgi.framework.BundleEvent;
+import org.osgi.framework.BundleListener;
 import org.osgi.framework.Constants;
 import org.osgi.framework.FrameworkEvent;
 import org.osgi.framework.FrameworkListener;
@@ -37,7 +40,13 @@ import org.osgi.service.metatype.MetaTypeService;
  * whose namespace is ours but for a typo or two ({@code io.ferum.memory.cpu-1.cfg}, {@code
  * io.ferrum.memmory.pool.cfg}) is named too, with the nearest PID of ours, unless a bundle designates
  * it; a namespace further from ours ({@code org.apache.felix.*}) is not ours to judge. The
- * configurations there at start are looked at once the framework started, the later ones as they come.
+ * configurations there at start are looked at once the framework started (FileInstall has installed
+ * what {@code plugins/} held by then: it scans its folders as it starts), the later ones as they come.
+ *
+ * <p>A file may come before the plugin that designates its PID (saved while the plugin is not there,
+ * or both dropped at once and FileInstall's watcher of {@code config/} first): the warning says that the
+ * file changes nothing until such a bundle is installed, and when one is, a second warning says that
+ * the file named applies now.
  */
 @Component(service = ConfigurationListener.class)
 public final class UnusedConfigurations implements ConfigurationListener {
@@ -59,6 +68,17 @@ public final class UnusedConfigurations implements ConfigurationListener {
     private volatile boolean frameworkStarted;
     /** "PID file" of every file named already. */
     private final Set<String> named = ConcurrentHashMap.newKeySet();
+    /** The files named as configuring nothing, by "PID file", until a bundle designates their PID or they go. */
+    private final Map<String, Waiting> waiting = new ConcurrentHashMap<>();
+    private final BundleListener arrivals = e -> {
+        if ((e.getType() == BundleEvent.RESOLVED || e.getType() == BundleEvent.STARTED) && !waiting.isEmpty()) {
+            designatedNow();
+        }
+    };
+
+    /** A file named as configuring nothing: {@code pid} is its PID or factory PID, {@code configPid} its configuration's. */
+    private record Waiting(String pid, String configPid, boolean factory, String file) {
+    }
 
     @Activate
     public UnusedConfigurations(BundleContext context, @Reference ConfigurationAdmin configAdmin,
@@ -68,6 +88,7 @@ public final class UnusedConfigurations implements ConfigurationListener {
         this.metatype = metatype;
         this.log = log;
         context.addFrameworkListener(started);
+        context.addBundleListener(arrivals);
         if (context.getBundle(Constants.SYSTEM_BUNDLE_ID).getState() == Bundle.ACTIVE) {
             checkAll(); // this bundle (re)started after the framework did
         }
@@ -76,10 +97,14 @@ public final class UnusedConfigurations implements ConfigurationListener {
     @Deactivate
     void deactivate() {
         context.removeFrameworkListener(started);
+        context.removeBundleListener(arrivals);
     }
 
     @Override
     public void configurationEvent(ConfigurationEvent event) {
+        if (event.getType() == ConfigurationEvent.CM_DELETED) {
+            waiting.values().removeIf(w -> w.configPid().equals(event.getPid()));
+        }
         if (event.getType() == ConfigurationEvent.CM_UPDATED && frameworkStarted) {
             try {
                 Configuration[] found = configAdmin.listConfigurations("(service.pid=" + escape(event.getPid()) + ")");
@@ -134,9 +159,47 @@ public final class UnusedConfigurations implements ConfigurationListener {
             log.warn("{} is a factory configuration of {}, which is designated as a single configuration: it configures"
                     + " that one as {}.cfg would; check the name (ours: {})", file, pid, pid, String.join(", ", ours));
         } else {
-            log.warn("{} configures {}, which no bundle designates: it changes nothing; check the name (ours: {})", file,
-                    pid, String.join(", ", ours));
+            log.warn("{} configures {}, which no bundle designates: it changes nothing until a bundle that does is installed;"
+                    + " check the name (ours: {})", file, pid, String.join(", ", ours));
+            keepWaiting(c, pid, name, file);
         }
+    }
+
+    /**
+     * Keeps a file named as configuring nothing until a bundle designates its PID. Looks once more
+     * after keeping it: a bundle that came while the file was looked at (after the PIDs were read, before
+     * the file was kept) found nothing to announce.
+     */
+    private void keepWaiting(Configuration c, String pid, Object name, String file) {
+        waiting.put(pid + " " + name, new Waiting(pid, c.getPid(), c.getFactoryPid() != null, file));
+        designatedNow();
+    }
+
+    /** Says, once, of each file waiting whose PID a bundle designates now, that it applies. */
+    private void designatedNow() {
+        for (Map.Entry<String, Waiting> e : waiting.entrySet()) {
+            Waiting w = e.getValue();
+            Bundle by = designator(w.pid(), w.factory());
+            if (by != null && waiting.remove(e.getKey(), w)) {
+                named.remove(e.getKey()); // should the bundle go and the file change, it is named again
+                // A warning, as the one it takes back: at the Log Service's default level (WARN) an
+                // info line is dropped, and whoever read the first reads the warnings.
+                log.warn("{} configures {}, which {} {} designates now: the file, named as configuring nothing, applies",
+                        w.file(), w.pid(), by.getSymbolicName(), by.getVersion());
+            }
+        }
+    }
+
+    /** @return a bundle that designates {@code pid} (as a factory PID, for a factory configuration), or null */
+    private Bundle designator(String pid, boolean factory) {
+        for (Bundle b : context.getBundles()) {
+            MetaTypeInformation info = metatype.getMetaTypeInformation(b);
+            if (info != null && (Arrays.asList(info.getFactoryPids()).contains(pid)
+                    || !factory && Arrays.asList(info.getPids()).contains(pid))) {
+                return b;
+            }
+        }
+        return null;
     }
 
     /** Names a file whose PID is in a namespace that is a typo of ours, unless a bundle designates that PID. */
@@ -150,6 +213,7 @@ public final class UnusedConfigurations implements ConfigurationListener {
         log.warn("{} configures {}, whose namespace is not ours ({}) but close to it: it changes nothing; {}check the name"
                 + " (ours: {})", file(name), pid, OURS, nearest == null ? "" : "the nearest PID of ours is " + nearest + "; ",
                 String.join(", ", shown(pids, factoryPids)));
+        keepWaiting(c, pid, name, file(name));
     }
 
     /**
