@@ -111,6 +111,30 @@ class DistributionIT {
             throw new AssertionError("'" + expected + "' never followed '" + command + "'; output:\n" + output());
         }
 
+        /**
+         * Sends {@code command} until its output contains {@code expected} {@code times} times or more.
+         * Each try waits for its output to end (the bundle list sent after it begins), so that no
+         * output of an earlier try is counted.
+         */
+        String until(String command, String expected, int times) throws Exception {
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WAIT_MS);
+            while (System.nanoTime() < deadline) {
+                int from = out.length();
+                send(command);
+                send("lb org.apache.felix.framework");
+                int end;
+                while ((end = out.indexOf("START LEVEL", from)) < 0 && System.nanoTime() < deadline) {
+                    Thread.sleep(20);
+                }
+                String after = out.substring(from, Math.max(from, end));
+                if (end >= 0 && Pattern.compile(Pattern.quote(expected)).matcher(after).results().count() >= times) {
+                    return after;
+                }
+                Thread.sleep(100);
+            }
+            throw new AssertionError("'" + expected + "' did not follow '" + command + "' " + times + " times; output:\n" + output());
+        }
+
         int finish() throws Exception {
             in.close();
             assertTrue(process.waitFor(WAIT_MS, TimeUnit.MILLISECONDS), "the distribution did not stop at end of input");
@@ -559,6 +583,44 @@ class DistributionIT {
             assertTrue(second.contains(later + " starts with a UTF-8 byte order mark (BOM)"), second);
             assertEquals(1, Pattern.compile(Pattern.quote(atStart + " starts with")).matcher(second).results().count(),
                     "one warning per file: " + second);
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
+     * A file named (a PID nothing designates, a byte order mark), deleted, and saved again as it was
+     * (a deployment that copies config/ anew): each warning was given once per file name for the
+     * whole run, so the file saved again configured nothing without a word. A file is named again
+     * once its configuration was deleted. The deletions are known to be done when cpu:2, whose file is
+     * deleted last, has gone.
+     */
+    @Test
+    void aFileDeletedAndSavedAgainIsNamedAgain() throws Exception {
+        Path dir = freshDir("deleted-and-saved-again");
+        Path config = Files.createDirectories(dir.resolve("config"));
+        Path typo = config.resolve("io.ferrum.memory.cpux.cfg");
+        Path marked = config.resolve("org.example.plugin.cfg");
+        Path device = config.resolve("io.ferrum.memory.cpu.device-t2.cfg");
+        byte[] withMark = "\ufeffsize=3\n".getBytes(StandardCharsets.UTF_8);
+        try (Session s = new Session(dir)) {
+            Files.writeString(device, "index=2\ncapacity=64m\n");
+            s.until("mem:devices", "cpu:2");
+            Files.writeString(typo, "capacity=64m\n");
+            Files.write(marked, withMark);
+            s.until("log 50 warn", "org.example.plugin.cfg starts with");
+            s.until("log 50 warn", "configures io.ferrum.memory.cpux,");
+
+            Files.delete(typo);
+            Files.delete(marked);
+            Files.delete(device);
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WAIT_MS);
+            while (s.until("mem:devices", "cpu:0", 1).contains("cpu:2")) {
+                assertTrue(System.nanoTime() < deadline, "cpu:2 did not go: " + s.output());
+            }
+            Files.writeString(typo, "capacity=64m\n");
+            Files.write(marked, withMark);
+            s.until("log 50 warn", "configures io.ferrum.memory.cpux,", 2);
+            s.until("log 50 warn", "org.example.plugin.cfg starts with", 2);
             assertEquals(0, s.finish(), s.output());
         }
     }

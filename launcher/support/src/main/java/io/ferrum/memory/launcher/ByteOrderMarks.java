@@ -6,7 +6,7 @@ import java.net.URI;
 import java.util.Collections;
 import java.util.Dictionary;
 import java.util.List;
-import java.util.Set;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 import org.osgi.framework.InvalidSyntaxException;
@@ -40,8 +40,11 @@ public final class ByteOrderMarks implements ConfigurationListener {
 
     private final ConfigurationAdmin configAdmin;
     private final Logger log;
-    /** The files named, while they keep their mark: a file saved without it may be named again if the mark comes back. */
-    private final Set<String> named = ConcurrentHashMap.newKeySet();
+    /**
+     * The files named, to the PID of their configuration, while they keep their mark: a file saved
+     * without it, or deleted, is named again when it comes back with a mark.
+     */
+    private final Map<String, String> named = new ConcurrentHashMap<>();
 
     @Activate
     public ByteOrderMarks(@Reference ConfigurationAdmin configAdmin, @Reference(service = LoggerFactory.class) Logger log) {
@@ -60,7 +63,9 @@ public final class ByteOrderMarks implements ConfigurationListener {
 
     @Override
     public void configurationEvent(ConfigurationEvent event) {
-        if (event.getType() == ConfigurationEvent.CM_UPDATED) {
+        if (event.getType() == ConfigurationEvent.CM_DELETED) {
+            named.values().removeIf(event.getPid()::equals);
+        } else if (event.getType() == ConfigurationEvent.CM_UPDATED) {
             try {
                 Configuration[] found = configAdmin.listConfigurations("(service.pid=" + escape(event.getPid()) + ")");
                 if (found != null) {
@@ -87,7 +92,7 @@ public final class ByteOrderMarks implements ConfigurationListener {
         String warning = warning(file, Collections.list(props.keys()));
         if (warning == null) {
             named.remove(file);
-        } else if (named.add(file)) {
+        } else if (named.putIfAbsent(file, c.getPid()) == null) {
             log.warn(warning);
         }
     }

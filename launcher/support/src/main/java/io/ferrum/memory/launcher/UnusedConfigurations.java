@@ -66,8 +66,11 @@ public final class UnusedConfigurations implements ConfigurationListener {
         }
     };
     private volatile boolean frameworkStarted;
-    /** "PID file" of every file named already. */
-    private final Set<String> named = ConcurrentHashMap.newKeySet();
+    /**
+     * "PID file" of every file named already, to the PID of its configuration: a file deleted (its
+     * configuration with it) and saved again is named again.
+     */
+    private final Map<String, String> named = new ConcurrentHashMap<>();
     /** The files named as configuring nothing, by "PID file", until a bundle designates their PID or they go. */
     private final Map<String, Waiting> waiting = new ConcurrentHashMap<>();
     private final BundleListener arrivals = e -> {
@@ -104,6 +107,7 @@ public final class UnusedConfigurations implements ConfigurationListener {
     public void configurationEvent(ConfigurationEvent event) {
         if (event.getType() == ConfigurationEvent.CM_DELETED) {
             waiting.values().removeIf(w -> w.configPid().equals(event.getPid()));
+            named.values().removeIf(event.getPid()::equals);
         }
         if (event.getType() == ConfigurationEvent.CM_UPDATED && frameworkStarted) {
             try {
@@ -150,7 +154,7 @@ public final class UnusedConfigurations implements ConfigurationListener {
         boolean factory = c.getFactoryPid() != null;
         boolean asSingle = factory && pids.contains(pid) && !factoryPids.contains(pid);
         if ((factory ? factoryPids.contains(pid) : pids.contains(pid) || factoryPids.contains(pid))
-                || !named.add(pid + " " + name)) {
+                || named.putIfAbsent(pid + " " + name, c.getPid()) != null) {
             return;
         }
         String file = file(name);
@@ -204,7 +208,7 @@ public final class UnusedConfigurations implements ConfigurationListener {
 
     /** Names a file whose PID is in a namespace that is a typo of ours, unless a bundle designates that PID. */
     private void checkNear(Configuration c, String pid, Object name, Set<String> pids, Set<String> factoryPids) {
-        if (pids.contains(pid) || factoryPids.contains(pid) || !named.add(pid + " " + name)) {
+        if (pids.contains(pid) || factoryPids.contains(pid) || named.putIfAbsent(pid + " " + name, c.getPid()) != null) {
             return; // a plugin's own PID, in a namespace that happens to look like ours
         }
         pids.removeIf(p -> !p.startsWith(OURS));
