@@ -389,34 +389,39 @@ class ReviewRacesTest extends RaceHarness {
         HookedUpstream up = new HookedUpstream(64 * MiB);
         PooledMemoryManager m = manager(up, config(pool(4 * MiB, 4 * MiB, 256)),
                 PoolSettings.defaults().withCapacity(4 * MiB).withThreadCache(0), null);
+        java.util.concurrent.CountDownLatch inside = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
         MemoryHandle x = m.allocate(MiB, CPU);
         m.setPressureCallback(level -> {
             if (level == MemoryPressure.MEDIUM) {
+                inside.countDown();
                 try {
-                    letGo.await(30, TimeUnit.SECONDS);
+                    letGo.await(60, TimeUnit.SECONDS); // longer than the test waits for the free
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 }
             }
         });
         CompletableFuture<MemoryHandle> big = start("allocates to MEDIUM", () -> m.allocate(2 * MiB, CPU));
-        awaitParked(threads.get(threads.size() - 1)); // in the callback
+        assertTrue(inside.await(30, TimeUnit.SECONDS), "the allocation never told MEDIUM");
         CompletableFuture<Void> free = start("frees", () -> {
             m.deallocate(x); // MEDIUM -> LOW
             return null;
         });
         Thread freeing = threads.get(threads.size() - 1);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
-        while (!free.isDone() && System.nanoTime() < deadline) {
-            Thread.sleep(5);
+        // The free must end while the callback still blocks: waited for as long as any must-happen
+        // step here (30 s), never for a figure a loaded machine may exceed.
+        String stalled = null;
+        try {
+            free.get(30, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            stalled = freeing.getState().toString();
+        } finally {
+            letGo.countDown();
         }
-        Thread.State state = freeing.getState();
-        boolean freed = free.isDone();
-        letGo.countDown();
         free.get(30, TimeUnit.SECONDS);
         big.get(30, TimeUnit.SECONDS);
-        assertTrue(freed, "another thread's free waited 2 s for a blocked pressure callback (state " + state + ")");
+        assertEquals(null, stalled, "another thread's free waited 30 s for a blocked pressure callback (its state)");
     }
 
     // ================================================================== held up: the growth wait
