@@ -118,7 +118,9 @@ class EngineRacesTest extends RaceHarness {
         cached.get(30, TimeUnit.SECONDS);
         Pause lock = holdPoolLock(m, up, MemoryType.TENSOR);
         go.complete(null);
-        awaitParked(freeing); // h is claimed; the free waits for the TENSOR lock
+        // h is claimed; the free waits for the TENSOR lock. (Merely parked is not enough: the thread
+        // may still show the park of its wait for go.)
+        awaitParkedIn(freeing, "Pool", "acquire");
         CompletableFuture<Void> close = start("close", () -> {
             m.close();
             return null;

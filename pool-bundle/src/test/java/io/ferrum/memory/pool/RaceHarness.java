@@ -92,6 +92,34 @@ abstract class RaceHarness {
         }
     }
 
+    /**
+     * Waits (at most 30 s) until {@code t} is parked inside {@code method} of the engine's class
+     * {@code simpleName}: one snapshot of its stack shows it in {@code LockSupport.park} with that
+     * method as its innermost engine frame. Unlike {@link #awaitParked}, a park left over from an
+     * earlier wait of the thread (a latch it was let through a moment ago) does not count.
+     */
+    static void awaitParkedIn(Thread t, String simpleName, String method) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!parkedIn(t.getStackTrace(), simpleName, method)) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(t.getName() + " never parked in " + simpleName + "." + method + ": " + t.getState());
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    private static boolean parkedIn(StackTraceElement[] stack, String simpleName, String method) {
+        if (stack.length == 0 || !stack[0].getMethodName().equals("park")) {
+            return false;
+        }
+        for (StackTraceElement e : stack) {
+            if (e.getClassName().startsWith("io.ferrum.")) {
+                return e.getClassName().endsWith("." + simpleName) && e.getMethodName().equals(method);
+            }
+        }
+        return false;
+    }
+
     static void fill(PooledMemoryManager m, MemoryHandle h, byte value) {
         MemorySegment s = m.mapMemory(h, MemoryAccess.WRITE_ONLY);
         s.fill(value);
