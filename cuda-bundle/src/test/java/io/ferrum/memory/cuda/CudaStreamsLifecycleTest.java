@@ -115,14 +115,14 @@ class CudaStreamsLifecycleTest {
         StreamHandle busy = streams.createStream(Device.cuda(0));
         streams.createStream(Device.cuda(0));
         CompletableFuture<Void> work = blockOn(busy);
-        assertTrue(started.await(10, TimeUnit.SECONDS));
+        assertTrue(started.await(30, TimeUnit.SECONDS));
 
         closeWithoutWaiting();
         assertEquals(List.of("create s1", "create s2", "destroy s2"), driver.calls,
                 "the idle stream is destroyed at once; the busy one and the context stay");
 
         go.countDown();
-        work.get(10, TimeUnit.SECONDS);
+        work.get(30, TimeUnit.SECONDS);
         assertEquals(List.of("create s1", "create s2", "destroy s2", "destroy s1", "release"), driver.calls);
     }
 
@@ -135,7 +135,7 @@ class CudaStreamsLifecycleTest {
     void aStreamDestroyedWithWorkRunningIsDestroyedBeforeTheContextIsReleased() throws Exception {
         StreamHandle busy = streams.createStream(Device.cuda(0));
         CompletableFuture<Void> work = blockOn(busy);
-        assertTrue(started.await(10, TimeUnit.SECONDS));
+        assertTrue(started.await(30, TimeUnit.SECONDS));
         streams.destroyStream(busy);
         assertEquals(List.of("create s1"), driver.calls, "not destroyed while its work runs");
 
@@ -143,7 +143,7 @@ class CudaStreamsLifecycleTest {
         assertEquals(List.of("create s1"), driver.calls, "the context stays while a stream lives");
 
         go.countDown();
-        work.get(10, TimeUnit.SECONDS);
+        work.get(30, TimeUnit.SECONDS);
         assertEquals(List.of("create s1", "destroy s1", "release"), driver.calls);
     }
 
@@ -157,7 +157,7 @@ class CudaStreamsLifecycleTest {
         streams.submit(s, () -> {
             streams.close();
             driver.note("work goes on after close");
-        }).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        }).toCompletableFuture().get(30, TimeUnit.SECONDS);
         assertEquals(List.of("create s1", "work goes on after close", "destroy s1", "release"), driver.calls);
     }
 

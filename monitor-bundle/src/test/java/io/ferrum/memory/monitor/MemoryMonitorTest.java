@@ -509,7 +509,7 @@ class MemoryMonitorTest {
         a.unmapMemory(src);
         mon.copy(MemoryTransfer.of(src, dst, MiB / 2).withSrcOffset(MiB / 2));
         mon.copyAsync(MemoryTransfer.of(src, dst, MiB / 2).withDstOffset(MiB / 2), null).toCompletableFuture()
-                .get(10, TimeUnit.SECONDS);
+                .get(30, TimeUnit.SECONDS);
         MemorySegment r = b.mapMemory(dst, MemoryAccess.READ_ONLY);
         for (long i = 0; i < MiB / 2; i += 8) {
             assertEquals((i + MiB / 2) * 7, r.get(ValueLayout.JAVA_LONG, i));
@@ -567,7 +567,7 @@ class MemoryMonitorTest {
         mon.copy(MemoryTransfer.of(hc, h1, n).withDstOffset(64)); // from host memory
         mon.copy(MemoryTransfer.of(h1, h2, n).withSrcOffset(64).withDstOffset(32)); // between two GPUs
         mon.copyAsync(MemoryTransfer.of(h2, hc, n).withSrcOffset(32).withDstOffset(64), null) // into host memory
-                .toCompletableFuture().get(10, TimeUnit.SECONDS);
+                .toCompletableFuture().get(30, TimeUnit.SECONDS);
         List<String> made = List.copyOf(calls);
 
         byte[] back = new byte[n];
@@ -645,7 +645,7 @@ class MemoryMonitorTest {
         // The two handles belong to two managers, so the router copies through views of both; they share one.
         mon.copy(MemoryTransfer.of(mapping.source(), mapping.target(), 1024).withDstOffset(1024));
         mon.copyAsync(MemoryTransfer.of(mapping.target(), mapping.source(), 1024).withDstOffset(2048), null)
-                .toCompletableFuture().get(10, TimeUnit.SECONDS);
+                .toCompletableFuture().get(30, TimeUnit.SECONDS);
         assertFalse(a.handleInfo(mapping.source()).orElseThrow().mapped(), "the router's views are closed");
         assertFalse(b.handleInfo(mapping.target()).orElseThrow().mapped(), "the router's views are closed");
         MemorySegment r = b.mapMemory(mapping.target(), MemoryAccess.READ_ONLY);
@@ -754,7 +754,7 @@ class MemoryMonitorTest {
             a.deallocate(hs.get(i));
         }
         b.close(); // still registered, but failing
-        Map<Device, DefragmentationStats> result = mon.globalGc().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        Map<Device, DefragmentationStats> result = mon.globalGc().toCompletableFuture().get(30, TimeUnit.SECONDS);
         assertEquals(List.of(CPU1), List.copyOf(result.keySet()));
         assertTrue(result.get(CPU1).blocksMoved() > 0);
         assertTrue(result.get(CPU1).fragmentationAfter() < result.get(CPU1).fragmentationBefore());

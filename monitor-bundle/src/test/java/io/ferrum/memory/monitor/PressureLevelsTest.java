@@ -53,7 +53,7 @@ class PressureLevelsTest {
 
     /** @return the next change told, waiting for the notifier's lane (the wait bounds a hang, it measures nothing) */
     private String nextTold() throws InterruptedException {
-        String s = told.poll(10, TimeUnit.SECONDS);
+        String s = told.poll(30, TimeUnit.SECONDS);
         assertNotNull(s, "no change was told");
         return s;
     }

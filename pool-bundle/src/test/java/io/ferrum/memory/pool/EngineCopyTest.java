@@ -93,8 +93,8 @@ class EngineCopyTest extends EngineTestSupport {
         var event = streams.recordEvent(s1);
         streams.waitEvent(s2, event);
         var done = m.copyAsync(MemoryTransfer.of(b, c, MiB), s2).toCompletableFuture();
-        done.get(10, TimeUnit.SECONDS);
-        streams.synchronizeStream(s1).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        done.get(30, TimeUnit.SECONDS);
+        streams.synchronizeStream(s1).toCompletableFuture().get(30, TimeUnit.SECONDS);
         assertTrue(streams.isStreamReady(s2));
         assertContent(m, c, (byte) 5);
         // Bad arguments throw at once, not through the stage.
@@ -131,7 +131,7 @@ class EngineCopyTest extends EngineTestSupport {
         assertTrue(m.handleInfo(b).isEmpty(), "the handle is dead at once");
         assertEquals(2 * MiB, m.memoryInfo().usedBytes(), "the memory stays until the copy has run");
         gate.countDown();
-        copy.get(10, TimeUnit.SECONDS);
+        copy.get(30, TimeUnit.SECONDS);
         assertEquals(MiB, m.memoryInfo().usedBytes());
     }
 
@@ -160,7 +160,7 @@ class EngineCopyTest extends EngineTestSupport {
         assertFalse(write.isDone(), "a write of 0 bytes completed before the work submitted before it");
         assertFalse(read.isDone(), "a read of 0 bytes completed before the work submitted before it");
         gate.countDown();
-        CompletableFuture.allOf(copy, write, read).get(10, TimeUnit.SECONDS);
+        CompletableFuture.allOf(copy, write, read).get(30, TimeUnit.SECONDS);
         assertTrue(before.isDone());
         // Their arguments are checked all the same, at once.
         assertRejected(m, InvalidMemoryRequestException.class, () -> m.writeAsync(b, MiB + 1, none, s));

@@ -138,7 +138,7 @@ class EngineDataPathTest extends EngineTestSupport {
         m.writeAsync(h, 0, MemorySegment.ofArray(first), s);
         m.writeAsync(h, 8192, MemorySegment.ofArray(second), s);
         CompletableFuture<Void> read = m.readAsync(h, 0, MemorySegment.ofArray(back), s).toCompletableFuture();
-        read.get(10, TimeUnit.SECONDS);
+        read.get(30, TimeUnit.SECONDS);
         System.arraycopy(second, 0, first, 8192, 4096);
         assertArrayEquals(first, back);
 
@@ -152,7 +152,7 @@ class EngineDataPathTest extends EngineTestSupport {
             assertTrue(e.getMessage().contains("confined"), e.getMessage());
         }
         assertRejected(m, InvalidHandleException.class, () -> m.readAsync(null, 0, MemorySegment.ofArray(back), s));
-        m.writeAsync(h, 0, MemorySegment.ofArray(new byte[0]), s).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        m.writeAsync(h, 0, MemorySegment.ofArray(new byte[0]), s).toCompletableFuture().get(30, TimeUnit.SECONDS);
     }
 
     @Test

@@ -70,7 +70,7 @@ class EngineHintTest extends EngineTestSupport {
         m.deallocate(b);
         assertEquals(List.of(), up.unadvised, "not undone while the copy still uses the block");
         gate.countDown();
-        copy.get(10, TimeUnit.SECONDS);
+        copy.get(30, TimeUnit.SECONDS);
         assertEquals(List.of(range), up.unadvised);
     }
 
@@ -92,7 +92,7 @@ class EngineHintTest extends EngineTestSupport {
         m.deallocate(first);
         assertEquals(List.of(firstPlace), up.unadvised);
 
-        assertEquals(1, m.defragment(CPU).toCompletableFuture().get(10, TimeUnit.SECONDS).blocksMoved());
+        assertEquals(1, m.defragment(CPU).toCompletableFuture().get(30, TimeUnit.SECONDS).blocksMoved());
         assertEquals(List.of(firstPlace, secondPlace), up.unadvised, "undone where the block was");
         assertEquals(firstPlace, up.lastAdvisedRange, "given again where it is now");
         assertEquals(MemoryUsageHint.READ_MOSTLY, up.lastHint);

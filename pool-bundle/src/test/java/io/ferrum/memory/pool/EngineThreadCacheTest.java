@@ -123,12 +123,12 @@ class EngineThreadCacheTest extends EngineTestSupport {
             calledAgain.countDown();
         });
         t.start();
-        assertTrue(cached.await(10, TimeUnit.SECONDS));
+        assertTrue(cached.await(30, TimeUnit.SECONDS));
         assertEquals(0, m.memoryInfo().usedBytes());
         OutOfDeviceMemoryException e = assertThrows(OutOfDeviceMemoryException.class, () -> m.allocate(768 * KiB, CPU));
         assertTrue(e.getMessage().contains("768"), e.getMessage());
         callAgain.countDown();
-        assertTrue(calledAgain.await(10, TimeUnit.SECONDS));
+        assertTrue(calledAgain.await(30, TimeUnit.SECONDS));
         MemoryHandle big = m.allocate(768 * KiB, CPU);
         m.deallocate(big);
         t.join();
