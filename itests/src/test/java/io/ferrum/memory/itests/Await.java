@@ -15,7 +15,8 @@ import io.ferrum.memory.api.DeviceMemoryManager;
 
 /** Waiting for the asynchronous parts of OSGi (service events, SCR, Config Admin, Event Admin). */
 final class Await {
-    static final long TIMEOUT_MS = 10_000;
+    /** A guard against a hang, never a figure a test asserts on: a loaded machine may take many seconds. */
+    static final long TIMEOUT_MS = 30_000;
 
     private Await() {
     }

@@ -278,7 +278,7 @@ public class ShellIT {
         Await.installed(context, "io.ferrum.memory.pool").uninstall();
         CountDownLatch refreshed = new CountDownLatch(1);
         context.getBundle(0).adapt(FrameworkWiring.class).refreshBundles(null, e -> refreshed.countDown());
-        assertTrue(refreshed.await(10, TimeUnit.SECONDS));
+        assertTrue(refreshed.await(Await.TIMEOUT_MS, TimeUnit.MILLISECONDS));
         context.installBundle(new File(System.getProperty("ferrum.bundle.cpu")).toURI().toString());
         String missing = run("mem:backends");
         assertTrue(missing, missing.contains("installed, not resolved: nothing provides osgi.wiring.package")
@@ -300,7 +300,8 @@ public class ShellIT {
         p.put("zeroing", "bogus");
         c.update(p);
         String backends = "";
-        for (int i = 0; i < 200 && !backends.contains("Invalid capacity '12XB'"); i++) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Await.TIMEOUT_MS);
+        while (!backends.contains("Invalid capacity '12XB'") && System.nanoTime() < deadline) {
             Thread.sleep(25);
             backends = run("mem:backends");
         }
