@@ -107,7 +107,8 @@ class ObserverNotifierTest {
 
         held.release.countDown();
         assertTrue(held.threeCalls.await(30, TimeUnit.SECONDS), "the 2 calls that fitted never ran");
-        notifier.stop();              // waits for the lane to finish
+        notifier.stop();              // waits for the lane to finish (a few seconds at most)
+        MemoryMonitorTest.await(() -> held.calls.get() >= 3, "the third call");
 
         assertEquals(3, held.calls.get(), "the running call and the 2 that fitted, not the dropped ones");
         assertEquals(2, warnings.size(), "one line when it caught up: " + warnings);
@@ -160,7 +161,8 @@ class ObserverNotifierTest {
 
         notifier.remove(leaving);
         release.countDown();
-        notifier.stop(); // waits for the call to end
+        notifier.stop(); // waits for the call to end (a few seconds at most)
+        MemoryMonitorTest.await(() -> !warnings.isEmpty(), "the failed call's warning");
 
         assertEquals(1, warnings.size(), warnings.toString());
         assertTrue(warnings.get(0).contains("failed in a call begun before it was removed")

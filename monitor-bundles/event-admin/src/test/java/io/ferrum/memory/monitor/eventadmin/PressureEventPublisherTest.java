@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.OptionalDouble;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 import org.osgi.service.event.Event;
@@ -43,12 +44,24 @@ class PressureEventPublisherTest {
     private final RecordingEventAdmin events = new RecordingEventAdmin();
     private final PressureEventPublisher publisher = new PressureEventPublisher(events);
 
+    /**
+     * Deactivates the publisher and waits (at most 30 s) until {@code n} events are posted:
+     * deactivation waits a few seconds at most for its poster, which a loaded machine may exceed.
+     */
+    private void deactivateAndAwait(int n) throws InterruptedException {
+        publisher.deactivate();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (events.posted.size() < n && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
+    }
+
     @Test
     void pressureChangeIsPostedOnTheNewLevelsTopicWithItsFigures() throws Exception {
         MemoryInfo info = new MemoryInfo(1000, 900, 100, 1000, 3, 0.0, OptionalDouble.empty());
 
         publisher.pressureChanged(Device.cpu(0), MemoryPressure.MEDIUM, MemoryPressure.HIGH, info);
-        publisher.deactivate();
+        deactivateAndAwait(1);
 
         assertEquals(1, events.posted.size());
         Event e = events.posted.get(0);
@@ -64,7 +77,7 @@ class PressureEventPublisherTest {
     @Test
     void figuresTheMonitorCouldNotReadArePostedAsZero() throws Exception {
         publisher.pressureChanged(Device.cpu(1), MemoryPressure.HIGH, MemoryPressure.LOW, null);
-        publisher.deactivate();
+        deactivateAndAwait(1);
 
         Event e = events.posted.get(0);
         assertEquals("io/ferrum/memory/pressure/LOW", e.getTopic());
@@ -77,7 +90,7 @@ class PressureEventPublisherTest {
     void deviceArrivalAndDepartureArePostedInOrder() throws Exception {
         publisher.deviceAdded(Device.cpu(2), new MemoryInfo(4096, 0, 4096, 0, 0, 0.0, OptionalDouble.empty()));
         publisher.deviceRemoved(Device.cpu(2));
-        publisher.deactivate();
+        deactivateAndAwait(2);
 
         assertEquals(2, events.posted.size());
         Event added = events.posted.get(0);
@@ -104,7 +117,7 @@ class PressureEventPublisherTest {
             lane.start();
             lane.join();
         }
-        publisher.deactivate();
+        deactivateAndAwait(3);
 
         assertEquals(List.of("io/ferrum/memory/pressure/MEDIUM", "io/ferrum/memory/pressure/HIGH",
                 "io/ferrum/memory/pressure/CRITICAL"), events.posted.stream().map(Event::getTopic).toList());
