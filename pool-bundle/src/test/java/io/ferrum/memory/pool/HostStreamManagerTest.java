@@ -316,7 +316,10 @@ class HostStreamManagerTest {
 
     @Test
     void closeLetsAcceptedWorkRunAndRefusesNewWork() throws Exception {
-        HostStreamManager a = manager(CPU0);
+        // close waits 10 s at most for accepted work; a loaded machine may take longer to run it.
+        HostStreamManager a = new HostStreamManager(CPU0, Executors.newCachedThreadPool(), StreamIds.MAX_SEQUENCE,
+                TimeUnit.HOURS.toNanos(1));
+        toClose.add(a);
         StreamHandle s = a.createStream(CPU0);
         CountDownLatch started = new CountDownLatch(1);
         CountDownLatch gate = new CountDownLatch(1);
