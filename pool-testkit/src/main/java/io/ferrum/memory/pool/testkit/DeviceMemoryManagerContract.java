@@ -184,10 +184,10 @@ public abstract class DeviceMemoryManagerContract {
     }
 
     private static void await(String what, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
-                fail("Not within 10 s: " + what);
+                fail("Not within 30 s: " + what);
             }
             Thread.sleep(5);
         }
