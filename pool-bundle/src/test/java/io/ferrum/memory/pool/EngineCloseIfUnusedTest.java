@@ -91,7 +91,9 @@ class EngineCloseIfUnusedTest extends EngineTestSupport {
         fill.awaitArrival(); // carved and pinned, not yet named
 
         Future<Boolean> close = threads.submit(m::closeIfUnused);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (!m.isClosed()) { // decided: no named block; the close proper waits for the fill
+            assertTrue(System.nanoTime() < deadline, "closeIfUnused never closed the manager");
             Thread.onSpinWait();
         }
         fill.release();

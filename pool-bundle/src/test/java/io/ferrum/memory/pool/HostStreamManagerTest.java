@@ -337,9 +337,11 @@ class HostStreamManagerTest {
         }, "closer");
         closer.start();
         // Wait until close has begun: then every call refuses.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_S);
         while (true) {
             try {
                 a.isStreamReady(StreamHandle.DEFAULT);
+                assertTrue(System.nanoTime() < deadline, "close never began");
                 Thread.onSpinWait();
             } catch (DeviceUnavailableException closing) {
                 break;

@@ -755,7 +755,9 @@ class ReviewRacesTest extends RaceHarness {
             return null;
         });
         Thread bThread = threads.get(threads.size() - 1);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (bThread.getState() != Thread.State.BLOCKED) { // waits for the first edit
+            assertTrue(System.nanoTime() < deadline, "the second edit never waited for the first: " + bThread.getState());
             Thread.onSpinWait();
         }
         CompletableFuture<Void> close = start("closes", () -> {
@@ -765,6 +767,7 @@ class ReviewRacesTest extends RaceHarness {
         Thread closeThread = threads.get(threads.size() - 1);
         // Closed, and the close proper waits for GENERAL's growth: TENSOR's pool is not marked yet.
         while (!m.isClosed() || closeThread.getState() != Thread.State.TIMED_WAITING) {
+            assertTrue(System.nanoTime() < deadline, "the close never waited at GENERAL's pool: " + closeThread.getState());
             Thread.onSpinWait();
         }
         reserve.release();

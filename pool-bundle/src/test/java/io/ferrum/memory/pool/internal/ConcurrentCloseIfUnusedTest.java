@@ -107,13 +107,17 @@ class ConcurrentCloseIfUnusedTest {
     }
 
     private static void awaitQueued(ReentrantLock lock, Thread t) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (!lock.hasQueuedThread(t)) {
+            assertTrue(System.nanoTime() < deadline, t.getName() + " never queued for the lock: " + t.getState());
             Thread.onSpinWait();
         }
     }
 
     private static void awaitBlocked(Thread t) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (t.getState() != Thread.State.BLOCKED) {
+            assertTrue(System.nanoTime() < deadline, t.getName() + " never waited for the decision: " + t.getState());
             Thread.onSpinWait();
         }
     }

@@ -297,7 +297,9 @@ class PoolTest {
         t.start();
         try {
             assertTrue(started.await(30, TimeUnit.SECONDS));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (!p.lock.hasQueuedThread(t)) {
+                assertTrue(System.nanoTime() < deadline, "the second thread never queued for the lock");
                 Thread.onSpinWait(); // it spins, then parks in the lock's queue
             }
             assertEquals(1, acquired.getCount(), "no second owner while the lock is held");
