@@ -29,6 +29,25 @@ class AccessTrackerTest {
         return t.snapshot(EPOCH, 0, 0);
     }
 
+    /**
+     * Waits (at most 30 s) until {@code t} spins in the tracker's lock, which the test holds: seen in
+     * its stack, not guessed from its being alive after a short wait (a slow machine keeps a thread
+     * that never waits alive as long).
+     */
+    private static void awaitSpinningForTheLock(Thread t, String what) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (true) {
+            for (StackTraceElement e : t.getStackTrace()) {
+                if (e.getClassName().endsWith(".AccessTracker") && e.getMethodName().equals("lockContended")) {
+                    return;
+                }
+            }
+            assertTrue(t.isAlive(), what + " ended without waiting for the lock");
+            assertTrue(System.nanoTime() < deadline, what + " never waited for the lock: " + t.getState());
+            Thread.onSpinWait();
+        }
+    }
+
     @Test
     void aRecordWaitsWhileAnotherThreadHoldsTheLockAndLandsAfterIt() throws InterruptedException {
         AccessTracker t = new AccessTracker();
@@ -41,8 +60,7 @@ class AccessTrackerTest {
         try {
             recorder.start();
             started.await();
-            recorder.join(200);
-            assertTrue(recorder.isAlive(), "the record must wait for the lock");
+            awaitSpinningForTheLock(recorder, "the record");
         } finally {
             t.unlock();
         }
@@ -79,8 +97,7 @@ class AccessTrackerTest {
         Thread reader = new Thread(() -> seen[0] = stats(t));
         try {
             reader.start();
-            reader.join(200);
-            assertTrue(reader.isAlive(), "the snapshot must wait for the lock");
+            awaitSpinningForTheLock(reader, "the snapshot");
         } finally {
             t.unlock();
         }
