@@ -69,8 +69,8 @@ public final class Console {
      * {@code update} fails) writes into its own pipe, which writes to the session's stream, which is
      * that pipe again, until the stack overflows.
      */
-    private static final PrintStream STDOUT = new PrintStream(new FileOutputStream(FileDescriptor.out), true, Charset.defaultCharset());
-    private static final PrintStream STDERR = new PrintStream(new FileOutputStream(FileDescriptor.err), true, Charset.defaultCharset());
+    private static final PrintStream STDOUT = standard(FileDescriptor.out, "stdout.encoding");
+    private static final PrintStream STDERR = standard(FileDescriptor.err, "stderr.encoding");
 
     private final BundleContext context;
     private final CommandProcessor processor;
@@ -279,6 +279,17 @@ public final class Console {
             launching |= b.getState() == Bundle.STARTING;
         }
         return launching;
+    }
+
+    /** @return a stream on {@code fd} in the encoding {@code System.out} or {@code System.err} uses */
+    private static PrintStream standard(FileDescriptor fd, String encodingProperty) {
+        Charset charset;
+        try {
+            charset = Charset.forName(System.getProperty(encodingProperty, Charset.defaultCharset().name()));
+        } catch (IllegalArgumentException unknown) {
+            charset = Charset.defaultCharset();
+        }
+        return new PrintStream(new FileOutputStream(fd), true, charset);
     }
 
     private void stopFramework() {
