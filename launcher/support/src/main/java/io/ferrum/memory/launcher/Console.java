@@ -25,6 +25,7 @@ import org.jline.terminal.TerminalBuilder;
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.BundleException;
+import org.osgi.framework.Constants;
 import org.osgi.framework.FrameworkEvent;
 import org.osgi.framework.FrameworkListener;
 import org.osgi.service.component.annotations.Activate;
@@ -84,11 +85,14 @@ public final class Console {
     private volatile Terminal terminal;
     /** Set when the component deactivates: the loops end at their next statement. */
     private volatile boolean stopping;
+    /** The system bundle: STOPPING as soon as the framework begins to stop, before any bundle stops. */
+    private final Bundle system;
 
     @Activate
     public Console(BundleContext context, @Reference CommandProcessor processor) {
         this.context = context;
         this.processor = processor;
+        this.system = context.getBundle(Constants.SYSTEM_BUNDLE_ID);
         context.addFrameworkListener(startedListener);
         this.thread = new Thread(this::session, "ferrum console");
         thread.setDaemon(true);
@@ -142,9 +146,18 @@ public final class Console {
         stopFramework();
     }
 
+    /**
+     * @return true once this component deactivates or the framework begins to stop: the framework
+     *         stops bundles (the monitor, say) before it deactivates this one, and a statement that
+     *         lost one of them in between was cut short, not failed
+     */
+    private boolean ending() {
+        return stopping || system.getState() == Bundle.STOPPING;
+    }
+
     /** A script's runner: each failure sets the process's exit code at once. */
     private LineRunner scriptRunner(CommandSession s) {
-        return new LineRunner(s, System.out, System.err, failures -> SessionExit.outcome(1), () -> stopping);
+        return new LineRunner(s, System.out, System.err, failures -> SessionExit.outcome(1), this::ending);
     }
 
     private int script(String script) {
@@ -184,7 +197,7 @@ public final class Console {
             terminal = t;
             PrintStream out = new PrintStream(t.output(), true, t.encoding());
             try (CommandSession s = processor.createSession(t.input(), out, out)) {
-                LineRunner runner = new LineRunner(s, out, out, failures -> { }, () -> stopping);
+                LineRunner runner = new LineRunner(s, out, out, failures -> { }, this::ending);
                 // Ctrl-C while a command runs interrupts that command's job and drops the rest of
                 // its line, not the JVM (JLine's default handler would end the process, and every
                 // live block with it).

@@ -48,7 +48,9 @@ final class LineRunner {
      * @param onFailure told the running failure count after each failure (the console keeps the
      *                  process's exit code up to date with it)
      * @param ending    true once the session is being ended under it (the framework or the console
-     *                  stopping): a statement cut short then is not a failure, and none runs after
+     *                  stopping): a statement cut short then is not a failure, and none runs after;
+     *                  asked again when a statement returns, since what it needed (a monitor, say) may
+     *                  have stopped with the framework while it ran
      */
     LineRunner(CommandSession session, PrintStream out, PrintStream err, IntConsumer onFailure, BooleanSupplier ending) {
         this.session = session;
@@ -111,6 +113,9 @@ final class LineRunner {
         session.put(FAILURES, failed);
         try {
             Object value = session.execute(l);
+            if (ending.getAsBoolean()) {
+                return Next.EXIT; // the session began to end under it: what failed was cut short
+            }
             report(failed);
             if (value != null) {
                 // The failures were shown on the error stream: a value made of them (a list of
@@ -122,10 +127,10 @@ final class LineRunner {
                 }
             }
         } catch (Exception e) {
-            report(failed);
             if (ending.getAsBoolean()) {
                 return Next.EXIT; // cut short by the session's end, not a failure of the statement
             }
+            report(failed);
             fail("error: " + message(e, l));
         } finally {
             session.put(FAILURES, null);

@@ -6,12 +6,15 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.lang.reflect.Proxy;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.apache.felix.service.command.CommandSession;
 import org.junit.jupiter.api.Test;
 
-/** The console's words for a failed line, and Ctrl-C's drop of a line. */
+/** The console's words for a failed line, Ctrl-C's drop of a line, and a line the framework's stop cut short. */
 class LineRunnerTest {
     @Test
     void gogosAnswerToACallNoSignatureTakesNamesTheCommandWhatItGotAndWhatItTakes() {
@@ -74,5 +77,45 @@ class LineRunnerTest {
         runner.beginLine(); // the next line is read: Ctrl-C no longer stands
         runner.runLine("mem:devices; mem:handles");
         assertEquals(List.of("mem:devices", "mem:handles"), ran);
+    }
+
+    /**
+     * {@code stop 0; mem:devices}: the framework stops the monitor before it deactivates the console,
+     * so a statement that runs in between answers "No memory monitor is running". Cut short by the
+     * session's end, it is no failure, and the script still exits 0; it was counted (ConsoleIT
+     * failed so on a loaded machine, exit code 1). Here the framework begins to stop while the
+     * statement runs, and the statement answers that failure.
+     */
+    @Test
+    void aFailureAnsweredAfterTheFrameworkBeganToStopIsNotCounted() {
+        List<String> ran = new ArrayList<>();
+        Map<String, Object> variables = new HashMap<>();
+        AtomicBoolean frameworkStopping = new AtomicBoolean();
+        CommandSession session = (CommandSession) Proxy.newProxyInstance(CommandSession.class.getClassLoader(),
+                new Class<?>[] {CommandSession.class}, (proxy, method, args) -> {
+                    switch (method.getName()) {
+                        case "put" -> variables.put((String) args[0], args[1]);
+                        case "get" -> {
+                            return variables.get((String) args[0]);
+                        }
+                        case "execute" -> {
+                            ran.add(String.valueOf(args[0]));
+                            frameworkStopping.set(true); // the stop takes the monitor under it
+                            @SuppressWarnings("unchecked")
+                            List<String> failed = (List<String>) variables.get(LineRunner.FAILURES);
+                            failed.add("error: No memory monitor is running: start the bundle io.ferrum.memory.monitor");
+                        }
+                        default -> { }
+                    }
+                    return null;
+                });
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        PrintStream sink = new PrintStream(new ByteArrayOutputStream());
+        List<Integer> told = new ArrayList<>();
+        LineRunner runner = new LineRunner(session, sink, new PrintStream(err), told::add, frameworkStopping::get);
+        runner.runLine("mem:devices; mem:handles");
+        assertEquals(List.of("mem:devices"), ran, "a statement ran after the framework began to stop");
+        assertEquals(List.of(), told, "a failure was counted: " + err);
+        assertEquals(0, runner.exitCode(true), err.toString());
     }
 }
