@@ -367,16 +367,21 @@ class DistributionIT {
             Path corrupt = plugins.resolve("corrupt.jar");
             Path empty = plugins.resolve("empty.jar");
             Path plain = plugins.resolve("plain.jar");
+            // Each file is written beside plugins/ and moved in whole: a poll must not see one half
+            // written (a jar without its end, a file not yet filled), which is another version of it.
             byte[] noise = new byte[3000];
             new java.util.Random(7).nextBytes(noise);
-            Files.write(corrupt, noise);
-            Files.write(empty, new byte[0]);
+            Files.write(dir.resolve("corrupt.jar"), noise);
+            Files.write(dir.resolve("empty.jar"), new byte[0]);
             Manifest m = new Manifest();
             m.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
-            try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(plain), m)) {
+            try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(dir.resolve("plain.jar")), m)) {
                 out.putNextEntry(new JarEntry("a.txt"));
                 out.write("not a bundle".getBytes(StandardCharsets.UTF_8));
                 out.closeEntry();
+            }
+            for (Path p : List.of(corrupt, empty, plain)) {
+                Files.move(dir.resolve(p.getFileName()), p, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
             }
             s.until("log 50 error", plain + " is not installed: it is no OSGi bundle: its manifest has no Bundle-SymbolicName");
             s.until("log 50 error", empty + " is not installed: it is empty (0 bytes)");
