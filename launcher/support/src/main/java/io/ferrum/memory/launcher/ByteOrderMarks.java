@@ -1,8 +1,6 @@
 package io.ferrum.memory.launcher;
 
-import java.io.File;
 import java.io.IOException;
-import java.net.URI;
 import java.util.Collections;
 import java.util.Dictionary;
 import java.util.List;
@@ -32,7 +30,6 @@ import org.osgi.service.log.LoggerFactory;
  */
 @Component(service = ConfigurationListener.class)
 public final class ByteOrderMarks implements ConfigurationListener {
-    static final String FILENAME = "felix.fileinstall.filename";
     /** A UTF-8 mark (EF BB BF) as ISO-8859-1 reads it, and as UTF-8 reads it. */
     private static final List<String> UTF_8 = List.of("\u00ef\u00bb\u00bf", "\ufeff");
     /** A UTF-16 mark (FF FE or FE FF) as ISO-8859-1 reads it. */
@@ -52,8 +49,7 @@ public final class ByteOrderMarks implements ConfigurationListener {
         this.log = log;
         // FileInstall (before SCR at its start level) reads config/ before this listener exists.
         try {
-            Configuration[] present = configAdmin.listConfigurations("(" + FILENAME + "=*)");
-            for (Configuration c : present == null ? new Configuration[0] : present) {
+            for (Configuration c : ConfigFiles.all(configAdmin)) {
                 check(c);
             }
         } catch (IOException | InvalidSyntaxException e) {
@@ -67,9 +63,9 @@ public final class ByteOrderMarks implements ConfigurationListener {
             named.values().removeIf(event.getPid()::equals);
         } else if (event.getType() == ConfigurationEvent.CM_UPDATED) {
             try {
-                Configuration[] found = configAdmin.listConfigurations("(service.pid=" + escape(event.getPid()) + ")");
+                Configuration found = ConfigFiles.byPid(configAdmin, event.getPid());
                 if (found != null) {
-                    check(found[0]);
+                    check(found);
                 }
             } catch (IOException | InvalidSyntaxException e) {
                 log.warn("Cannot look at configuration {}: {}", event.getPid(), e.toString());
@@ -79,16 +75,11 @@ public final class ByteOrderMarks implements ConfigurationListener {
 
     private void check(Configuration c) {
         Dictionary<String, Object> props = c.getProperties();
-        Object name = props == null ? null : props.get(FILENAME);
+        Object name = props == null ? null : props.get(ConfigFiles.FILENAME);
         if (name == null) {
             return;
         }
-        String file;
-        try {
-            file = new File(URI.create(name.toString())).getAbsolutePath();
-        } catch (IllegalArgumentException notAFile) {
-            file = name.toString();
-        }
+        String file = ConfigFiles.file(name);
         String warning = warning(file, Collections.list(props.keys()));
         if (warning == null) {
             named.remove(file);
@@ -134,9 +125,5 @@ public final class ByteOrderMarks implements ConfigurationListener {
             shown.append(c >= 0x20 && c < 0x7f ? String.valueOf(c) : String.format("\\u%04x", (int) c));
         }
         return i < key.length() ? shown + "..." : shown.toString();
-    }
-
-    private static String escape(String value) {
-        return value.replace("\\", "\\\\").replace("*", "\\*").replace("(", "\\(").replace(")", "\\)");
     }
 }

@@ -1,8 +1,6 @@
 package io.ferrum.memory.launcher;
 
-import java.io.File;
 import java.io.IOException;
-import java.net.URI;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.Map;
@@ -52,7 +50,6 @@ import org.osgi.service.metatype.MetaTypeService;
 public final class UnusedConfigurations implements ConfigurationListener {
     /** The namespace of our PIDs: only those are checked, a plugin's own are not ours to judge. */
     static final String OURS = "io.ferrum.memory.";
-    static final String FILENAME = "felix.fileinstall.filename";
     /** Edits (a letter missing, added or replaced) that still make a namespace a typo of ours. */
     static final int NEAR = 2;
 
@@ -111,9 +108,9 @@ public final class UnusedConfigurations implements ConfigurationListener {
         }
         if (event.getType() == ConfigurationEvent.CM_UPDATED && frameworkStarted) {
             try {
-                Configuration[] found = configAdmin.listConfigurations("(service.pid=" + escape(event.getPid()) + ")");
+                Configuration found = ConfigFiles.byPid(configAdmin, event.getPid());
                 if (found != null) {
-                    check(found[0]);
+                    check(found);
                 }
             } catch (IOException | InvalidSyntaxException e) {
                 log.warn("Cannot look at configuration {}: {}", event.getPid(), e.toString());
@@ -124,8 +121,7 @@ public final class UnusedConfigurations implements ConfigurationListener {
     private void checkAll() {
         frameworkStarted = true;
         try {
-            Configuration[] present = configAdmin.listConfigurations("(" + FILENAME + "=*)");
-            for (Configuration c : present == null ? new Configuration[0] : present) {
+            for (Configuration c : ConfigFiles.all(configAdmin)) {
                 check(c);
             }
         } catch (IOException | InvalidSyntaxException e) {
@@ -135,7 +131,7 @@ public final class UnusedConfigurations implements ConfigurationListener {
 
     private void check(Configuration c) {
         String pid = c.getFactoryPid() != null ? c.getFactoryPid() : c.getPid();
-        Object name = c.getProperties() == null ? null : c.getProperties().get(FILENAME);
+        Object name = c.getProperties() == null ? null : c.getProperties().get(ConfigFiles.FILENAME);
         boolean near = !pid.startsWith(OURS) && nearOurs(pid);
         if (name == null || !pid.startsWith(OURS) && !near) {
             return;
@@ -157,7 +153,7 @@ public final class UnusedConfigurations implements ConfigurationListener {
                 || named.putIfAbsent(pid + " " + name, c.getPid()) != null) {
             return;
         }
-        String file = file(name);
+        String file = ConfigFiles.file(name);
         Set<String> ours = shown(pids, factoryPids);
         if (asSingle) {
             log.warn("{} is a factory configuration of {}, which is designated as a single configuration: it configures"
@@ -215,9 +211,9 @@ public final class UnusedConfigurations implements ConfigurationListener {
         factoryPids.removeIf(p -> !p.startsWith(OURS));
         String nearest = nearest(pid, c.getFactoryPid() != null, pids, factoryPids);
         log.warn("{} configures {}, whose namespace is not ours ({}) but close to it: it changes nothing; {}check the name"
-                + " (ours: {})", file(name), pid, OURS, nearest == null ? "" : "the nearest PID of ours is " + nearest + "; ",
+                + " (ours: {})", ConfigFiles.file(name), pid, OURS, nearest == null ? "" : "the nearest PID of ours is " + nearest + "; ",
                 String.join(", ", shown(pids, factoryPids)));
-        keepWaiting(c, pid, name, file(name));
+        keepWaiting(c, pid, name, ConfigFiles.file(name));
     }
 
     /**
@@ -285,14 +281,6 @@ public final class UnusedConfigurations implements ConfigurationListener {
         return ours;
     }
 
-    private static String file(Object name) {
-        try {
-            return new File(URI.create(name.toString())).getAbsolutePath();
-        } catch (IllegalArgumentException notAFile) {
-            return name.toString();
-        }
-    }
-
     /** Adds the PIDs and factory PIDs that the installed bundles designate (metatype), in any namespace. */
     private void designated(Set<String> pids, Set<String> factoryPids) {
         for (Bundle b : context.getBundles()) {
@@ -302,9 +290,5 @@ public final class UnusedConfigurations implements ConfigurationListener {
                 factoryPids.addAll(Arrays.asList(info.getFactoryPids()));
             }
         }
-    }
-
-    private static String escape(String value) {
-        return value.replace("\\", "\\\\").replace("*", "\\*").replace("(", "\\(").replace(")", "\\)");
     }
 }
