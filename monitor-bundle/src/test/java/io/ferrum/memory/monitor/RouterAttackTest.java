@@ -327,7 +327,8 @@ class RouterAttackTest {
 
             @Override
             public void sample(Map<Device, MemoryInfo> info) {
-                heard.add("sample");
+                MemoryInfo cpu1 = info.get(CPU1);
+                heard.add(cpu1 != null && cpu1.usedBytes() == 0 ? "sample of B" : "sample");
             }
         }, Map.of());
         a.pauseNext = true;
@@ -336,7 +337,10 @@ class RouterAttackTest {
         StubManager b = new StubManager(CPU1, StubManager.poolSpace(2), false, 8 * MiB, 0);
         mon.addManager(b, props(CPU1, 0, 2));
         a.release.countDown();
-        await(() -> heard.contains("sample"), "the paused sample reaches the observer");
+        // A sample of B's figures: the sampler is one thread and an observer hears in order, so the
+        // paused sample, and any level it derived, came before. (A "sample" could be an earlier one,
+        // still on its way to the observer, and the check would run before the paused sample ended.)
+        await(() -> heard.contains("sample of B"), "a sample after the paused one reaches the observer");
         assertEquals(List.of(), heard.stream().filter(h -> h.startsWith("pressure")).toList(),
                 "B, empty, stays LOW: no level is derived for it from A's figures");
     }
