@@ -3,6 +3,7 @@ package io.ferrum.memory.launcher;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
@@ -50,7 +51,11 @@ class ConsoleIT {
         try (OutputStream in = p.getOutputStream()) {
             in.write(input.getBytes(StandardCharsets.UTF_8));
         }
-        assertTrue(p.waitFor(DistributionIT.WAIT_MS, TimeUnit.MILLISECONDS), "the distribution did not stop");
+        if (!p.waitFor(DistributionIT.WAIT_MS, TimeUnit.MILLISECONDS)) {
+            p.descendants().forEach(ProcessHandle::destroyForcibly); // the JVM the jar's Main started
+            p.destroyForcibly().waitFor();
+            fail("the distribution did not stop; it wrote: " + out.get() + err.get());
+        }
         return new Run(p.exitValue(), out.get(), err.get());
     }
 
@@ -150,6 +155,24 @@ class ConsoleIT {
         assertTrue(r.out().contains("Unable to update the bundle"), "Felix says why: " + r);
         assertTrue(r.out().contains("DEVICE  BACKEND"), "the monitor still runs: " + r);
         assertFalse(r.err().contains("No memory monitor"), r.toString());
+    }
+
+    /**
+     * The console's bundle stopped under a script: the bnd launcher was told to wait for another exit
+     * code's callable, which a stopped bundle never registers (the process hung) and an updated one
+     * registers before the launcher listens again (it exited 117, and the restarted console's line
+     * went to the update command's pipe, gone with it).
+     */
+    @Test
+    void stoppingOrUpdatingTheConsolesBundleEndsTheScriptWithExitCode1() throws Exception {
+        for (String how : List.of("stop", "update")) {
+            Run r = run(DistributionIT.freshDir("console-" + how), "", "-c",
+                    how + " io.ferrum.memory.launcher; mem:alloc 1m cpu:0");
+            assertEquals(1, r.code(), how + ": " + r);
+            assertEquals(List.of("error: the console's bundle was stopped, updated or refreshed; the script ends here"),
+                    r.errLines().stream().filter(l -> l.startsWith("error:")).toList(), how + ": " + r);
+            assertFalse(HANDLE.matcher(r.out()).find(), how + ": nothing runs after: " + r.out());
+        }
     }
 
     @Test

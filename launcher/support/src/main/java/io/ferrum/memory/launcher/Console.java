@@ -55,6 +55,8 @@ public final class Console {
     static final String HISTORY_PROPERTY = "ferrum.history";
     /** Set in the JVM once a script's console has started: a console started again must not rerun it. */
     static final String STARTED_PROPERTY = "ferrum.console.started";
+    /** Set in the JVM once a script was said to end early: the stop and the restart both may see it. */
+    private static final String CUT_SHORT_PROPERTY = "ferrum.console.cutShort";
     /**
      * JLine's logger, held here: java.util.logging keeps loggers weakly, so a level set on one that
      * nothing holds can be lost with it.
@@ -119,11 +121,13 @@ public final class Console {
             if (!atTerminal && System.getProperties().putIfAbsent(STARTED_PROPERTY, "true") != null) {
                 // This bundle was refreshed or restarted under a script: the script's place is lost
                 // (statements before it ran), so the run ends here rather than running any twice.
-                System.err.println("error: the console restarted (its bundle was stopped, updated or refreshed);"
-                        + " the script ends here");
+                sayScriptCutShort();
                 SessionExit.outcome(1);
                 stopFramework();
                 return;
+            }
+            if (!atTerminal) {
+                SessionExit.scripted();
             }
             int code;
             if (script != null) {
@@ -144,6 +148,17 @@ public final class Console {
             SessionExit.outcome(1);
         }
         stopFramework();
+    }
+
+    /**
+     * Says, once per run, that the script ends early because this bundle stopped under it. On the
+     * process's own standard error: the thread that stops or restarts the bundle is often a command's,
+     * whose {@code System.err} is that command's pipe, gone with it.
+     */
+    static void sayScriptCutShort() {
+        if (System.getProperties().putIfAbsent(CUT_SHORT_PROPERTY, "true") == null) {
+            STDERR.println("error: the console's bundle was stopped, updated or refreshed; the script ends here");
+        }
     }
 
     /**

@@ -28,6 +28,13 @@ public final class SessionExit implements Callable<Integer> {
     /** The console's verdict on the session; one per JVM, as there is one console. */
     private static volatile int outcome = EXIT_OK;
     /**
+     * Set once a piped or {@code -c} session began: this bundle stopping under it (a stop, update or
+     * refresh of it) ends the run with exit code 1. The launcher must not wait for another callable:
+     * a stopped bundle never starts again, and one that restarts registers its callable before the
+     * launcher listens again, so it is never taken (the process hung, or exited 117).
+     */
+    private static volatile boolean scripted;
+    /**
      * Counted down once the launcher's main thread has taken this callable. A framework stopped
      * before then unregisters it first: the launcher, left with no callable, exits with its own 117
      * instead of the outcome (seen in ConsoleIT under load: a short script exited 117, not 1).
@@ -46,6 +53,11 @@ public final class SessionExit implements Callable<Integer> {
     /** @param exitCode what the process exits with when the framework stops (0-255) */
     static void outcome(int exitCode) {
         outcome = exitCode;
+    }
+
+    /** A piped or {@code -c} session began: from now on this bundle stopping ends the run. */
+    static void scripted() {
+        scripted = true;
     }
 
     /**
@@ -69,7 +81,15 @@ public final class SessionExit implements Callable<Integer> {
     void deactivate() {
         Bundle system = context.getBundle(0);
         boolean frameworkStopping = system == null || system.getState() == Bundle.STOPPING;
-        code = frameworkStopping ? outcome : RELISTEN;
+        if (frameworkStopping) {
+            code = outcome;
+        } else if (scripted) {
+            Console.sayScriptCutShort();
+            outcome = 1;
+            code = 1;
+        } else {
+            code = RELISTEN;
+        }
         done.countDown();
     }
 }
