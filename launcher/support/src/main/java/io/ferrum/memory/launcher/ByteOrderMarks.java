@@ -1,13 +1,11 @@
 package io.ferrum.memory.launcher;
 
-import java.io.IOException;
 import java.util.Collections;
 import java.util.Dictionary;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
-import org.osgi.framework.InvalidSyntaxException;
 import org.osgi.service.cm.Configuration;
 import org.osgi.service.cm.ConfigurationAdmin;
 import org.osgi.service.cm.ConfigurationEvent;
@@ -48,13 +46,7 @@ public final class ByteOrderMarks implements ConfigurationListener {
         this.configAdmin = configAdmin;
         this.log = log;
         // FileInstall (before SCR at its start level) reads config/ before this listener exists.
-        try {
-            for (Configuration c : ConfigFiles.all(configAdmin)) {
-                check(c);
-            }
-        } catch (IOException | InvalidSyntaxException e) {
-            log.warn("Cannot list the configurations to look for files with a byte order mark: {}", e.toString());
-        }
+        ConfigFiles.forEach(configAdmin, log, "files with a byte order mark", this::check);
     }
 
     @Override
@@ -62,14 +54,7 @@ public final class ByteOrderMarks implements ConfigurationListener {
         if (event.getType() == ConfigurationEvent.CM_DELETED) {
             named.values().removeIf(event.getPid()::equals);
         } else if (event.getType() == ConfigurationEvent.CM_UPDATED) {
-            try {
-                Configuration found = ConfigFiles.byPid(configAdmin, event.getPid());
-                if (found != null) {
-                    check(found);
-                }
-            } catch (IOException | InvalidSyntaxException e) {
-                log.warn("Cannot look at configuration {}: {}", event.getPid(), e.toString());
-            }
+            ConfigFiles.forPid(configAdmin, log, event.getPid(), this::check);
         }
     }
 

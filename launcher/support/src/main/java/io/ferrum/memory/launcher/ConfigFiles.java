@@ -3,10 +3,12 @@ package io.ferrum.memory.launcher;
 import java.io.File;
 import java.io.IOException;
 import java.net.URI;
+import java.util.function.Consumer;
 
 import org.osgi.framework.InvalidSyntaxException;
 import org.osgi.service.cm.Configuration;
 import org.osgi.service.cm.ConfigurationAdmin;
+import org.osgi.service.log.Logger;
 
 /** The configurations FileInstall made of files in the watched folders, as the checks of those files read them. */
 final class ConfigFiles {
@@ -16,16 +18,31 @@ final class ConfigFiles {
     private ConfigFiles() {
     }
 
-    /** @return every configuration made of a file, none as an empty array */
-    static Configuration[] all(ConfigurationAdmin configAdmin) throws IOException, InvalidSyntaxException {
-        Configuration[] present = configAdmin.listConfigurations("(" + FILENAME + "=*)");
-        return present == null ? new Configuration[0] : present;
+    /**
+     * Hands every configuration made of a file to {@code check}; a Config Admin that cannot list them
+     * is logged as a warning saying what was looked for.
+     */
+    static void forEach(ConfigurationAdmin configAdmin, Logger log, String lookingFor, Consumer<Configuration> check) {
+        try {
+            Configuration[] present = configAdmin.listConfigurations("(" + FILENAME + "=*)");
+            for (Configuration c : present == null ? new Configuration[0] : present) {
+                check.accept(c);
+            }
+        } catch (IOException | InvalidSyntaxException e) {
+            log.warn("Cannot list the configurations to look for {}: {}", lookingFor, e.toString());
+        }
     }
 
-    /** @return the configuration of {@code pid}, or null when there is none (deleted meanwhile) */
-    static Configuration byPid(ConfigurationAdmin configAdmin, String pid) throws IOException, InvalidSyntaxException {
-        Configuration[] found = configAdmin.listConfigurations("(service.pid=" + escape(pid) + ")");
-        return found == null ? null : found[0];
+    /** Hands the configuration of {@code pid} to {@code check}, unless it was deleted meanwhile. */
+    static void forPid(ConfigurationAdmin configAdmin, Logger log, String pid, Consumer<Configuration> check) {
+        try {
+            Configuration[] found = configAdmin.listConfigurations("(service.pid=" + escape(pid) + ")");
+            if (found != null) {
+                check.accept(found[0]);
+            }
+        } catch (IOException | InvalidSyntaxException e) {
+            log.warn("Cannot look at configuration {}: {}", pid, e.toString());
+        }
     }
 
     /** @return the file a configuration's {@link #FILENAME} names, as a path, or the value itself if it names none */

@@ -1,6 +1,5 @@
 package io.ferrum.memory.launcher;
 
-import java.io.IOException;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.Map;
@@ -15,7 +14,6 @@ import org.osgi.framework.BundleListener;
 import org.osgi.framework.Constants;
 import org.osgi.framework.FrameworkEvent;
 import org.osgi.framework.FrameworkListener;
-import org.osgi.framework.InvalidSyntaxException;
 import org.osgi.service.cm.Configuration;
 import org.osgi.service.cm.ConfigurationAdmin;
 import org.osgi.service.cm.ConfigurationEvent;
@@ -107,26 +105,13 @@ public final class UnusedConfigurations implements ConfigurationListener {
             named.values().removeIf(event.getPid()::equals);
         }
         if (event.getType() == ConfigurationEvent.CM_UPDATED && frameworkStarted) {
-            try {
-                Configuration found = ConfigFiles.byPid(configAdmin, event.getPid());
-                if (found != null) {
-                    check(found);
-                }
-            } catch (IOException | InvalidSyntaxException e) {
-                log.warn("Cannot look at configuration {}: {}", event.getPid(), e.toString());
-            }
+            ConfigFiles.forPid(configAdmin, log, event.getPid(), this::check);
         }
     }
 
     private void checkAll() {
         frameworkStarted = true;
-        try {
-            for (Configuration c : ConfigFiles.all(configAdmin)) {
-                check(c);
-            }
-        } catch (IOException | InvalidSyntaxException e) {
-            log.warn("Cannot list the configurations to look for files that configure nothing: {}", e.toString());
-        }
+        ConfigFiles.forEach(configAdmin, log, "files that configure nothing", this::check);
     }
 
     private void check(Configuration c) {
