@@ -321,7 +321,7 @@ public final class Console {
     }
 
     private void stopFramework() {
-        stopFramework(context.getBundle(0), LAUNCHER_WAIT_SECONDS);
+        stopFramework(system, LAUNCHER_WAIT_SECONDS);
     }
 
     /**
