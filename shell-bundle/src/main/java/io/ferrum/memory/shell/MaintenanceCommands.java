@@ -78,8 +78,12 @@ public final class MaintenanceCommands {
         return Reply.attempt(() -> {
             GC.parse(args);
             GlobalMemoryMonitor mon = Services.monitor(monitor);
-            // Every device at once, as GlobalMemoryMonitor.globalGc does; run here because globalGc leaves a
-            // device that fails out of its result without saying why, and the user must hear which and why.
+            // Every device at once, as GlobalMemoryMonitor.globalGc does (each active manager's defragment on a
+            // thread of its own; one that fails fails no other), but not through globalGc: its result holds only
+            // the devices that succeeded, and the exception of one that failed goes to the monitor's log alone.
+            // From that result the shell could say which device failed but never why, and the reply must say
+            // both (the error line below); defragmenting a missing device again to learn why would collect it
+            // twice and could give another reason. Calling globalGc needs an API that returns the failures.
             Map<Device, Future<DefragmentationStats>> runs = new TreeMap<>();
             try (ExecutorService each = Executors.newVirtualThreadPerTaskExecutor()) {
                 for (Device d : mon.devices()) {
