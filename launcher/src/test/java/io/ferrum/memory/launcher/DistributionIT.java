@@ -27,6 +27,9 @@ import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
 
+import io.ferrum.memory.launcher.plugin.NoMetatypeActivator;
+import io.ferrum.memory.launcher.plugin.NoMetatypeComponent;
+
 /**
  * The exported jar as a user runs it: {@code java -jar ferrum-memory.jar} in an empty folder, shell
  * commands on standard input, the output checked.
@@ -86,6 +89,17 @@ class DistributionIT {
 
         String output() {
             return out.toString();
+        }
+
+        /** Waits until the output, from its start, contains {@code expected}. */
+        void saw(String expected) throws Exception {
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WAIT_MS);
+            while (!output().contains(expected)) {
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("'" + expected + "' never came; output:\n" + output());
+                }
+                Thread.sleep(20);
+            }
         }
 
         void send(String line) throws IOException {
@@ -530,6 +544,105 @@ class DistributionIT {
             String warned = s.until("log 50 warn", "configures io.ferrum.memory.cpux,");
             assertTrue(warned.contains("io.ferrum.memory.extra, io.ferrum.memory.monitor)"), "the plugin's PID is among ours: " + warned);
             assertFalse(warned.contains("configures io.ferrum.memory.extra,"), "a file its plugin uses is not named: " + warned);
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
+     * Writes a plugin bundle of our namespace, {@code io.ferrum.memory.extra} 1.0.0, with no metatype:
+     * a component (its own description) takes {@code io.ferrum.memory.extra}, its activator's managed
+     * service {@code io.ferrum.memory.extra.managed} and managed service factory {@code
+     * io.ferrum.memory.extra.device}; each prints what it gets.
+     */
+    static void writePluginWithoutMetatype(Path jarFile) throws IOException {
+        Manifest m = new Manifest();
+        Attributes a = m.getMainAttributes();
+        a.put(Attributes.Name.MANIFEST_VERSION, "1.0");
+        a.put(new Attributes.Name("Bundle-ManifestVersion"), "2");
+        a.put(new Attributes.Name("Bundle-SymbolicName"), "io.ferrum.memory.extra");
+        a.put(new Attributes.Name("Bundle-Version"), "1.0.0");
+        a.put(new Attributes.Name("Bundle-Activator"), NoMetatypeActivator.class.getName());
+        a.put(new Attributes.Name("Import-Package"), "org.osgi.framework,org.osgi.service.cm");
+        a.put(new Attributes.Name("Service-Component"), "OSGI-INF/extra.xml");
+        try (JarOutputStream jar = new JarOutputStream(Files.newOutputStream(jarFile), m)) {
+            jar.putNextEntry(new JarEntry("OSGI-INF/extra.xml"));
+            jar.write(("<scr:component xmlns:scr=\"http://www.osgi.org/xmlns/scr/v1.3.0\" name=\"io.ferrum.memory.extra.Plugin\""
+                    + " configuration-pid=\"io.ferrum.memory.extra\" configuration-policy=\"require\" immediate=\"true\">"
+                    + "<implementation class=\"" + NoMetatypeComponent.class.getName() + "\"/></scr:component>")
+                    .getBytes(StandardCharsets.UTF_8));
+            jar.closeEntry();
+            for (Class<?> c : List.of(NoMetatypeComponent.class, NoMetatypeActivator.class)) {
+                String entry = c.getName().replace('.', '/') + ".class";
+                jar.putNextEntry(new JarEntry(entry));
+                try (InputStream body = c.getClassLoader().getResourceAsStream(entry)) {
+                    body.transferTo(jar);
+                }
+                jar.closeEntry();
+            }
+        }
+    }
+
+    /**
+     * Review defect: a plugin of our namespace without metatype (a component with its own
+     * configuration PID, a managed service, a managed service factory) took its files, and each was
+     * named as configuring nothing ("which no bundle designates ... check the name"), as only
+     * metatype was read. A file a bundle's component or managed service takes is not named: the
+     * component's there at start (the plugin's description is read, as FileInstall starts plugins/ only
+     * after the files there are looked at), the managed services' saved once the plugin runs (a typo
+     * saved after them shows that they were looked at: Config Admin's events come in order).
+     */
+    @Test
+    void aFileThatAPluginWithoutMetatypeTakesIsNotNamed() throws Exception {
+        Path dir = freshDir("plugin-without-metatype");
+        Path config = Files.createDirectories(dir.resolve("config"));
+        writePluginWithoutMetatype(Files.createDirectories(dir.resolve("plugins")).resolve("extra.jar"));
+        Files.writeString(config.resolve("io.ferrum.memory.extra.cfg"), "size=3\n");
+        Files.writeString(config.resolve("io.ferrum.memory.cpux.cfg"), "capacity=64m\n");
+        try (Session s = new Session(dir)) {
+            s.saw("plugin component got size=3");
+            s.until("log 50 warn", "configures io.ferrum.memory.cpux,");
+            String warned = s.until("log 50 warn", "configures io.ferrum.memory.cpux,", 1);
+            assertFalse(warned.contains("configures io.ferrum.memory.extra"), "a file the plugin takes is not named: " + warned);
+
+            Files.writeString(config.resolve("io.ferrum.memory.extra.managed.cfg"), "size=4\n");
+            Files.writeString(config.resolve("io.ferrum.memory.extra.device-a.cfg"), "size=5\n");
+            s.saw("plugin managed service got size=4");
+            s.saw("plugin managed service factory got size=5");
+            Files.writeString(config.resolve("io.ferrum.memory.cpuy.cfg"), "capacity=64m\n");
+            s.until("log 50 warn", "configures io.ferrum.memory.cpuy,");
+            String later = s.until("log 50 warn", "configures io.ferrum.memory.cpuy,", 1);
+            assertFalse(later.contains("configures io.ferrum.memory.extra"), "a file the plugin takes is not named: " + later);
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
+     * Files saved before a plugin without metatype that takes them: named as waiting, and when the
+     * plugin came and took them, nothing said so (only a bundle's metatype counted). The component's
+     * file applies once the plugin is installed, the managed service's once it registers it.
+     */
+    @Test
+    void aFileSavedBeforeAPluginWithoutMetatypeIsNamedAsAppliedWhenItComes() throws Exception {
+        Path dir = freshDir("file-before-plugin-without-metatype");
+        try (Session s = new Session(dir)) {
+            s.until("mem:devices", "cpu:0"); // started: config/ is there
+            Path file = dir.resolve("config").resolve("io.ferrum.memory.extra.cfg");
+            Path managed = dir.resolve("config").resolve("io.ferrum.memory.extra.managed.cfg");
+            Files.writeString(file, "size=3\n");
+            Files.writeString(managed, "size=4\n");
+            String warned = s.until("log 50 warn", "configures io.ferrum.memory.extra,");
+            assertTrue(warned.contains(file + " configures io.ferrum.memory.extra, which no bundle designates: it changes"
+                    + " nothing until a bundle that does is installed"), warned);
+            s.until("log 50 warn", "configures io.ferrum.memory.extra.managed,");
+
+            writePluginWithoutMetatype(dir.resolve("plugins").resolve("extra.jar"));
+            s.saw("plugin component got size=3");
+            s.saw("plugin managed service got size=4");
+            String applied = s.until("log 50 warn", "io.ferrum.memory.extra.managed, which io.ferrum.memory.extra 1.0.0 uses now");
+            assertTrue(applied.contains(file + " configures io.ferrum.memory.extra, which io.ferrum.memory.extra 1.0.0 uses now:"
+                    + " the file, named as configuring nothing, applies"), applied);
+            assertTrue(applied.contains(managed + " configures io.ferrum.memory.extra.managed, which io.ferrum.memory.extra 1.0.0"
+                    + " uses now: the file, named as configuring nothing, applies"), applied);
             assertEquals(0, s.finish(), s.output());
         }
     }

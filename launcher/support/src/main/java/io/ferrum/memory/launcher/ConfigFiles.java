@@ -55,7 +55,7 @@ final class ConfigFiles {
     }
 
     /** @return {@code value} escaped for an LDAP filter */
-    private static String escape(String value) {
+    static String escape(String value) {
         return value.replace("\\", "\\\\").replace("*", "\\*").replace("(", "\\(").replace(")", "\\)");
     }
 }

@@ -14,10 +14,15 @@ import org.osgi.framework.BundleListener;
 import org.osgi.framework.Constants;
 import org.osgi.framework.FrameworkEvent;
 import org.osgi.framework.FrameworkListener;
+import org.osgi.framework.InvalidSyntaxException;
+import org.osgi.framework.ServiceEvent;
+import org.osgi.framework.ServiceListener;
 import org.osgi.service.cm.Configuration;
 import org.osgi.service.cm.ConfigurationAdmin;
 import org.osgi.service.cm.ConfigurationEvent;
 import org.osgi.service.cm.ConfigurationListener;
+import org.osgi.service.cm.ManagedService;
+import org.osgi.service.cm.ManagedServiceFactory;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Deactivate;
@@ -29,20 +34,22 @@ import org.osgi.service.metatype.MetaTypeService;
 
 /**
  * Names a file in the watched folders that configures a PID of ours ({@value #OURS}...) which no
- * bundle designates: a typo in the name ({@code io.ferrum.memory.cpu.devcie-t1.cfg}, {@code
+ * bundle designates or uses: a typo in the name ({@code io.ferrum.memory.cpu.devcie-t1.cfg}, {@code
  * io.ferrum.memory.cpux.cfg}) made a configuration that configured nothing, without a word. One
  * warning per file and PID names the file, its PID and the PIDs our bundles designate (their metatype,
  * read from the bundles themselves, so that no extender still at work at start can hide one). A PID
+ * that no metatype designates but that a bundle's component or managed service takes ({@link
+ * PidUsers}: a plugin without metatype) is used, and not named. A PID
  * whose namespace is ours but for a typo or two ({@code io.ferum.memory.cpu-1.cfg}, {@code
  * io.ferrum.memmory.pool.cfg}) is named too, with the nearest PID of ours, unless a bundle designates
- * it; a namespace further from ours ({@code org.apache.felix.*}) is not ours to judge. The
+ * or uses it; a namespace further from ours ({@code org.apache.felix.*}) is not ours to judge. The
  * configurations there at start are looked at once the framework started (FileInstall has installed
  * what {@code plugins/} held by then: it scans its folders as it starts), the later ones as they come.
  *
  * <p>A file may come before the plugin that designates its PID (saved while the plugin is not there,
  * or both dropped at once and FileInstall's watcher of {@code config/} first): the warning says that the
- * file changes nothing until such a bundle is installed, and when one is, a second warning says that
- * the file named applies now.
+ * file changes nothing until such a bundle is installed, and when one is (or a managed service that
+ * takes it is registered), a second warning says that the file named applies now.
  */
 @Component(service = ConfigurationListener.class)
 public final class UnusedConfigurations implements ConfigurationListener {
@@ -54,6 +61,7 @@ public final class UnusedConfigurations implements ConfigurationListener {
     private final BundleContext context;
     private final ConfigurationAdmin configAdmin;
     private final MetaTypeService metatype;
+    private final PidUsers users;
     private final Logger log;
     private final FrameworkListener started = e -> {
         if (e.getType() == FrameworkEvent.STARTED) {
@@ -73,6 +81,12 @@ public final class UnusedConfigurations implements ConfigurationListener {
             designatedNow();
         }
     };
+    /** A managed service may be registered after its bundle started (by a component, once satisfied). */
+    private final ServiceListener managedServices = e -> {
+        if (e.getType() == ServiceEvent.REGISTERED && !waiting.isEmpty()) {
+            designatedNow();
+        }
+    };
 
     /** A file named as configuring nothing: {@code pid} is its PID or factory PID, {@code configPid} its configuration's. */
     private record Waiting(String pid, String configPid, boolean factory, String file) {
@@ -84,9 +98,16 @@ public final class UnusedConfigurations implements ConfigurationListener {
         this.context = context;
         this.configAdmin = configAdmin;
         this.metatype = metatype;
+        this.users = new PidUsers(context);
         this.log = log;
         context.addFrameworkListener(started);
         context.addBundleListener(arrivals);
+        try {
+            context.addServiceListener(managedServices, "(|(" + Constants.OBJECTCLASS + "=" + ManagedService.class.getName()
+                    + ")(" + Constants.OBJECTCLASS + "=" + ManagedServiceFactory.class.getName() + "))");
+        } catch (InvalidSyntaxException cannotBe) {
+            throw new IllegalStateException(cannotBe);
+        }
         if (context.getBundle(Constants.SYSTEM_BUNDLE_ID).getState() == Bundle.ACTIVE) {
             checkAll(); // this bundle (re)started after the framework did
         }
@@ -96,6 +117,7 @@ public final class UnusedConfigurations implements ConfigurationListener {
     void deactivate() {
         context.removeFrameworkListener(started);
         context.removeBundleListener(arrivals);
+        context.removeServiceListener(managedServices);
     }
 
     @Override
@@ -134,7 +156,10 @@ public final class UnusedConfigurations implements ConfigurationListener {
         // (io.ferrum.memory.cpu-t1.cfg, meant as io.ferrum.memory.cpu.device-t1.cfg) configures that one.
         boolean factory = c.getFactoryPid() != null;
         boolean asSingle = factory && pids.contains(pid) && !factoryPids.contains(pid);
+        // A PID no metatype designates may still be taken by a component or managed service (a plugin
+        // without metatype): such a file is used. One that a metatype designates is judged by it alone.
         if ((factory ? factoryPids.contains(pid) : pids.contains(pid) || factoryPids.contains(pid))
+                || !asSingle && users.user(pid, factory) != null
                 || named.putIfAbsent(pid + " " + name, c.getPid()) != null) {
             return;
         }
@@ -165,12 +190,17 @@ public final class UnusedConfigurations implements ConfigurationListener {
         for (Map.Entry<String, Waiting> e : waiting.entrySet()) {
             Waiting w = e.getValue();
             Bundle by = designator(w.pid(), w.factory());
+            String does = "designates";
+            if (by == null) {
+                by = users.user(w.pid(), w.factory());
+                does = "uses";
+            }
             if (by != null && waiting.remove(e.getKey(), w)) {
                 named.remove(e.getKey()); // should the bundle go and the file change, it is named again
                 // A warning, as the one it takes back: at the Log Service's default level (WARN) an
                 // info line is dropped, and whoever read the first reads the warnings.
-                log.warn("{} configures {}, which {} {} designates now: the file, named as configuring nothing, applies",
-                        w.file(), w.pid(), by.getSymbolicName(), by.getVersion());
+                log.warn("{} configures {}, which {} {} {} now: the file, named as configuring nothing, applies",
+                        w.file(), w.pid(), by.getSymbolicName(), by.getVersion(), does);
             }
         }
     }
@@ -187,9 +217,10 @@ public final class UnusedConfigurations implements ConfigurationListener {
         return null;
     }
 
-    /** Names a file whose PID is in a namespace that is a typo of ours, unless a bundle designates that PID. */
+    /** Names a file whose PID is in a namespace that is a typo of ours, unless a bundle designates or uses that PID. */
     private void checkNear(Configuration c, String pid, Object name, Set<String> pids, Set<String> factoryPids) {
-        if (pids.contains(pid) || factoryPids.contains(pid) || named.putIfAbsent(pid + " " + name, c.getPid()) != null) {
+        if (pids.contains(pid) || factoryPids.contains(pid) || users.user(pid, c.getFactoryPid() != null) != null
+                || named.putIfAbsent(pid + " " + name, c.getPid()) != null) {
             return; // a plugin's own PID, in a namespace that happens to look like ours
         }
         pids.removeIf(p -> !p.startsWith(OURS));
