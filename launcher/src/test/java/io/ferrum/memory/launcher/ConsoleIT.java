@@ -130,6 +130,26 @@ class ConsoleIT {
         assertTrue(value.out().contains("error: nothing wrong"), value.out());
     }
 
+    /**
+     * {@code ./ferrum start -c 'mem:devices' >&-}: Java's {@code PrintStream} only records that a
+     * write failed, so the results were lost without a word and the script exited 0.
+     */
+    @Test
+    void aScriptWhoseOutputCannotBeWrittenSaysSoOnceAndExitsOne() throws Exception {
+        Path dir = DistributionIT.freshDir("output-closed");
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        // The shell starts the jar with its standard output closed, as '>&-' does.
+        Process p = new ProcessBuilder("sh", "-c", "exec \"$@\" >&-", "sh", java, "-jar", DistributionIT.jar().toString(),
+                "-c", "mem:devices; mem:alloc 64k cpu:0; mem:devices").directory(dir.toFile()).start();
+        p.getOutputStream().close();
+        CompletableFuture<String> err = read(p.getErrorStream());
+        assertTrue(p.waitFor(DistributionIT.WAIT_MS, TimeUnit.MILLISECONDS), "the distribution did not stop");
+        Run r = new Run(p.exitValue(), read(p.getInputStream()).get(), err.get());
+        assertEquals(1, r.code(), r.toString());
+        assertEquals(List.of("error: the output could not be written (standard output closed, or a broken pipe): results are lost"),
+                r.errLines(), "said once, though every statement wrote: " + r);
+    }
+
     /** Comments and quotes split as Gogo reads them: nothing commented out runs, a quoted backslash hides no quote. */
     @Test
     void commentsAndSingleQuotedBackslashesSplitAsGogoReadsThem() throws Exception {

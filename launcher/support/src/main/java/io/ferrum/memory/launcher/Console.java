@@ -170,9 +170,12 @@ public final class Console {
         return stopping || system.getState() == Bundle.STOPPING;
     }
 
-    /** A script's runner: each failure sets the process's exit code at once. */
+    /**
+     * A script's runner: each failure sets the process's exit code at once. It writes to the streams
+     * its session writes to, so that a write of either that fails is seen on the one stream it checks.
+     */
     private LineRunner scriptRunner(CommandSession s) {
-        return new LineRunner(s, System.out, System.err, failures -> SessionExit.outcome(1), this::ending);
+        return new LineRunner(s, STDOUT, STDERR, failures -> SessionExit.outcome(1), this::ending);
     }
 
     private int script(String script) {

@@ -24,6 +24,9 @@ import org.apache.felix.service.command.Converter;
  * script can exit non-zero, and reports each one at once ({@code onFailure}), so the exit code is
  * right even when the framework is stopped under the session. {@code exit} and {@code quit}
  * (optionally with an exit code or a variable holding one) end the session without running anything.
+ * An output that cannot be written (standard output closed, or a pipe whose reader left) is a failure
+ * too, said once: a {@link PrintStream} only records that its writes failed, so the results would be
+ * lost and the script still exit 0.
  */
 final class LineRunner {
     /** What a statement asks of the session. */
@@ -41,6 +44,8 @@ final class LineRunner {
     private final BooleanSupplier ending;
     private int failures;
     private Integer exitCode;
+    /** Set once the output was found broken: said and counted once. */
+    private boolean outputLost;
     /** Ctrl-C: the rest of the line being run is dropped. */
     private volatile boolean cancelled;
 
@@ -136,7 +141,19 @@ final class LineRunner {
             session.put(FAILURES, null);
         }
         out.flush();
+        checkOutput();
         return Next.CONTINUE;
+    }
+
+    /**
+     * Counts a failure, once, when a write to the output failed: the statement's answer, or what its
+     * command printed there (the session writes to the same stream).
+     */
+    private void checkOutput() {
+        if (!outputLost && out.checkError()) {
+            outputLost = true;
+            fail("error: the output could not be written (standard output closed, or a broken pipe): results are lost");
+        }
     }
 
     private void report(List<String> failed) {
