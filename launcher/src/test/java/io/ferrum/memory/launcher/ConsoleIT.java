@@ -45,7 +45,12 @@ class ConsoleIT {
         List<String> cmd = new ArrayList<>(List.of(Path.of(javaHome, "bin", "java").toString(), "-jar",
                 DistributionIT.jar().toString()));
         cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).directory(dir.toFile()).start();
+        return run(new ProcessBuilder(cmd).directory(dir.toFile()), input);
+    }
+
+    /** Starts {@code command} with {@code input} on its standard input and waits until it ends. */
+    private static Run run(ProcessBuilder command, String input) throws Exception {
+        Process p = command.start();
         CompletableFuture<String> out = read(p.getInputStream());
         CompletableFuture<String> err = read(p.getErrorStream());
         try (OutputStream in = p.getOutputStream()) {
@@ -139,15 +144,29 @@ class ConsoleIT {
         Path dir = DistributionIT.freshDir("output-closed");
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         // The shell starts the jar with its standard output closed, as '>&-' does.
-        Process p = new ProcessBuilder("sh", "-c", "exec \"$@\" >&-", "sh", java, "-jar", DistributionIT.jar().toString(),
-                "-c", "mem:devices; mem:alloc 64k cpu:0; mem:devices").directory(dir.toFile()).start();
-        p.getOutputStream().close();
-        CompletableFuture<String> err = read(p.getErrorStream());
-        assertTrue(p.waitFor(DistributionIT.WAIT_MS, TimeUnit.MILLISECONDS), "the distribution did not stop");
-        Run r = new Run(p.exitValue(), read(p.getInputStream()).get(), err.get());
+        Run r = run(new ProcessBuilder("sh", "-c", "exec \"$@\" >&-", "sh", java, "-jar", DistributionIT.jar().toString(),
+                "-c", "mem:devices; mem:alloc 64k cpu:0; mem:devices").directory(dir.toFile()), "");
         assertEquals(1, r.code(), r.toString());
         assertEquals(List.of("error: the output could not be written (standard output closed, or a broken pipe): results are lost"),
                 r.errLines(), "said once, though every statement wrote: " + r);
+    }
+
+    /**
+     * Piped lines are decoded in standard input's encoding ({@code stdin.encoding}), as the output is
+     * written in {@code stdout.encoding}. Here the default charset is US-ASCII ({@code LC_ALL=C} with
+     * {@code file.encoding=COMPAT}) and standard input UTF-8: the console read the default charset,
+     * so the two bytes of an {@code é} became two replacement characters, six bytes in the block.
+     */
+    @Test
+    void pipedLinesAreReadInStandardInputsEncoding() throws Exception {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        ProcessBuilder pb = new ProcessBuilder(java, "-Dfile.encoding=COMPAT", "-Dstdin.encoding=UTF-8", "-jar",
+                DistributionIT.jar().toString()).directory(DistributionIT.freshDir("stdin-encoding").toFile());
+        pb.environment().put("LC_ALL", "C");
+        Run r = run(pb, "h = mem:alloc 64 cpu:0\nmem:write --text $h 0 '\u00e9'\nmem:read $h 0 4\n");
+        assertEquals(0, r.code(), r.toString());
+        assertTrue(r.out().contains("wrote 2 bytes"), "the two bytes of \u00e9 in UTF-8: " + r.out());
+        assertTrue(r.out().contains("c3 a9 00 00"), r.out());
     }
 
     /** Comments and quotes split as Gogo reads them: nothing commented out runs, a quoted backslash hides no quote. */

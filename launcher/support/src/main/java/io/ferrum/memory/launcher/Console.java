@@ -189,7 +189,10 @@ public final class Console {
     private int piped() throws IOException {
         try (CommandSession s = quietSession()) {
             LineRunner runner = scriptRunner(s);
-            BufferedReader in = new BufferedReader(new InputStreamReader(System.in, Charset.defaultCharset()));
+            // Standard input's own encoding, as its output is written in stdout.encoding: the default
+            // charset (UTF-8 since Java 18, or what file.encoding says) need not be the one of the
+            // bytes piped in (a Latin-1 locale's, or UTF-8 under LC_ALL=C with -Dstdin.encoding=UTF-8).
+            BufferedReader in = new BufferedReader(new InputStreamReader(System.in, encoding("stdin.encoding")));
             for (String line; !stopping && (line = in.readLine()) != null; ) {
                 if (runner.runLine(line) == LineRunner.Next.EXIT) {
                     break;
@@ -314,13 +317,19 @@ public final class Console {
 
     /** @return a stream on {@code fd} in the encoding {@code System.out} or {@code System.err} uses */
     private static PrintStream standard(FileDescriptor fd, String encodingProperty) {
-        Charset charset;
+        return new PrintStream(new FileOutputStream(fd), true, encoding(encodingProperty));
+    }
+
+    /**
+     * @param property {@code stdin.encoding}, {@code stdout.encoding} or {@code stderr.encoding}
+     * @return the charset it names; the default charset if it is not set or names none this Java has
+     */
+    private static Charset encoding(String property) {
         try {
-            charset = Charset.forName(System.getProperty(encodingProperty, Charset.defaultCharset().name()));
+            return Charset.forName(System.getProperty(property, Charset.defaultCharset().name()));
         } catch (IllegalArgumentException unknown) {
-            charset = Charset.defaultCharset();
+            return Charset.defaultCharset();
         }
-        return new PrintStream(new FileOutputStream(fd), true, charset);
     }
 
     private void stopFramework() {
