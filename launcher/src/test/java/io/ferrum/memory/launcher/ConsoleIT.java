@@ -17,6 +17,10 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.jar.JarEntry;
+import java.util.jar.JarFile;
+import java.util.jar.JarOutputStream;
+import java.util.jar.Manifest;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -167,6 +171,61 @@ class ConsoleIT {
         assertEquals(0, r.code(), r.toString());
         assertTrue(r.out().contains("wrote 2 bytes"), "the two bytes of \u00e9 in UTF-8: " + r.out());
         assertTrue(r.out().contains("c3 a9 00 00"), r.out());
+    }
+
+    /**
+     * A {@code stop 0} in a script stops the framework itself. Run before the bnd launcher had taken
+     * the exit code's callable (its main thread held back by {@link LateLauncher}), the launcher saw
+     * the framework stop first and the process exited with the launcher's own 117. The console now
+     * runs no statement before the launcher holds the callable, as its own stop waits for it.
+     */
+    @Test
+    void aStopOfTheFrameworkInAScriptExitsWithTheScriptsCodeEvenBeforeTheLauncherTookIt() throws Exception {
+        Path dir = DistributionIT.freshDir("stop-before-take");
+        Path jar = withLateLauncher(dir.resolve("ferrum-memory-late.jar"));
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        for (String script : List.of("stop 0", "mem:free 0x99; stop 0")) {
+            Run r = run(new ProcessBuilder(java, "-Dlaunch.activators=" + LateLauncher.class.getName(), "-jar", jar.toString(),
+                    "-c", script).directory(dir.toFile()), "");
+            int code = script.startsWith("stop") ? 0 : 1;
+            assertEquals(code, r.code(), script + ": " + r);
+            assertEquals(code, r.errLines().size(), script + ": " + r);
+        }
+    }
+
+    /**
+     * @return a copy of the distribution at {@code copy} whose bnd launcher can load {@link LateLauncher}:
+     *         its class in a jar nested in the copy, and named on the launcher's class path
+     */
+    private static Path withLateLauncher(Path copy) throws Exception {
+        String nested = "jar/late-launcher.jar";
+        String entry = LateLauncher.class.getName().replace('.', '/') + ".class";
+        java.io.ByteArrayOutputStream late = new java.io.ByteArrayOutputStream();
+        try (JarOutputStream out = new JarOutputStream(late); InputStream c = LateLauncher.class.getResourceAsStream("LateLauncher.class")) {
+            out.putNextEntry(new JarEntry(entry));
+            c.transferTo(out);
+            out.closeEntry();
+        }
+        try (JarFile in = new JarFile(DistributionIT.jar().toFile()); JarOutputStream out = new JarOutputStream(Files.newOutputStream(copy))) {
+            Manifest m = new Manifest(in.getManifest());
+            m.getMainAttributes().putValue("Embedded-Runpath", m.getMainAttributes().getValue("Embedded-Runpath") + "," + nested);
+            out.putNextEntry(new JarEntry(JarFile.MANIFEST_NAME));
+            m.write(out);
+            out.closeEntry();
+            for (JarEntry e : java.util.Collections.list(in.entries())) {
+                if (!e.getName().equals(JarFile.MANIFEST_NAME)) {
+                    out.putNextEntry(new JarEntry(e.getName()));
+                    try (InputStream body = in.getInputStream(e)) {
+                        body.transferTo(out);
+                    }
+                    out.closeEntry();
+                }
+            }
+            out.putNextEntry(new JarEntry(nested));
+            out.write(late.toByteArray());
+            out.closeEntry();
+        }
+        return copy;
     }
 
     /** Comments and quotes split as Gogo reads them: nothing commented out runs, a quoted backslash hides no quote. */

@@ -55,6 +55,8 @@ public final class Console {
     static final String HISTORY_PROPERTY = "ferrum.history";
     /** Set in the JVM once a script's console has started: a console started again must not rerun it. */
     static final String STARTED_PROPERTY = "ferrum.console.started";
+    /** Set in the JVM once a console has begun: only the first, at the framework's launch, waits for the launcher. */
+    private static final String LAUNCHED_PROPERTY = "ferrum.console.launched";
     /** Set in the JVM once a script was said to end early: the stop and the restart both may see it. */
     private static final String CUT_SHORT_PROPERTY = "ferrum.console.cutShort";
     /**
@@ -115,6 +117,7 @@ public final class Console {
     private void session() {
         try {
             awaitFrameworkStarted();
+            awaitLauncher();
             String script = context.getProperty(COMMAND_PROPERTY);
             java.io.Console c = System.console();
             boolean atTerminal = script == null && c != null && c.isTerminal();
@@ -303,6 +306,21 @@ public final class Console {
     private void awaitFrameworkStarted() throws InterruptedException {
         while (started.getCount() > 0 && launching()) {
             Thread.sleep(20);
+        }
+    }
+
+    /**
+     * At the framework's launch, waits until the launcher holds the exit code's callable (at most
+     * {@value #LAUNCHER_WAIT_SECONDS} s) before the first statement runs: a statement that stops the
+     * framework itself ({@code stop 0}) would otherwise meet the launcher before it took it, and the
+     * process exit with the launcher's own 117 instead of the session's code. The console's own stop
+     * waits so too ({@link #stopFramework(Bundle, long)}). A console started again later (its bundle
+     * restarted) saw no launch and does not wait: the launcher took the callable long ago, or waits
+     * for a new one that it may never take.
+     */
+    private void awaitLauncher() throws InterruptedException {
+        if (System.getProperties().putIfAbsent(LAUNCHED_PROPERTY, "true") == null) {
+            SessionExit.awaitTaken(LAUNCHER_WAIT_SECONDS, TimeUnit.SECONDS);
         }
     }
 

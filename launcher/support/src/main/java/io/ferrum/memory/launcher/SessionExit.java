@@ -40,6 +40,11 @@ public final class SessionExit implements Callable<Integer> {
      * instead of the outcome (seen in ConsoleIT under load: a short script exited 117, not 1).
      */
     private static final CountDownLatch TAKEN = new CountDownLatch(1);
+    /**
+     * Set once a wait for the take ran out (no bnd launcher here): the console waits both before its
+     * first statement and before its stop, and must not wait twice for what never comes.
+     */
+    private static volatile boolean untaken;
 
     private final BundleContext context;
     private final CountDownLatch done = new CountDownLatch(1);
@@ -62,12 +67,18 @@ public final class SessionExit implements Callable<Integer> {
 
     /**
      * Waits until the launcher has taken the callable, so that a framework stopped now still exits
-     * with the outcome. Bounded: in a container without the bnd launcher no one ever takes it.
+     * with the outcome. Bounded: in a container without the bnd launcher no one ever takes it, and
+     * once a wait ran out, later ones do not wait.
      *
      * @return true if it was taken within the wait
      */
     static boolean awaitTaken(long timeout, TimeUnit unit) throws InterruptedException {
-        return TAKEN.await(timeout, unit);
+        if (untaken) {
+            return TAKEN.getCount() == 0;
+        }
+        boolean taken = TAKEN.await(timeout, unit);
+        untaken = !taken;
+        return taken;
     }
 
     @Override
