@@ -228,6 +228,21 @@ class ConsoleIT {
         return copy;
     }
 
+    /**
+     * A script file saved as "UTF-8 with BOM" (a Windows editor's choice), piped in or given to
+     * {@code -c}: its first command read "Command not found: mem:devices", the name preceded by an
+     * invisible U+FEFF.
+     */
+    @Test
+    void aByteOrderMarkAtTheStartOfAScriptIsNoPartOfItsFirstCommand() throws Exception {
+        Path dir = DistributionIT.freshDir("script-bom");
+        for (Run r : List.of(run(dir, "\ufeffmem:devices\nmem:devices\n"), run(dir, "", "-c", "\ufeffmem:devices"))) {
+            assertEquals(0, r.code(), r.toString());
+            assertEquals(List.of(), r.errLines());
+            assertTrue(r.out().contains("DEVICE  BACKEND"), r.out());
+        }
+    }
+
     /** Comments and quotes split as Gogo reads them: nothing commented out runs, a quoted backslash hides no quote. */
     @Test
     void commentsAndSingleQuotedBackslashesSplitAsGogoReadsThem() throws Exception {

@@ -184,7 +184,7 @@ public final class Console {
     private int script(String script) {
         try (CommandSession s = quietSession()) {
             LineRunner runner = scriptRunner(s);
-            runner.runLine(script); // its statements, new lines included, as one piped line's
+            runner.runLine(withoutByteOrderMark(script)); // its statements, new lines included, as one piped line's
             return runner.exitCode(true);
         }
     }
@@ -196,13 +196,25 @@ public final class Console {
             // charset (UTF-8 since Java 18, or what file.encoding says) need not be the one of the
             // bytes piped in (a Latin-1 locale's, or UTF-8 under LC_ALL=C with -Dstdin.encoding=UTF-8).
             BufferedReader in = new BufferedReader(new InputStreamReader(System.in, encoding("stdin.encoding")));
-            for (String line; !stopping && (line = in.readLine()) != null; ) {
-                if (runner.runLine(line) == LineRunner.Next.EXIT) {
+            boolean first = true;
+            for (String line; !stopping && (line = in.readLine()) != null; first = false) {
+                if (runner.runLine(first ? withoutByteOrderMark(line) : line) == LineRunner.Next.EXIT) {
                     break;
                 }
             }
             return runner.exitCode(true);
         }
+    }
+
+    /**
+     * @param start the start of a script: its first piped line, or the script of {@code -c}
+     * @return it without the byte order mark (U+FEFF) a Windows editor puts at the start of a file
+     *         saved as "UTF-8 with BOM" ({@code < script.txt}, {@code -c "$(cat script.txt)"}): a
+     *         mark of the file's encoding, not a character of its first command, which failed with
+     *         "Command not found" before a name that looked right
+     */
+    private static String withoutByteOrderMark(String start) {
+        return start.startsWith("\ufeff") ? start.substring(1) : start;
     }
 
     /** A session whose commands read no input: standard input belongs to the script. */
