@@ -63,7 +63,9 @@ class ConsoleIT {
         if (!p.waitFor(DistributionIT.WAIT_MS, TimeUnit.MILLISECONDS)) {
             p.descendants().forEach(ProcessHandle::destroyForcibly); // the JVM the jar's Main started
             p.destroyForcibly().waitFor();
-            fail("the distribution did not stop; it wrote: " + out.get() + err.get());
+            // Its pipes close with it, and what was read may be cut: say what came, up to a page of it.
+            String wrote = out.exceptionally(e -> "").get() + err.exceptionally(e -> "").get();
+            fail("the distribution did not stop; it wrote: " + wrote.substring(0, Math.min(wrote.length(), 2000)));
         }
         return new Run(p.exitValue(), out.get(), err.get());
     }
@@ -153,6 +155,24 @@ class ConsoleIT {
         assertEquals(1, r.code(), r.toString());
         assertEquals(List.of("error: the output could not be written (standard output closed, or a broken pipe): results are lost"),
                 r.errLines(), "said once, though every statement wrote: " + r);
+    }
+
+    /**
+     * {@code java -jar ferrum-memory.jar <&-}: with standard input closed, the JVM opens its runtime
+     * image as file descriptor 0, and the console read its bytes as commands (twelve megabytes of
+     * error lines a minute, without end, and any statement they happened to spell).
+     */
+    @Test
+    void withStandardInputClosedNothingIsReadAndTheRunEndsWithOneLine() throws Exception {
+        assumeTrue(Files.isDirectory(Path.of("/dev/fd")), "no /dev/fd here: a closed standard input cannot be told");
+        Path dir = DistributionIT.freshDir("input-closed");
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Run r = run(new ProcessBuilder("sh", "-c", "exec \"$@\" <&-", "sh", java, "-jar", DistributionIT.jar().toString())
+                .directory(dir.toFile()), "");
+        assertEquals(1, r.code(), r.toString());
+        assertEquals(List.of("error: standard input is closed (<&-): no commands to read; give them on standard input"
+                + " (a pipe, < file) or with -c"), r.errLines());
+        assertEquals("", r.out());
     }
 
     /**

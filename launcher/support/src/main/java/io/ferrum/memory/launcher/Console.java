@@ -190,6 +190,11 @@ public final class Console {
     }
 
     private int piped() throws IOException {
+        if (standardInputClosed()) {
+            STDERR.println("error: standard input is closed (<&-): no commands to read; give them on standard input"
+                    + " (a pipe, < file) or with -c");
+            return 1;
+        }
         try (CommandSession s = quietSession()) {
             LineRunner runner = scriptRunner(s);
             // Standard input's own encoding, as its output is written in stdout.encoding: the default
@@ -203,6 +208,20 @@ public final class Console {
                 }
             }
             return runner.exitCode(true);
+        }
+    }
+
+    /**
+     * @return true when the process was started with standard input closed ({@code <&-}): the JVM
+     *         then opened its own runtime image ({@code lib/modules}) as file descriptor 0, and the
+     *         console read that image as commands, millions of error lines and whatever statement
+     *         its bytes happened to spell, for minutes; false where {@code /dev/fd} is missing
+     */
+    private static boolean standardInputClosed() {
+        try {
+            return Files.isSameFile(Path.of("/dev/fd/0"), Path.of(System.getProperty("java.home"), "lib", "modules"));
+        } catch (IOException | RuntimeException e) {
+            return false;
         }
     }
 
