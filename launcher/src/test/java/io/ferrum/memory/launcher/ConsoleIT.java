@@ -54,11 +54,15 @@ class ConsoleIT {
 
     /** Starts {@code command} with {@code input} on its standard input and waits until it ends. */
     private static Run run(ProcessBuilder command, String input) throws Exception {
+        return run(command, input.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static Run run(ProcessBuilder command, byte[] input) throws Exception {
         Process p = command.start();
         CompletableFuture<String> out = read(p.getInputStream());
         CompletableFuture<String> err = read(p.getErrorStream());
         try (OutputStream in = p.getOutputStream()) {
-            in.write(input.getBytes(StandardCharsets.UTF_8));
+            in.write(input);
         }
         if (!p.waitFor(DistributionIT.WAIT_MS, TimeUnit.MILLISECONDS)) {
             p.descendants().forEach(ProcessHandle::destroyForcibly); // the JVM the jar's Main started
@@ -261,6 +265,28 @@ class ConsoleIT {
             assertEquals(List.of(), r.errLines());
             assertTrue(r.out().contains("DEVICE  BACKEND"), r.out());
         }
+    }
+
+    /**
+     * A piped line whose bytes are not valid in standard input's encoding (a Latin-1 {@code é} where
+     * UTF-8 is read) is refused in one line naming it and its bytes, and runs not: the reader put a
+     * replacement character in their place, and {@code mem:write --text} wrote it as data.
+     */
+    @Test
+    void aPipedLineNotValidInStandardInputsEncodingIsRefusedNamingItsBytes() throws Exception {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        ProcessBuilder pb = new ProcessBuilder(java, "-Dstdin.encoding=UTF-8", "-jar", DistributionIT.jar().toString())
+                .directory(DistributionIT.freshDir("stdin-malformed").toFile());
+        java.io.ByteArrayOutputStream input = new java.io.ByteArrayOutputStream();
+        input.writeBytes("h = mem:alloc 64 cpu:0\nmem:write --text $h 0 'caf".getBytes(StandardCharsets.US_ASCII));
+        input.write(0xe9); // é in ISO-8859-1
+        input.writeBytes("'\r\nmem:devices\n".getBytes(StandardCharsets.US_ASCII));
+        Run r = run(pb, input.toByteArray());
+        assertEquals(1, r.code(), r.toString());
+        assertEquals(List.of("error: line 2 of standard input is not valid UTF-8 (stdin.encoding): e9 at byte 27;"
+                + " it was not run. Save the script in UTF-8"), r.errLines());
+        assertFalse(r.out().contains("wrote"), "nothing was written: " + r.out());
+        assertTrue(r.out().contains("DEVICE  BACKEND"), "the next line ran: " + r.out());
     }
 
     /** Comments and quotes split as Gogo reads them: nothing commented out runs, a quoted backslash hides no quote. */

@@ -4,8 +4,6 @@ import java.io.ByteArrayInputStream;
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.BufferedReader;
 import java.io.PrintStream;
 import java.nio.charset.Charset;
 import java.nio.file.Files;
@@ -200,10 +198,16 @@ public final class Console {
             // Standard input's own encoding, as its output is written in stdout.encoding: the default
             // charset (UTF-8 since Java 18, or what file.encoding says) need not be the one of the
             // bytes piped in (a Latin-1 locale's, or UTF-8 under LC_ALL=C with -Dstdin.encoding=UTF-8).
-            BufferedReader in = new BufferedReader(new InputStreamReader(System.in, encoding("stdin.encoding")));
-            boolean first = true;
-            for (String line; !stopping && (line = in.readLine()) != null; first = false) {
-                if (runner.runLine(first ? withoutByteOrderMark(line) : line) == LineRunner.Next.EXIT) {
+            InputLines in = new InputLines(System.in, encoding("stdin.encoding"));
+            for (boolean first = true; !stopping; first = false) {
+                String line;
+                try {
+                    line = in.next();
+                } catch (InputLines.Malformed e) {
+                    runner.fail("error: " + e.getMessage());
+                    continue;
+                }
+                if (line == null || runner.runLine(first ? withoutByteOrderMark(line) : line) == LineRunner.Next.EXIT) {
                     break;
                 }
             }

@@ -215,7 +215,12 @@ final class LineRunner {
         return Next.CONTINUE;
     }
 
-    private void fail(String line) {
+    /**
+     * Counts a failure and shows it.
+     *
+     * @param line its {@code error:} line: one of a statement, or of a line that could not be read
+     */
+    void fail(String line) {
         failures++;
         out.flush();
         err.println(line);

@@ -1,0 +1,84 @@
+package io.ferrum.memory.launcher;
+
+import java.io.BufferedInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.Charset;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.MalformedInputException;
+import java.nio.charset.StandardCharsets;
+import java.nio.charset.UnmappableCharacterException;
+import java.util.HexFormat;
+
+/**
+ * The lines of a script piped to the console, each decoded on its own in standard input's encoding.
+ * A {@code Reader} puts a replacement character in place of bytes that are not valid in it (a Latin-1
+ * {@code é} where UTF-8 is read), and {@code mem:write --text} wrote that character as data without
+ * a word; here such a line is {@linkplain Malformed refused}, naming its number and its bytes, and the
+ * next line is read. Lines end at {@code \n} (a {@code \r} before it is dropped), which every
+ * encoding a standard input has in practice writes as that one byte; an encoding that does not (UTF-16)
+ * is read through a {@code Reader} instead.
+ */
+final class InputLines {
+    /** A line whose bytes are not valid in the encoding: the message names its number (from 1) and the bytes. */
+    static final class Malformed extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        Malformed(String message) {
+            super(message);
+        }
+    }
+
+    private final InputStream in;
+    private final Charset charset;
+    private final boolean asciiLines;
+    private final BufferedReader reader;
+    private int number;
+
+    InputLines(InputStream in, Charset charset) {
+        this.in = new BufferedInputStream(in);
+        this.charset = charset;
+        byte[] ends = "\n\r".getBytes(charset);
+        this.asciiLines = ends.length == 2 && ends[0] == '\n' && ends[1] == '\r';
+        this.reader = asciiLines ? null : new BufferedReader(new InputStreamReader(in, charset));
+    }
+
+    /**
+     * @return the next line without its end, or null at the end of the input
+     * @throws Malformed when the line's bytes are not valid in the encoding; the next call reads the line after it
+     */
+    String next() throws IOException {
+        if (!asciiLines) {
+            return reader.readLine();
+        }
+        ByteArrayOutputStream line = new ByteArrayOutputStream();
+        int b;
+        while ((b = in.read()) >= 0 && b != '\n') {
+            line.write(b);
+        }
+        if (b < 0 && line.size() == 0) {
+            return null;
+        }
+        number++;
+        byte[] bytes = line.toByteArray();
+        int length = bytes.length > 0 && bytes[bytes.length - 1] == '\r' ? bytes.length - 1 : bytes.length;
+        ByteBuffer text = ByteBuffer.wrap(bytes, 0, length);
+        try {
+            return charset.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(text).toString();
+        } catch (MalformedInputException | UnmappableCharacterException e) {
+            // The decoder stops at the bytes it could not read.
+            int at = text.position();
+            int bad = e instanceof MalformedInputException m ? m.getInputLength() : ((UnmappableCharacterException) e).getInputLength();
+            String name = charset.name();
+            throw new Malformed("line " + number + " of standard input is not valid " + name + " (stdin.encoding): "
+                    + HexFormat.ofDelimiter(" ").formatHex(bytes, at, Math.min(length, at + bad)) + " at byte " + (at + 1)
+                    + "; it was not run. Save the script in " + name
+                    + (charset.equals(StandardCharsets.UTF_8) ? "" : ", or start Java with -Dstdin.encoding=UTF-8 for a UTF-8 script"));
+        }
+    }
+}

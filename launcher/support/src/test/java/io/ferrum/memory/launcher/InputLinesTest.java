@@ -1,0 +1,34 @@
+package io.ferrum.memory.launcher;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.io.ByteArrayInputStream;
+import java.nio.charset.StandardCharsets;
+
+import org.junit.jupiter.api.Test;
+
+/** Piped lines as the console reads them: each decoded on its own, one that is not valid refused by number. */
+class InputLinesTest {
+    @Test
+    void aLineNotValidInTheEncodingIsRefusedByNumberAndTheNextIsRead() throws Exception {
+        byte[] input = {'a', '\r', '\n', 'c', 'a', 'f', (byte) 0xe9, '\n', 'c', 'a', 'f', (byte) 0xc3, (byte) 0xa9};
+        InputLines lines = new InputLines(new ByteArrayInputStream(input), StandardCharsets.UTF_8);
+        assertEquals("a", lines.next(), "the \\r of a Windows line end is dropped");
+        InputLines.Malformed refused = assertThrows(InputLines.Malformed.class, lines::next);
+        assertEquals("line 2 of standard input is not valid UTF-8 (stdin.encoding): e9 at byte 4; it was not run."
+                + " Save the script in UTF-8", refused.getMessage());
+        assertEquals("caf\u00e9", lines.next(), "a last line without its end");
+        assertNull(lines.next());
+    }
+
+    @Test
+    void anEncodingWhoseLineEndIsNotOneByteIsReadAsText() throws Exception {
+        InputLines lines = new InputLines(new ByteArrayInputStream("mem:devices\nmem:gc\n".getBytes(StandardCharsets.UTF_16)),
+                StandardCharsets.UTF_16);
+        assertEquals("mem:devices", lines.next());
+        assertEquals("mem:gc", lines.next());
+        assertNull(lines.next());
+    }
+}
