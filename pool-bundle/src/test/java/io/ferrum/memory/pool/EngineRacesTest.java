@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
 
 import org.junit.jupiter.api.Test;
 
@@ -103,8 +104,10 @@ class EngineRacesTest extends RaceHarness {
         PooledMemoryManager m = manager(up, PoolSettings.defaults());
         MemoryHandle h = m.allocate(4 * KiB, CPU);
         MemorySegment view = m.mapMemory(h, MemoryAccess.READ_WRITE);
-        // The freeing thread caches a TENSOR block, so its next call drains its cache: the GENERAL
-        // pool's lock first, then TENSOR's, which the defragmentation holds.
+        ReentrantLock general = poolLock(m, MemoryType.GENERAL);
+        ReentrantLock tensor = poolLock(m, MemoryType.TENSOR);
+        // The freeing thread caches a TENSOR block; after the trim its next call drains its cache,
+        // which takes the TENSOR pool's lock after the free has claimed h.
         CompletableFuture<Void> cached = new CompletableFuture<>();
         CompletableFuture<Void> go = new CompletableFuture<>();
         CompletableFuture<Void> free = start("free", () -> {
@@ -116,25 +119,38 @@ class EngineRacesTest extends RaceHarness {
         });
         Thread freeing = threads.get(threads.size() - 1);
         cached.get(30, TimeUnit.SECONDS);
-        Pause lock = holdPoolLock(m, up, MemoryType.TENSOR);
-        go.complete(null);
-        // h is claimed; the free waits for the TENSOR lock. (Merely parked is not enough: the thread
-        // may still show the park of its wait for go.)
-        awaitParkedIn(freeing, "Pool", "acquire");
-        CompletableFuture<Void> close = start("close", () -> {
-            m.close();
-            return null;
-        });
-        awaitParked(threads.get(threads.size() - 1));
-        lock.release();
-        close.get(30, TimeUnit.SECONDS);
+        m.trim();
+        tensor.lock();
+        try {
+            go.complete(null);
+            awaitQueued(tensor, freeing); // h is claimed, its view still open
+            CompletableFuture<Void> close = start("close", () -> {
+                m.close();
+                return null;
+            });
+            awaitQueued(tensor, threads.get(threads.size() - 1)); // the close is done with GENERAL
+            // The free's own end closes the view too, under GENERAL's lock: it waits there until the
+            // close has returned, so that only the close can have closed the view by then.
+            general.lock();
+            try {
+                tensor.unlock();
+                close.get(30, TimeUnit.SECONDS);
+                assertEquals(0, up.liveBytes(), "the close released the chunks");
+                assertFalse(view.scope().isAlive(), "the close returned with a view over the memory it released");
+            } finally {
+                general.unlock();
+            }
+        } finally {
+            if (tensor.isHeldByCurrentThread()) {
+                tensor.unlock();
+            }
+        }
         try {
             free.get(30, TimeUnit.SECONDS);
         } catch (ExecutionException e) {
             assertTrue(e.getCause() instanceof DeviceUnavailableException, e.getCause().toString());
         }
-        assertFalse(view.scope().isAlive(), "no view outlives the memory it shows");
-        assertEquals(0, up.liveBytes());
+        assertEquals("", up.violations.toString());
     }
 
     // ------------------------------------------------------------------ 4

@@ -2,11 +2,13 @@ package io.ferrum.memory.pool;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.reflect.Field;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
 
 import org.junit.jupiter.api.AfterEach;
 
@@ -118,6 +120,31 @@ abstract class RaceHarness {
             }
         }
         return false;
+    }
+
+    /**
+     * @return the lock of {@code m}'s {@code type} pool, for a test that must hold it itself (where a
+     *         paused compaction cannot: the lock is taken and let go between steps of the race); read
+     *         by reflection, as the engine's rooms are package-private
+     */
+    static ReentrantLock poolLock(PooledMemoryManager m, MemoryType type) throws ReflectiveOperationException {
+        Field pools = m.getClass().getDeclaredField("pools");
+        pools.setAccessible(true);
+        Object pool = ((Object[]) pools.get(m))[type.ordinal()];
+        Field lock = pool.getClass().getDeclaredField("lock");
+        lock.setAccessible(true);
+        return (ReentrantLock) lock.get(pool);
+    }
+
+    /** Waits (at most 30 s) until {@code t} is queued for {@code lock}. */
+    static void awaitQueued(ReentrantLock lock, Thread t) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!lock.hasQueuedThread(t)) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(t.getName() + " never queued for the lock: " + t.getState());
+            }
+            Thread.onSpinWait();
+        }
     }
 
     static void fill(PooledMemoryManager m, MemoryHandle h, byte value) {
