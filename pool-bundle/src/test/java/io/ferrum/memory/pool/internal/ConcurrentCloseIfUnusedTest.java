@@ -24,9 +24,11 @@ import io.ferrum.memory.pool.ArenaUpstream;
 import io.ferrum.memory.pool.PoolSettings;
 
 /**
- * Two {@link PoolEngine#closeIfUnused} calls at once: the first to refuse must not settle the
- * manager while the other still decides, or a block named outside the pools' locks (here from a
- * thread cache) between the other's look and its close is handed out by a manager that then closes.
+ * {@link PoolEngine#closeIfUnused} against names published outside the pools' locks (here from a
+ * thread cache, {@code Allocator.fromCache}): a name published between a decision's look and its
+ * end is refused when the decision closes and handed out when it refuses; and of two decisions at
+ * once, the first to refuse must not settle the manager while the other still decides. The window
+ * is held by the test holding the {@link Lifecycle}'s monitor, which the decision's end needs.
  */
 class ConcurrentCloseIfUnusedTest {
     static final long KiB = 1024;
@@ -89,6 +91,88 @@ class ConcurrentCloseIfUnusedTest {
         assertInstanceOf(DeviceUnavailableException.class, refused);
         assertFalse(lifecycle.unsettled && !lifecycle.closed);
         assertEquals(0, up.liveBytes(), "every chunk went back");
+    }
+
+    /**
+     * The cached path's window: the decision looked under every pool's lock (the cached block is not
+     * live) and waits to end; meanwhile the block is named from the cache. The close must refuse it.
+     */
+    @Test
+    void aNameFromAThreadCacheDuringAClosingDecisionIsRefused() throws Exception {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PoolEngine m = new PoolEngine(up, config(), PoolSettings.defaults(), null);
+        Lifecycle lifecycle = field(m, "lifecycle");
+        Pool[] pools = field(m, "pools");
+        ReentrantLock first = pools[0].lock;
+        m.deallocate(m.allocate(4 * KiB, Device.cpu())); // into this thread's cache: not live
+
+        first.lock();
+        Started d = started(() -> m.closeIfUnused());
+        awaitQueued(first, d.thread); // deciding: unsettled is set
+        MemoryHandle handed = null;
+        Throwable refused = null;
+        synchronized (lifecycle) {
+            first.unlock();
+            awaitBlockedInDecided(d.thread); // looked (nothing live) and waits to decide
+            try {
+                handed = m.allocate(4 * KiB, Device.cpu()); // the cached block, named outside the locks
+            } catch (RuntimeException e) {
+                refused = e;
+            }
+        }
+        assertTrue(d.result.get(30, TimeUnit.SECONDS), "the decision closed the manager");
+        assertNull(handed, "a handle was handed out by a manager that closed without seeing it");
+        assertInstanceOf(DeviceUnavailableException.class, refused);
+        assertEquals(0, up.liveBytes(), "every chunk went back");
+    }
+
+    /** The same window, the decision refusing (another block is live): the cached name is handed out. */
+    @Test
+    void aNameFromAThreadCacheDuringARefusingDecisionIsHandedOut() throws Exception {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PoolEngine m = new PoolEngine(up, config(), PoolSettings.defaults(), null);
+        Lifecycle lifecycle = field(m, "lifecycle");
+        Pool[] pools = field(m, "pools");
+        ReentrantLock first = pools[0].lock;
+        MemoryHandle live = m.allocate(4 * KiB, Device.cpu());
+        m.deallocate(m.allocate(4 * KiB, Device.cpu())); // into this thread's cache
+
+        first.lock();
+        Started d = started(() -> m.closeIfUnused());
+        awaitQueued(first, d.thread);
+        MemoryHandle handed;
+        synchronized (lifecycle) {
+            first.unlock();
+            awaitBlockedInDecided(d.thread); // looked (live is live) and waits to decide
+            handed = m.allocate(4 * KiB, Device.cpu());
+        }
+        assertFalse(d.result.get(30, TimeUnit.SECONDS), "the decision saw the live block");
+        assertFalse(m.isClosed());
+        assertFalse(lifecycle.unsettled, "the refusal settled the manager");
+        assertTrue(m.owns(handed));
+        m.deallocate(handed);
+        m.deallocate(live);
+        m.close();
+        assertEquals(0, up.liveBytes(), "every chunk went back");
+    }
+
+    private static MemoryManagerConfig config() {
+        return MemoryManagerConfig.defaults().withAutoGc(false, 0.85).withPoolConfig(
+                MemoryType.GENERAL, MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB).alignment(256).build());
+    }
+
+    /** Waits (at most 30 s) until {@code t} is blocked entering {@link Lifecycle#decided}: its look is done. */
+    private static void awaitBlockedInDecided(Thread t) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (true) {
+            StackTraceElement[] stack = t.getStackTrace();
+            if (t.getState() == Thread.State.BLOCKED && stack.length > 0
+                    && stack[0].getClassName().equals(Lifecycle.class.getName()) && stack[0].getMethodName().equals("decided")) {
+                return;
+            }
+            assertTrue(System.nanoTime() < deadline, t.getName() + " never waited to decide: " + t.getState());
+            Thread.onSpinWait();
+        }
     }
 
     record Started(Thread thread, CompletableFuture<Boolean> result) {}
