@@ -147,6 +147,27 @@ abstract class RaceHarness {
         }
     }
 
+    /** @return the address of {@code h}'s block (mapped and unmapped again: a mapped block is not cached when freed) */
+    static long address(PooledMemoryManager m, MemoryHandle h) {
+        long a = m.mapMemory(h, MemoryAccess.READ_ONLY).address();
+        m.unmapMemory(h);
+        return a;
+    }
+
+    /**
+     * @return the address of a block of {@code size} that a new thread allocates (and frees into its
+     *         own cache): the pool's, never one another thread caches, so it shows whether a block a
+     *         thread cached went back to the pool (the figures count a cached block as free either way)
+     */
+    long addressAnotherThreadGets(PooledMemoryManager m, long size, MemoryType type) throws Exception {
+        return start("another thread", () -> {
+            MemoryHandle h = m.allocate(size, type, CPU);
+            long a = address(m, h);
+            m.deallocate(h);
+            return a;
+        }).get(30, TimeUnit.SECONDS);
+    }
+
     static void fill(PooledMemoryManager m, MemoryHandle h, byte value) {
         MemorySegment s = m.mapMemory(h, MemoryAccess.WRITE_ONLY);
         s.fill(value);
