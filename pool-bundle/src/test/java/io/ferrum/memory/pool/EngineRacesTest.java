@@ -324,6 +324,33 @@ class EngineRacesTest extends RaceHarness {
         assertEquals(1, up.reserves.get());
     }
 
+    /**
+     * The same for a thread whose cache was made before the others died: no new cache sweeps for it,
+     * so the sweep before a growth must (each sweep alone passed the test above).
+     */
+    @Test
+    void aLiveThreadTakesBackWhatDeadThreadsCachedBeforeItGrows() throws Exception {
+        HookedUpstream up = new HookedUpstream(256 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        m.deallocate(m.allocate(256, CPU)); // this thread's cache is made now
+        start("short-lived", () -> {
+            List<MemoryHandle> hs = new ArrayList<>();
+            for (int i = 0; i < 7; i++) {
+                hs.add(m.allocate(128 * KiB, CPU));
+            }
+            hs.forEach(m::deallocate); // 896 KiB into a cache that dies with the thread
+            return null;
+        }).get(30, TimeUnit.SECONDS);
+        threads.get(threads.size() - 1).join(30_000);
+        List<MemoryHandle> hs = new ArrayList<>();
+        for (int i = 0; i < 7; i++) {
+            hs.add(m.allocate(128 * KiB, CPU));
+        }
+        assertEquals(MiB, m.memoryInfo().reservedBytes(), "the pool did not grow while a dead thread's cache held its blocks");
+        assertEquals(1, up.reserves.get());
+        hs.forEach(m::deallocate);
+    }
+
     // ------------------------------------------------------------------ 12
 
     @Test
