@@ -426,15 +426,22 @@ class EngineRacesTest extends RaceHarness {
         // The figures: GENERAL's lock is free, TENSOR's held by the paused defragmentation.
         CompletableFuture<MemoryInfo> info = start("memoryInfo", m::memoryInfo);
         awaitParked(threads.get(threads.size() - 1));
-        // Meanwhile a block comes from the GENERAL pool and goes into a thread's cache.
+        // Meanwhile a block comes from the GENERAL pool and goes into a thread's cache. The thread
+        // stays alive: a dead thread's cache may be swept back into the pool (the defragmentation's
+        // trim does) before the figures read the caches, which hid figures read pool by pool.
+        CompletableFuture<Void> cached = new CompletableFuture<>();
+        CompletableFuture<Void> end = new CompletableFuture<>();
         CompletableFuture<Void> churn = start("churn", () -> {
             m.deallocate(m.allocate(16 * KiB, CPU));
+            cached.complete(null);
+            end.get(30, TimeUnit.SECONDS);
             return null;
         });
-        awaitParked(threads.get(threads.size() - 1)); // waits for GENERAL's lock, or is done
+        awaitParkedInOrDone(threads.get(threads.size() - 1), "Pool", "acquire", cached); // waits for GENERAL's lock
         tensor.release();
-        churn.get(30, TimeUnit.SECONDS);
         MemoryInfo seen = info.get(30, TimeUnit.SECONDS);
+        end.complete(null);
+        churn.get(30, TimeUnit.SECONDS);
         assertEquals(liveBytes, seen.usedBytes(), "used is the sum of the blocks live at one moment");
         assertEquals(2, seen.activeAllocations());
         m.deallocate(live);

@@ -110,6 +110,18 @@ abstract class RaceHarness {
         }
     }
 
+    /** As {@link #awaitParkedIn}, or until {@code done} completes (the thread went past that wait). */
+    static void awaitParkedInOrDone(Thread t, String simpleName, String method, CompletableFuture<?> done) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!done.isDone() && !parkedIn(t.getStackTrace(), simpleName, method)) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(t.getName() + " neither parked in " + simpleName + "." + method
+                        + " nor got past it: " + t.getState());
+            }
+            Thread.onSpinWait();
+        }
+    }
+
     private static boolean parkedIn(StackTraceElement[] stack, String simpleName, String method) {
         if (stack.length == 0 || !stack[0].getMethodName().equals("park")) {
             return false;
