@@ -503,16 +503,19 @@ class EngineRacesTest extends RaceHarness {
         });
         CompletableFuture<MemoryHandle> crossing = start("crosses MEDIUM", () -> m.allocate(3 * MiB, CPU));
         assertTrue(inside.await(30, TimeUnit.SECONDS));
-        // Another thread crosses two more levels and back while the callback is held: it goes on.
-        start("goes on", () -> {
+        // Another thread crosses a level and back while the callback is held: it goes on. Then it
+        // leaves the level at HIGH: the held teller must look again once it lets go, and tell it.
+        MemoryHandle kept = start("goes on", () -> {
             MemoryHandle h = m.allocate(768 * KiB, CPU);
             m.deallocate(h);
-            return null;
+            return m.allocate(512 * KiB, CPU);
         }).get(30, TimeUnit.SECONDS);
         letGo.countDown();
         MemoryHandle big = crossing.get(30, TimeUnit.SECONDS);
         assertEquals(MemoryPressure.MEDIUM, told.get(0));
+        assertEquals(MemoryPressure.HIGH, m.memoryInfo().pressureLevel());
         assertEquals(m.memoryInfo().pressureLevel(), told.get(told.size() - 1), "the last level told is the level now: " + told);
+        m.deallocate(kept);
         m.deallocate(big);
         assertEquals(MemoryPressure.LOW, told.get(told.size() - 1), "" + told);
     }
