@@ -32,6 +32,8 @@ import io.ferrum.memory.pool.PoolLog;
  * cache, a block named after its zeroing fill, an alias issued for a peer) reads {@link #unsettled}
  * after publishing it and, when set, asks {@link #admits}: the decision sees the name (and refuses)
  * or the name's owner sees the decision (and is refused as on a closed manager), never neither.
+ * A close so decided reports no leak: a block named when it looks for them is one whose owner is
+ * refused, and withdraws the name outside any lock, perhaps only after the close has looked.
  *
  * <p><b>Holds.</b> The upstream closes after the last chunk is released: {@link #closeHolds}
  * counts the close itself plus each pool whose release was deferred; the last to let go closes the
@@ -178,12 +180,30 @@ final class Lifecycle {
     }
 
     /**
+     * Tests only: run by a name's owner that {@link #admits} refused, outside the monitor, before the
+     * owner withdraws the name; null otherwise (read only on that refusal, never on an open manager).
+     */
+    static volatile Runnable refusedForTests;
+
+    /**
      * Called by whoever published a name outside the pools' locks and then read {@link #unsettled}
      * set: waits for a conditional close's decision (it holds no lock the caller could).
      *
      * @return true if the manager stays open and the name may be handed out; false if it closed
      */
-    synchronized boolean admits() {
+    boolean admits() {
+        if (awaitDecision()) {
+            return true;
+        }
+        Runnable hook = refusedForTests;
+        if (hook != null) {
+            hook.run();
+        }
+        return false;
+    }
+
+    /** @return true if the manager stays open once no conditional close is deciding */
+    private synchronized boolean awaitDecision() {
         boolean interrupted = false;
         while (deciding > 0) {
             try {
@@ -203,8 +223,12 @@ final class Lifecycle {
      * its in-flight work, closes every view, reports what was still allocated, and releases the
      * chunks of each pool that no work holds (the others are released by their last work, or by a
      * later close when a view held them).
+     *
+     * @param decidedUnused a conditional close found no named block under every pool's lock: a block
+     *                      named now was named outside the locks after that look, and its owner is
+     *                      refused ({@link #admits}), so it is no allocation to report
      */
-    void closePools(HandleTable handles) {
+    void closePools(HandleTable handles, boolean decidedUnused) {
         LeakReport leaks = new LeakReport(device);
         int deferred = 0;
         int stuck = 0;
@@ -237,7 +261,9 @@ final class Lifecycle {
                     if (!b.isNamed()) {
                         continue;
                     }
-                    leaks.add(b);
+                    if (!decidedUnused) {
+                        leaks.add(b);
+                    }
                     handles.unregister(b, b.handleId);
                     // An alias in another manager's table stays there, and answers "unavailable".
                 }

@@ -463,7 +463,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
             lifecycle.retryClose();
             return;
         }
-        closeBegun();
+        closeBegun(false);
     }
 
     /**
@@ -499,7 +499,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         if (!closes) {
             return lifecycle.closed;
         }
-        closeBegun();
+        closeBegun(true);
         return true;
     }
 
@@ -515,15 +515,19 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         return false;
     }
 
-    /** The close proper, once {@link Lifecycle#closed} is set by this call. */
-    private void closeBegun() {
+    /**
+     * The close proper, once {@link Lifecycle#closed} is set by this call.
+     *
+     * @param decidedUnused {@link #closeIfUnused} closes: no block was named when it looked
+     */
+    private void closeBegun(boolean decidedUnused) {
         if (coarseClock) {
             CoarseClock.release();
         }
         caches.close();
         // Aliases this manager issued for peers' blocks die with it: their memory is not named forever.
         issuedAliases.dropAll();
-        lifecycle.closePools(handles);
+        lifecycle.closePools(handles, decidedUnused);
         if (ownsStreams) {
             streams.close();
         }

@@ -7,7 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.reflect.Field;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
@@ -21,6 +23,7 @@ import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.pool.ArenaUpstream;
+import io.ferrum.memory.pool.PoolLog;
 import io.ferrum.memory.pool.PoolSettings;
 
 /**
@@ -126,6 +129,55 @@ class ConcurrentCloseIfUnusedTest {
         assertEquals(0, up.liveBytes(), "every chunk went back");
     }
 
+    /**
+     * The name refused there was never handed out, so the close must not report it as a live
+     * allocation. Its owner withdraws it after the refusal, outside any lock, while the close goes on:
+     * held there ({@link Lifecycle#refusedForTests}) until the close has ended, the close looks first.
+     */
+    @Test
+    void aNameRefusedByAClosingDecisionIsNoReportedLeak() throws Exception {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        List<String> warnings = new CopyOnWriteArrayList<>();
+        PoolEngine m = new PoolEngine(up, config(), PoolSettings.defaults().withLog(warningsInto(warnings)), null);
+        Lifecycle lifecycle = field(m, "lifecycle");
+        Pool[] pools = field(m, "pools");
+        ReentrantLock first = pools[0].lock;
+        m.deallocate(m.allocate(4 * KiB, Device.cpu())); // into this thread's cache
+
+        first.lock();
+        Started d = started(() -> m.closeIfUnused());
+        awaitQueued(first, d.thread);
+        Thread self = Thread.currentThread();
+        Lifecycle.refusedForTests = () -> {
+            if (Thread.currentThread() == self) {
+                try {
+                    d.result.get(30, TimeUnit.SECONDS); // the close ended before the name goes
+                } catch (Exception e) {
+                    throw new AssertionError("the close never ended", e);
+                }
+            }
+        };
+        Throwable refused = null;
+        try {
+            synchronized (lifecycle) {
+                first.unlock();
+                awaitBlockedInDecided(d.thread);
+                try {
+                    m.allocate(4 * KiB, Device.cpu());
+                } catch (RuntimeException e) {
+                    refused = e;
+                }
+            }
+        } finally {
+            Lifecycle.refusedForTests = null;
+        }
+        assertInstanceOf(DeviceUnavailableException.class, refused);
+        assertTrue(d.result.get(30, TimeUnit.SECONDS));
+        assertEquals(0, up.liveBytes(), "every chunk went back");
+        assertTrue(warnings.stream().noneMatch(w -> w.contains("live allocation")),
+                "no allocation reported that no one was given: " + warnings);
+    }
+
     /** The same window, the decision refusing (another block is live): the cached name is handed out. */
     @Test
     void aNameFromAThreadCacheDuringARefusingDecisionIsHandedOut() throws Exception {
@@ -159,6 +211,19 @@ class ConcurrentCloseIfUnusedTest {
     private static MemoryManagerConfig config() {
         return MemoryManagerConfig.defaults().withAutoGc(false, 0.85).withPoolConfig(
                 MemoryType.GENERAL, MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB).alignment(256).build());
+    }
+
+    private static PoolLog warningsInto(List<String> warnings) {
+        return new PoolLog() {
+            @Override
+            public void warn(String message, Throwable cause) {
+                warnings.add(message);
+            }
+
+            @Override
+            public void info(String message) {
+            }
+        };
     }
 
     /** Waits (at most 30 s) until {@code t} is blocked entering {@link Lifecycle#decided}: its look is done. */
