@@ -19,9 +19,9 @@ import java.util.HexFormat;
  * A {@code Reader} puts a replacement character in place of bytes that are not valid in it (a Latin-1
  * {@code é} where UTF-8 is read), and {@code mem:write --text} wrote that character as data without
  * a word; here such a line is {@linkplain Malformed refused}, naming its number and its bytes, and the
- * next line is read. Lines end at {@code \n} (a {@code \r} before it is dropped), which every
- * encoding a standard input has in practice writes as that one byte; an encoding that does not (UTF-16)
- * is read through a {@code Reader} instead.
+ * next line is read. Lines end as a {@code BufferedReader} ends them, at {@code \n}, {@code \r} or
+ * {@code \r\n}, which every encoding a standard input has in practice writes as those single bytes;
+ * an encoding that does not (UTF-16) is read through a {@code Reader} instead.
  */
 final class InputLines {
     /** A line whose bytes are not valid in the encoding: the message names its number (from 1) and the bytes. */
@@ -38,6 +38,8 @@ final class InputLines {
     private final boolean asciiLines;
     private final BufferedReader reader;
     private int number;
+    /** The last line ended at a {@code \r}: a {@code \n} right after it is that line's end, not a line. */
+    private boolean afterReturn;
 
     InputLines(InputStream in, Charset charset) {
         this.in = new BufferedInputStream(in);
@@ -56,17 +58,22 @@ final class InputLines {
             return reader.readLine();
         }
         ByteArrayOutputStream line = new ByteArrayOutputStream();
-        int b;
-        while ((b = in.read()) >= 0 && b != '\n') {
+        int b = in.read();
+        if (b == '\n' && afterReturn) {
+            b = in.read(); // the \n of a \r\n whose \r ended the line before
+        }
+        afterReturn = false;
+        for (; b >= 0 && b != '\n' && b != '\r'; b = in.read()) {
             line.write(b);
         }
         if (b < 0 && line.size() == 0) {
             return null;
         }
+        // Not read now whether a \n follows: a program that feeds a line at a time would wait.
+        afterReturn = b == '\r';
         number++;
         byte[] bytes = line.toByteArray();
-        int length = bytes.length > 0 && bytes[bytes.length - 1] == '\r' ? bytes.length - 1 : bytes.length;
-        ByteBuffer text = ByteBuffer.wrap(bytes, 0, length);
+        ByteBuffer text = ByteBuffer.wrap(bytes);
         try {
             return charset.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
                     .onUnmappableCharacter(CodingErrorAction.REPORT).decode(text).toString();
@@ -76,7 +83,7 @@ final class InputLines {
             int bad = e instanceof MalformedInputException m ? m.getInputLength() : ((UnmappableCharacterException) e).getInputLength();
             String name = charset.name();
             throw new Malformed("line " + number + " of standard input is not valid " + name + " (stdin.encoding): "
-                    + HexFormat.ofDelimiter(" ").formatHex(bytes, at, Math.min(length, at + bad)) + " at byte " + (at + 1)
+                    + HexFormat.ofDelimiter(" ").formatHex(bytes, at, Math.min(bytes.length, at + bad)) + " at byte " + (at + 1)
                     + "; it was not run. Save the script in " + name
                     + (charset.equals(StandardCharsets.UTF_8) ? "" : ", or start Java with -Dstdin.encoding=UTF-8 for a UTF-8 script"));
         }

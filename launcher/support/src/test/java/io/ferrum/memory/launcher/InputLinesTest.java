@@ -31,4 +31,45 @@ class InputLinesTest {
         assertEquals("mem:gc", lines.next());
         assertNull(lines.next());
     }
+
+    @Test
+    void aLoneCarriageReturnEndsALineAsAReaderEndsIt() throws Exception {
+        // A script saved with classic Mac line ends (\r alone), or written by printf 'a\rb': a
+        // BufferedReader, which read the piped lines before, ended a line at each \r too.
+        InputLines lines = new InputLines(new ByteArrayInputStream("mem:devices\rmem:gc\r\r\nmem:backends\r".getBytes(StandardCharsets.UTF_8)),
+                StandardCharsets.UTF_8);
+        assertEquals("mem:devices", lines.next());
+        assertEquals("mem:gc", lines.next());
+        assertEquals("", lines.next(), "\r then \r\n: an empty line, its \n no second one");
+        assertEquals("mem:backends", lines.next());
+        assertNull(lines.next());
+    }
+
+    @Test
+    void aLineEndedByACarriageReturnIsGivenWithoutWaitingForTheNextByte() throws Exception {
+        // A program that feeds the console a line at a time ("cmd\r") and waits for its answer: a read
+        // past the line, for a byte that only tells whether a \n follows, would wait for ever.
+        byte[] fed = "mem:devices\r".getBytes(StandardCharsets.UTF_8);
+        java.io.InputStream feeder = new java.io.InputStream() {
+            private int at;
+
+            @Override
+            public int read() {
+                if (at == fed.length) {
+                    throw new AssertionError("read past the line: a pipe would block here");
+                }
+                return fed[at++];
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) {
+                if (len == 0) {
+                    return 0;
+                }
+                b[off] = (byte) read();
+                return 1; // what a pipe has: no more than was written
+            }
+        };
+        assertEquals("mem:devices", new InputLines(feeder, StandardCharsets.UTF_8).next());
+    }
 }
