@@ -19,7 +19,7 @@ import java.util.HexFormat;
  * A {@code Reader} puts a replacement character in place of bytes that are not valid in it (a Latin-1
  * {@code é} where UTF-8 is read), and {@code mem:write --text} wrote that character as data without
  * a word; here such a line is {@linkplain Malformed refused}, naming its number and its bytes, and the
- * next line is read. Lines end as a {@code BufferedReader} ends them, at {@code \n}, {@code \r} or
+ * next line is read. A comment line is not refused: the console skips it, whatever its bytes. Lines end as a {@code BufferedReader} ends them, at {@code \n}, {@code \r} or
  * {@code \r\n}, which every encoding a standard input has in practice writes as those single bytes;
  * an encoding that does not (UTF-16) is read through a {@code Reader} instead.
  */
@@ -51,7 +51,8 @@ final class InputLines {
 
     /**
      * @return the next line without its end, or null at the end of the input
-     * @throws Malformed when the line's bytes are not valid in the encoding; the next call reads the line after it
+     * @throws Malformed when the line's bytes are not valid in the encoding, unless it is a comment (it is
+     *         returned as decoded with replacements); the next call reads the line after it
      */
     String next() throws IOException {
         if (!asciiLines) {
@@ -78,6 +79,11 @@ final class InputLines {
             return charset.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
                     .onUnmappableCharacter(CodingErrorAction.REPORT).decode(text).toString();
         } catch (MalformedInputException | UnmappableCharacterException e) {
+            if (comment(bytes)) {
+                // Skipped by the console whatever it holds ("# Größe" in UTF-8 under LC_ALL=C, which
+                // reads US-ASCII): its bytes say nothing about the script, and it ran before.
+                return new String(bytes, charset);
+            }
             // The decoder stops at the bytes it could not read.
             int at = text.position();
             int bad = e instanceof MalformedInputException m ? m.getInputLength() : ((UnmappableCharacterException) e).getInputLength();
@@ -87,5 +93,21 @@ final class InputLines {
                     + "; it was not run. Save the script in " + name
                     + (charset.equals(StandardCharsets.UTF_8) ? "" : ", or start Java with -Dstdin.encoding=UTF-8 for a UTF-8 script"));
         }
+    }
+
+    /**
+     * @return whether the line is a comment: its first byte that is not blank is {@code #}, which an
+     *         encoding read byte by byte here writes as that one byte
+     */
+    private static boolean comment(byte[] line) {
+        for (byte b : line) {
+            if (b == '#') {
+                return true;
+            }
+            if (b < 0 || !Character.isWhitespace(b)) {
+                return false;
+            }
+        }
+        return false;
     }
 }

@@ -72,4 +72,19 @@ class InputLinesTest {
         };
         assertEquals("mem:devices", new InputLines(feeder, StandardCharsets.UTF_8).next());
     }
+
+    @Test
+    void aCommentLineIsNoFailureWhateverItsBytes() throws Exception {
+        // "# Größe prüfen" in UTF-8 under LC_ALL=C (stdin.encoding US-ASCII, as in most containers),
+        // or a Latin-1 comment under a UTF-8 locale: the console skips a comment, so its bytes say
+        // nothing about the script. A line with a statement is still refused.
+        byte[] input = "# Gr\u00f6\u00dfe\n  \t# 1 \u00b5s\nmem:devices # \u00b5\n".getBytes(StandardCharsets.UTF_8);
+        InputLines lines = new InputLines(new ByteArrayInputStream(input), StandardCharsets.US_ASCII);
+        assertEquals("#", lines.next().substring(0, 1));
+        assertEquals("# 1 ", lines.next().strip().substring(0, 4));
+        InputLines.Malformed refused = assertThrows(InputLines.Malformed.class, lines::next);
+        assertEquals("line 3 of standard input is not valid US-ASCII (stdin.encoding): c2 at byte 15; it was not run."
+                + " Save the script in US-ASCII, or start Java with -Dstdin.encoding=UTF-8 for a UTF-8 script", refused.getMessage());
+        assertNull(lines.next());
+    }
 }
