@@ -19,7 +19,8 @@ import java.util.HexFormat;
  * A {@code Reader} puts a replacement character in place of bytes that are not valid in it (a Latin-1
  * {@code é} where UTF-8 is read), and {@code mem:write --text} wrote that character as data without
  * a word; here such a line is {@linkplain Malformed refused}, naming its number and its bytes, and the
- * next line is read. A comment line is not refused: the console skips it, whatever its bytes. Lines end as a {@code BufferedReader} ends them, at {@code \n}, {@code \r} or
+ * next line is read. A comment line is not refused: the console skips it, whatever its bytes. A UTF-8
+ * byte order mark at the start is dropped, and says that the input is UTF-8 whatever the locale. Lines end as a {@code BufferedReader} ends them, at {@code \n}, {@code \r} or
  * {@code \r\n}, which every encoding a standard input has in practice writes as those single bytes;
  * an encoding that does not (UTF-16) is read through a {@code Reader} instead.
  */
@@ -34,7 +35,10 @@ final class InputLines {
     }
 
     private final InputStream in;
-    private final Charset charset;
+    /** Standard input's encoding; UTF-8 once a UTF-8 byte order mark began the input. */
+    private Charset charset;
+    /** What chose the encoding, as an error line says it. */
+    private String chosenBy = "stdin.encoding";
     private final boolean asciiLines;
     private final BufferedReader reader;
     private int number;
@@ -72,23 +76,30 @@ final class InputLines {
         }
         // Not read now whether a \n follows: a program that feeds a line at a time would wait.
         afterReturn = b == '\r';
-        number++;
         byte[] bytes = line.toByteArray();
-        ByteBuffer text = ByteBuffer.wrap(bytes);
+        int start = 0;
+        if (number++ == 0 && bytes.length >= 3 && (bytes[0] & 0xff) == 0xef && (bytes[1] & 0xff) == 0xbb && (bytes[2] & 0xff) == 0xbf) {
+            // A UTF-8 byte order mark ("UTF-8 with BOM", as Windows editors save): the script says it
+            // is UTF-8, whatever the locale says (US-ASCII under LC_ALL=C refused its first line).
+            start = 3;
+            charset = StandardCharsets.UTF_8;
+            chosenBy = "its byte order mark";
+        }
+        ByteBuffer text = ByteBuffer.wrap(bytes, start, bytes.length - start);
         try {
             return charset.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
                     .onUnmappableCharacter(CodingErrorAction.REPORT).decode(text).toString();
         } catch (MalformedInputException | UnmappableCharacterException e) {
-            if (comment(bytes)) {
+            if (comment(bytes, start)) {
                 // Skipped by the console whatever it holds ("# Größe" in UTF-8 under LC_ALL=C, which
                 // reads US-ASCII): its bytes say nothing about the script, and it ran before.
-                return new String(bytes, charset);
+                return new String(bytes, start, bytes.length - start, charset);
             }
             // The decoder stops at the bytes it could not read.
             int at = text.position();
             int bad = e instanceof MalformedInputException m ? m.getInputLength() : ((UnmappableCharacterException) e).getInputLength();
             String name = charset.name();
-            throw new Malformed("line " + number + " of standard input is not valid " + name + " (stdin.encoding): "
+            throw new Malformed("line " + number + " of standard input is not valid " + name + " (" + chosenBy + "): "
                     + HexFormat.ofDelimiter(" ").formatHex(bytes, at, Math.min(bytes.length, at + bad)) + " at byte " + (at + 1)
                     + "; it was not run. Save the script in " + name
                     + (charset.equals(StandardCharsets.UTF_8) ? "" : ", or start Java with -Dstdin.encoding=UTF-8 for a UTF-8 script"));
@@ -99,8 +110,9 @@ final class InputLines {
      * @return whether the line is a comment: its first byte that is not blank is {@code #}, which an
      *         encoding read byte by byte here writes as that one byte
      */
-    private static boolean comment(byte[] line) {
-        for (byte b : line) {
+    private static boolean comment(byte[] line, int start) {
+        for (int i = start; i < line.length; i++) {
+            byte b = line[i];
             if (b == '#') {
                 return true;
             }

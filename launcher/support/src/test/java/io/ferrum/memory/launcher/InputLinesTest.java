@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.io.ByteArrayInputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
@@ -86,5 +87,22 @@ class InputLinesTest {
         assertEquals("line 3 of standard input is not valid US-ASCII (stdin.encoding): c2 at byte 15; it was not run."
                 + " Save the script in US-ASCII, or start Java with -Dstdin.encoding=UTF-8 for a UTF-8 script", refused.getMessage());
         assertNull(lines.next());
+    }
+
+    @Test
+    void aUtf8ByteOrderMarkAtTheStartSaysTheScriptIsUtf8WhateverTheLocale() throws Exception {
+        // A script saved as "UTF-8 with BOM", piped in under LC_ALL=C (US-ASCII) or a Latin-1 locale:
+        // its first line was refused ("ef at byte 1") or run as "\u00ef\u00bb\u00bfmem:devices".
+        byte[] script = "\ufeffmem:devices\nmem:write --text $h 0 'caf\u00e9'\n".getBytes(StandardCharsets.UTF_8);
+        for (java.nio.charset.Charset locale : List.of(StandardCharsets.US_ASCII, StandardCharsets.ISO_8859_1)) {
+            InputLines lines = new InputLines(new ByteArrayInputStream(script), locale);
+            assertEquals("mem:devices", lines.next(), locale.name());
+            assertEquals("mem:write --text $h 0 'caf\u00e9'", lines.next(), locale.name());
+            assertNull(lines.next());
+        }
+        InputLines latin1 = new InputLines(new ByteArrayInputStream(new byte[] {(byte) 0xef, (byte) 0xbb, (byte) 0xbf, 'a', (byte) 0xe9}),
+                StandardCharsets.US_ASCII);
+        assertEquals("line 1 of standard input is not valid UTF-8 (its byte order mark): e9 at byte 5; it was not run."
+                + " Save the script in UTF-8", assertThrows(InputLines.Malformed.class, latin1::next).getMessage());
     }
 }
