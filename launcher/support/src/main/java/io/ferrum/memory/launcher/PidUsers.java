@@ -117,7 +117,8 @@ final class PidUsers {
      *        another root element, in a DS namespace (or, DS 1.0, none)
      * @return the configuration PIDs its components take: each one's {@code configuration-pid}
      *         (several, space separated, since DS 1.3; {@code $} is the component's name) or its name,
-     *         unless its {@code configuration-policy} is {@code ignore}
+     *         unless its {@code configuration-policy} is {@code ignore}; a component without a name
+     *         (DS 1.1 and later) is named by its implementation class, as SCR names it
      */
     static List<String> componentPids(InputStream xml) throws XMLStreamException {
         XMLInputFactory f = XMLInputFactory.newFactory();
@@ -125,15 +126,35 @@ final class PidUsers {
         f.setProperty(XMLInputFactory.IS_SUPPORTING_EXTERNAL_ENTITIES, false);
         XMLStreamReader r = f.createXMLStreamReader(xml);
         List<String> pids = new ArrayList<>();
+        int depth = 0;
+        int component = -1; // the depth of the component element being read, -1 outside one
+        String name = null;
+        String configured = null;
         try {
             while (r.hasNext()) {
-                if (r.next() == XMLStreamReader.START_ELEMENT && r.getLocalName().equals("component")
-                        && (r.getNamespaceURI() == null || r.getNamespaceURI().isEmpty() || r.getNamespaceURI().startsWith(DS_NAMESPACE))
-                        && !"ignore".equals(r.getAttributeValue(null, "configuration-policy"))) {
-                    String name = r.getAttributeValue(null, "name");
-                    String configured = r.getAttributeValue(null, "configuration-pid");
-                    for (String pid : configured == null ? new String[] {name} : configured.strip().split("\\s+")) {
-                        pids.add(pid.equals("$") ? name : pid);
+                int event = r.next();
+                if (event == XMLStreamReader.START_ELEMENT) {
+                    depth++;
+                    if (component < 0 && r.getLocalName().equals("component")
+                            && (r.getNamespaceURI() == null || r.getNamespaceURI().isEmpty() || r.getNamespaceURI().startsWith(DS_NAMESPACE))
+                            && !"ignore".equals(r.getAttributeValue(null, "configuration-policy"))) {
+                        component = depth;
+                        name = r.getAttributeValue(null, "name");
+                        configured = r.getAttributeValue(null, "configuration-pid");
+                        boolean ds10 = r.getNamespaceURI() == null || r.getNamespaceURI().isEmpty()
+                                || r.getNamespaceURI().equals(DS_NAMESPACE + "v1.0.0");
+                        if (name == null && ds10) {
+                            component = -1; // invalid in DS 1.0: SCR takes no configuration for it
+                        }
+                    } else if (component >= 0 && depth == component + 1 && name == null && r.getLocalName().equals("implementation")) {
+                        name = r.getAttributeValue(null, "class");
+                    }
+                } else if (event == XMLStreamReader.END_ELEMENT) {
+                    if (depth-- == component) {
+                        component = -1;
+                        for (String pid : configured == null ? new String[] {name} : configured.strip().split("\\s+")) {
+                            pids.add("$".equals(pid) ? name : pid);
+                        }
                     }
                 }
             }

@@ -40,4 +40,20 @@ class PidUsersTest {
                 + " configuration-policy=\"ignore\"/>"));
         assertEquals(List.of(), pids("<x:component xmlns:x=\"http://example.com/other\" name=\"a\"/>"));
     }
+
+    /**
+     * Since DS 1.1 a component's name may be left out: it is then its implementation class, and so is
+     * its configuration PID (SCR's own rule). Read as no name at all, it threw a NullPointerException
+     * out of the config/ check, which then named no file at all; in DS 1.0 such a component is invalid.
+     */
+    @Test
+    void aComponentWithoutANameIsNamedByItsImplementationClass() throws XMLStreamException {
+        assertEquals(List.of("io.ferrum.memory.extra.Plugin", "a.b", "io.ferrum.memory.extra.Other"), pids(
+                "<components xmlns:scr=\"http://www.osgi.org/xmlns/scr/v1.1.0\">"
+                + "<scr:component><property name=\"p\" value=\"v\"/><implementation class=\"io.ferrum.memory.extra.Plugin\"/></scr:component>"
+                + "<scr:component configuration-pid=\"a.b $\"><implementation class=\"io.ferrum.memory.extra.Other\"/></scr:component>"
+                + "</components>"));
+        assertEquals(List.of("named"), pids("<components><component><implementation class=\"x.Y\"/></component>"
+                + "<component name=\"named\"><implementation class=\"x.Z\"/></component></components>"));
+    }
 }
