@@ -11,9 +11,9 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 
-import javax.xml.stream.XMLInputFactory;
-import javax.xml.stream.XMLStreamException;
-import javax.xml.stream.XMLStreamReader;
+import javax.xml.parsers.ParserConfigurationException;
+import javax.xml.parsers.SAXParser;
+import javax.xml.parsers.SAXParserFactory;
 
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
@@ -22,6 +22,9 @@ import org.osgi.framework.InvalidSyntaxException;
 import org.osgi.framework.ServiceReference;
 import org.osgi.service.cm.ManagedService;
 import org.osgi.service.cm.ManagedServiceFactory;
+import org.xml.sax.Attributes;
+import org.xml.sax.SAXException;
+import org.xml.sax.helpers.DefaultHandler;
 
 /**
  * The bundles that take the configurations of a PID whether or not their metatype designates it: one
@@ -86,7 +89,7 @@ final class PidUsers {
                 for (URL entry : entries(bundle, path.strip())) {
                     try (InputStream in = entry.openStream()) {
                         pids.addAll(componentPids(in));
-                    } catch (IOException | XMLStreamException unreadable) {
+                    } catch (IOException | SAXException unreadable) {
                         // SCR cannot read it either, and says so: its components take nothing
                     }
                 }
@@ -120,47 +123,51 @@ final class PidUsers {
      *         unless its {@code configuration-policy} is {@code ignore}; a component without a name
      *         (DS 1.1 and later) is named by its implementation class, as SCR names it
      */
-    static List<String> componentPids(InputStream xml) throws XMLStreamException {
-        XMLInputFactory f = XMLInputFactory.newFactory();
-        f.setProperty(XMLInputFactory.SUPPORT_DTD, false);
-        f.setProperty(XMLInputFactory.IS_SUPPORTING_EXTERNAL_ENTITIES, false);
-        XMLStreamReader r = f.createXMLStreamReader(xml);
-        List<String> pids = new ArrayList<>();
-        int depth = 0;
-        int component = -1; // the depth of the component element being read, -1 outside one
-        String name = null;
-        String configured = null;
+    static List<String> componentPids(InputStream xml) throws IOException, SAXException {
+        // SAX, as SCR reads them: internal entities expanded, no external one read. Not StAX: the JDK's
+        // prints "[Fatal Error] ..." on standard error for bytes not valid in the document's encoding.
+        SAXParserFactory f = SAXParserFactory.newDefaultInstance();
+        f.setNamespaceAware(true);
+        SAXParser parser;
         try {
-            while (r.hasNext()) {
-                int event = r.next();
-                if (event == XMLStreamReader.START_ELEMENT) {
-                    depth++;
-                    if (component < 0 && r.getLocalName().equals("component")
-                            && (r.getNamespaceURI() == null || r.getNamespaceURI().isEmpty() || r.getNamespaceURI().startsWith(DS_NAMESPACE))
-                            && !"ignore".equals(r.getAttributeValue(null, "configuration-policy"))) {
-                        component = depth;
-                        name = r.getAttributeValue(null, "name");
-                        configured = r.getAttributeValue(null, "configuration-pid");
-                        boolean ds10 = r.getNamespaceURI() == null || r.getNamespaceURI().isEmpty()
-                                || r.getNamespaceURI().equals(DS_NAMESPACE + "v1.0.0");
-                        if (name == null && ds10) {
-                            component = -1; // invalid in DS 1.0: SCR takes no configuration for it
-                        }
-                    } else if (component >= 0 && depth == component + 1 && name == null && r.getLocalName().equals("implementation")) {
-                        name = r.getAttributeValue(null, "class");
-                    }
-                } else if (event == XMLStreamReader.END_ELEMENT) {
-                    if (depth-- == component) {
-                        component = -1;
-                        for (String pid : configured == null ? new String[] {name} : configured.strip().split("\\s+")) {
-                            pids.add("$".equals(pid) ? name : pid);
-                        }
+            f.setFeature("http://xml.org/sax/features/external-general-entities", false);
+            f.setFeature("http://xml.org/sax/features/external-parameter-entities", false);
+            f.setFeature("http://apache.org/xml/features/nonvalidating/load-external-dtd", false);
+            parser = f.newSAXParser();
+        } catch (ParserConfigurationException cannotBe) {
+            throw new IllegalStateException("the JDK's SAX parser has these features", cannotBe);
+        }
+        List<String> pids = new ArrayList<>();
+        parser.parse(xml, new DefaultHandler() {
+            private int depth;
+            private int component = -1; // the depth of the component element being read, -1 outside one
+            private String name;
+            private String configured;
+
+            @Override
+            public void startElement(String uri, String localName, String qName, Attributes attributes) {
+                depth++;
+                if (component < 0 && localName.equals("component") && (uri.isEmpty() || uri.startsWith(DS_NAMESPACE))
+                        && !"ignore".equals(attributes.getValue("", "configuration-policy"))) {
+                    name = attributes.getValue("", "name");
+                    configured = attributes.getValue("", "configuration-pid");
+                    // Without a name, invalid in DS 1.0: SCR takes no configuration for it.
+                    component = name == null && (uri.isEmpty() || uri.equals(DS_NAMESPACE + "v1.0.0")) ? -1 : depth;
+                } else if (component >= 0 && depth == component + 1 && name == null && localName.equals("implementation")) {
+                    name = attributes.getValue("", "class");
+                }
+            }
+
+            @Override
+            public void endElement(String uri, String localName, String qName) {
+                if (depth-- == component) {
+                    component = -1;
+                    for (String pid : configured == null ? new String[] {name} : configured.strip().split("\\s+")) {
+                        pids.add("$".equals(pid) ? name : pid);
                     }
                 }
             }
-        } finally {
-            r.close();
-        }
+        });
         pids.removeIf(p -> p == null || p.isEmpty());
         return pids;
     }
