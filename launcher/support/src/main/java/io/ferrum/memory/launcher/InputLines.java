@@ -34,6 +34,9 @@ final class InputLines {
         }
     }
 
+    /** The longest line kept, in bytes: a longer one (a binary file piped in, no line end in sight) is refused. */
+    static final int MAX_LINE = 16 << 20;
+
     private final InputStream in;
     /** Standard input's encoding; UTF-8 once a UTF-8 byte order mark began the input. */
     private Charset charset;
@@ -56,7 +59,8 @@ final class InputLines {
     /**
      * @return the next line without its end, or null at the end of the input
      * @throws Malformed when the line's bytes are not valid in the encoding, unless it is a comment (it is
-     *         returned as decoded with replacements); the next call reads the line after it
+     *         returned as decoded with replacements), or it is longer than {@link #MAX_LINE}; the next
+     *         call reads the line after it
      */
     String next() throws IOException {
         if (!asciiLines) {
@@ -68,14 +72,23 @@ final class InputLines {
             b = in.read(); // the \n of a \r\n whose \r ended the line before
         }
         afterReturn = false;
+        boolean tooLong = false;
         for (; b >= 0 && b != '\n' && b != '\r'; b = in.read()) {
-            line.write(b);
+            if (line.size() < MAX_LINE) {
+                line.write(b);
+            } else {
+                tooLong = true; // read to its end, not kept
+            }
         }
         if (b < 0 && line.size() == 0) {
             return null;
         }
         // Not read now whether a \n follows: a program that feeds a line at a time would wait.
         afterReturn = b == '\r';
+        if (tooLong) {
+            number++;
+            throw new Malformed("line " + number + " of standard input is longer than " + (MAX_LINE >> 20) + " MiB; it was not run");
+        }
         byte[] bytes = line.toByteArray();
         int start = 0;
         if (number++ == 0 && bytes.length >= 3 && (bytes[0] & 0xff) == 0xef && (bytes[1] & 0xff) == 0xbb && (bytes[2] & 0xff) == 0xbf) {

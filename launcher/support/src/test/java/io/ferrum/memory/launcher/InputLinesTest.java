@@ -105,4 +105,35 @@ class InputLinesTest {
         assertEquals("line 1 of standard input is not valid UTF-8 (its byte order mark): e9 at byte 5; it was not run."
                 + " Save the script in UTF-8", assertThrows(InputLines.Malformed.class, latin1::next).getMessage());
     }
+
+    /**
+     * Input with no line end for a long way (a binary file piped in by mistake, /dev/zero): the line
+     * was kept whole, until the console's thread died of an OutOfMemoryError and the process stayed
+     * up with no console, for good. A line longer than the limit is refused, its bytes not kept, and
+     * the next line is read.
+     */
+    @Test
+    void aLineLongerThanTheLimitIsRefusedWithoutKeepingItAndTheNextIsRead() throws Exception {
+        byte[] after = "\nmem:gc\n".getBytes(StandardCharsets.US_ASCII);
+        long length = InputLines.MAX_LINE + 1L;
+        java.io.InputStream endless = new java.io.InputStream() {
+            private long at;
+
+            @Override
+            public int read() {
+                if (at < length) {
+                    at++;
+                    return 'a';
+                }
+                int i = (int) (at++ - length);
+                return i < after.length ? after[i] : -1;
+            }
+        };
+        InputLines lines = new InputLines(endless, StandardCharsets.UTF_8);
+        InputLines.Malformed refused = assertThrows(InputLines.Malformed.class, lines::next);
+        assertEquals("line 1 of standard input is longer than " + InputLines.MAX_LINE / (1 << 20) + " MiB; it was not run",
+                refused.getMessage());
+        assertEquals("mem:gc", lines.next());
+        assertNull(lines.next());
+    }
 }
