@@ -20,9 +20,11 @@ import java.util.HexFormat;
  * {@code é} where UTF-8 is read), and {@code mem:write --text} wrote that character as data without
  * a word; here such a line is {@linkplain Malformed refused}, naming its number and its bytes, and the
  * next line is read. A comment line is not refused: the console skips it, whatever its bytes. A UTF-8
- * byte order mark at the start is dropped, and says that the input is UTF-8 whatever the locale. Lines end as a {@code BufferedReader} ends them, at {@code \n}, {@code \r} or
- * {@code \r\n}, which every encoding a standard input has in practice writes as those single bytes;
- * an encoding that does not (UTF-16) is read through a {@code Reader} instead.
+ * byte order mark at the start is dropped, and says that the input is UTF-8 whatever the locale. A
+ * line longer than {@link #MAX_LINE} is refused too, not kept. Lines end as a {@code BufferedReader}
+ * ends them, at {@code \n}, {@code \r} or {@code \r\n}, which every encoding a standard input has in
+ * practice writes as those single bytes; an encoding that does not (UTF-16) is read through a
+ * {@code Reader} instead.
  */
 final class InputLines {
     /** A line whose bytes are not valid in the encoding: the message names its number (from 1) and the bytes. */

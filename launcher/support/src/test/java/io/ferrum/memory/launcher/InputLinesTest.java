@@ -37,8 +37,8 @@ class InputLinesTest {
     void aLoneCarriageReturnEndsALineAsAReaderEndsIt() throws Exception {
         // A script saved with classic Mac line ends (\r alone), or written by printf 'a\rb': a
         // BufferedReader, which read the piped lines before, ended a line at each \r too.
-        InputLines lines = new InputLines(new ByteArrayInputStream("mem:devices\rmem:gc\r\r\nmem:backends\r".getBytes(StandardCharsets.UTF_8)),
-                StandardCharsets.UTF_8);
+        byte[] input = "mem:devices\rmem:gc\r\r\nmem:backends\r".getBytes(StandardCharsets.UTF_8);
+        InputLines lines = new InputLines(new ByteArrayInputStream(input), StandardCharsets.UTF_8);
         assertEquals("mem:devices", lines.next());
         assertEquals("mem:gc", lines.next());
         assertEquals("", lines.next(), "\r then \r\n: an empty line, its \n no second one");

@@ -51,7 +51,8 @@ class PidUsersTest {
     void aComponentWithoutANameIsNamedByItsImplementationClass() throws Exception {
         assertEquals(List.of("io.ferrum.memory.extra.Plugin", "a.b", "io.ferrum.memory.extra.Other"), pids(
                 "<components xmlns:scr=\"http://www.osgi.org/xmlns/scr/v1.1.0\">"
-                + "<scr:component><property name=\"p\" value=\"v\"/><implementation class=\"io.ferrum.memory.extra.Plugin\"/></scr:component>"
+                + "<scr:component><property name=\"p\" value=\"v\"/>"
+                + "<implementation class=\"io.ferrum.memory.extra.Plugin\"/></scr:component>"
                 + "<scr:component configuration-pid=\"a.b $\"><implementation class=\"io.ferrum.memory.extra.Other\"/></scr:component>"
                 + "</components>"));
         assertEquals(List.of("named"), pids("<components><component><implementation class=\"x.Y\"/></component>"
