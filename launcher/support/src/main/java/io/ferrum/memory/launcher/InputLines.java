@@ -19,7 +19,7 @@ import java.util.HexFormat;
  * A {@code Reader} puts a replacement character in place of bytes that are not valid in it (a Latin-1
  * {@code é} where UTF-8 is read), and {@code mem:write --text} wrote that character as data without
  * a word; here such a line is {@linkplain Malformed refused}, naming its number and its bytes, and the
- * next line is read. A comment line is not refused: the console skips it, whatever its bytes. A UTF-8
+ * next line is read. US-ASCII, the C locale's encoding, is read as UTF-8. A comment line is not refused: the console skips it, whatever its bytes. A UTF-8
  * byte order mark at the start is dropped, and says that the input is UTF-8 whatever the locale. A
  * line longer than {@link #MAX_LINE} is refused too, not kept. Lines end as a {@code BufferedReader}
  * ends them, at {@code \n}, {@code \r} or {@code \r\n}, which every encoding a standard input has in
@@ -52,6 +52,13 @@ final class InputLines {
 
     InputLines(InputStream in, Charset charset) {
         this.in = new BufferedInputStream(in);
+        if (charset.equals(StandardCharsets.US_ASCII)) {
+            // The C or POSIX locale (LC_ALL=C, most containers and cron jobs): no encoding chosen, not a
+            // script known to be ASCII. Read as UTF-8, as piped scripts were before stdin.encoding was
+            // honoured and as Python does in that locale (PEP 538, 540): every ASCII line reads the same.
+            charset = StandardCharsets.UTF_8;
+            chosenBy = "stdin.encoding US-ASCII, read as UTF-8";
+        }
         this.charset = charset;
         byte[] ends = "\n\r".getBytes(charset);
         this.asciiLines = ends.length == 2 && ends[0] == '\n' && ends[1] == '\r';

@@ -76,16 +76,28 @@ class InputLinesTest {
 
     @Test
     void aCommentLineIsNoFailureWhateverItsBytes() throws Exception {
-        // "# Größe prüfen" in UTF-8 under LC_ALL=C (stdin.encoding US-ASCII, as in most containers),
-        // or a Latin-1 comment under a UTF-8 locale: the console skips a comment, so its bytes say
-        // nothing about the script. A line with a statement is still refused.
-        byte[] input = "# Gr\u00f6\u00dfe\n  \t# 1 \u00b5s\nmem:devices # \u00b5\n".getBytes(StandardCharsets.UTF_8);
-        InputLines lines = new InputLines(new ByteArrayInputStream(input), StandardCharsets.US_ASCII);
-        assertEquals("#", lines.next().substring(0, 1));
-        assertEquals("# 1 ", lines.next().strip().substring(0, 4));
-        InputLines.Malformed refused = assertThrows(InputLines.Malformed.class, lines::next);
-        assertEquals("line 3 of standard input is not valid US-ASCII (stdin.encoding): c2 at byte 15; it was not run."
-                + " Save the script in US-ASCII, or start Java with -Dstdin.encoding=UTF-8 for a UTF-8 script", refused.getMessage());
+        // "# Größe prüfen" in Latin-1 under a UTF-8 locale (or the C locale, read as UTF-8): the console
+        // skips a comment, so its bytes say nothing about the script. A line with a statement is still refused.
+        byte[] input = "# Gr\u00f6\u00dfe\n  \t# 1 \u00b5s\nmem:devices # \u00b5\n".getBytes(StandardCharsets.ISO_8859_1);
+        for (java.nio.charset.Charset locale : List.of(StandardCharsets.UTF_8, StandardCharsets.US_ASCII)) {
+            InputLines lines = new InputLines(new ByteArrayInputStream(input), locale);
+            assertEquals("#", lines.next().substring(0, 1));
+            assertEquals("# 1 ", lines.next().strip().substring(0, 4));
+            InputLines.Malformed refused = assertThrows(InputLines.Malformed.class, lines::next);
+            String chosenBy = locale.equals(StandardCharsets.UTF_8) ? "stdin.encoding" : "stdin.encoding US-ASCII, read as UTF-8";
+            assertEquals("line 3 of standard input is not valid UTF-8 (" + chosenBy + "): b5 at byte 15; it was not run."
+                    + " Save the script in UTF-8", refused.getMessage());
+            assertNull(lines.next());
+        }
+    }
+
+    @Test
+    void theCLocalesUsAsciiIsReadAsUtf8() throws Exception {
+        // LC_ALL=C makes stdin.encoding US-ASCII: the locale chose no encoding, and a UTF-8 script that
+        // ran before stdin.encoding was honoured must not be refused now.
+        byte[] script = "mem:write --text $h 0 'caf\u00e9'\n".getBytes(StandardCharsets.UTF_8);
+        InputLines lines = new InputLines(new ByteArrayInputStream(script), StandardCharsets.US_ASCII);
+        assertEquals("mem:write --text $h 0 'caf\u00e9'", lines.next());
         assertNull(lines.next());
     }
 
