@@ -65,9 +65,11 @@ public final class UnusedConfigurations implements ConfigurationListener {
     private final Logger log;
     private final FrameworkListener started = e -> {
         if (e.getType() == FrameworkEvent.STARTED) {
-            checkAll();
+            whileActive(this::checkAll);
         }
     };
+    /** False once deactivated: listeners may still be called (see {@link #whileActive}). */
+    private volatile boolean active = true;
     private volatile boolean frameworkStarted;
     /**
      * "PID file" of every file named already, to the PID of its configuration: a file deleted (its
@@ -78,13 +80,13 @@ public final class UnusedConfigurations implements ConfigurationListener {
     private final Map<String, Waiting> waiting = new ConcurrentHashMap<>();
     private final BundleListener arrivals = e -> {
         if ((e.getType() == BundleEvent.RESOLVED || e.getType() == BundleEvent.STARTED) && !waiting.isEmpty()) {
-            designatedNow();
+            whileActive(this::designatedNow);
         }
     };
     /** A managed service may be registered after its bundle started (by a component, once satisfied). */
     private final ServiceListener managedServices = e -> {
         if (e.getType() == ServiceEvent.REGISTERED && !waiting.isEmpty()) {
-            designatedNow();
+            whileActive(this::designatedNow);
         }
     };
 
@@ -115,13 +117,38 @@ public final class UnusedConfigurations implements ConfigurationListener {
 
     @Deactivate
     void deactivate() {
+        active = false;
         context.removeFrameworkListener(started);
         context.removeBundleListener(arrivals);
         context.removeServiceListener(managedServices);
     }
 
+    /**
+     * Runs a listener's work unless this component has been deactivated. Felix delivers bundle events
+     * (and Config Admin its events) on threads of their own, so a listener may run after {@link
+     * #deactivate}, or while it runs: the bundle's context is then no longer valid, and its calls
+     * threw "Invalid BundleContext" into Felix's event dispatcher, a stack trace on standard error as
+     * the distribution stopped. The framework is going away; there is nothing to say.
+     */
+    private void whileActive(Runnable work) {
+        if (!active) {
+            return;
+        }
+        try {
+            work.run();
+        } catch (IllegalStateException invalidContext) {
+            if (active) {
+                throw invalidContext;
+            }
+        }
+    }
+
     @Override
     public void configurationEvent(ConfigurationEvent event) {
+        whileActive(() -> configurationChanged(event));
+    }
+
+    private void configurationChanged(ConfigurationEvent event) {
         if (event.getType() == ConfigurationEvent.CM_DELETED) {
             waiting.values().removeIf(w -> w.configPid().equals(event.getPid()));
             named.values().removeIf(event.getPid()::equals);
