@@ -83,9 +83,12 @@ public final class UnusedConfigurations implements ConfigurationListener {
             whileActive(this::designatedNow);
         }
     };
-    /** A managed service may be registered after its bundle started (by a component, once satisfied). */
+    /**
+     * A managed service may be registered after its bundle started (by a component, once satisfied),
+     * or be given its {@code service.pid} after its registration ({@code setProperties}: MODIFIED).
+     */
     private final ServiceListener managedServices = e -> {
-        if (e.getType() == ServiceEvent.REGISTERED && !waiting.isEmpty()) {
+        if ((e.getType() == ServiceEvent.REGISTERED || e.getType() == ServiceEvent.MODIFIED) && !waiting.isEmpty()) {
             whileActive(this::designatedNow);
         }
     };

@@ -1,7 +1,9 @@
 package io.ferrum.memory.launcher;
 
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.reflect.Constructor;
 import java.lang.reflect.Field;
@@ -31,11 +33,14 @@ class UnusedConfigurationsListenersTest {
     /** A bundle context that stops being valid when told to, as Felix's does once its bundle stopped. */
     private static final class Context {
         volatile boolean valid = true;
+        /** What {@code getAllServiceReferences} answers (null: none). */
+        volatile ServiceReference<?>[] managedServices;
         /** Run on the first {@code getBundles} call (a deactivation racing a listener), then cleared. */
         volatile Runnable onGetBundles;
         final Bundle bundle = proxy(Bundle.class, (p, m, a) -> switch (m.getName()) {
             case "getState" -> Bundle.RESOLVED; // the framework has not started: nothing is checked at activation
             case "getSymbolicName" -> "test";
+            case "getHeaders" -> new java.util.Hashtable<String, String>(); // no component descriptions
             case "hashCode" -> 1;
             case "equals" -> p == a[0];
             default -> null;
@@ -52,6 +57,7 @@ class UnusedConfigurationsListenersTest {
             return switch (m.getName()) {
                 case "getBundle" -> bundle;
                 case "getBundles" -> new Bundle[] {bundle};
+                case "getAllServiceReferences" -> managedServices;
                 default -> null;
             };
         });
@@ -63,8 +69,12 @@ class UnusedConfigurationsListenersTest {
     }
 
     private static UnusedConfigurations checkWithAFileWaiting(Context c) throws Exception {
+        return checkWithAFileWaiting(c, proxy(Logger.class, (p, m, a) -> null));
+    }
+
+    private static UnusedConfigurations checkWithAFileWaiting(Context c, Logger log) throws Exception {
         UnusedConfigurations check = new UnusedConfigurations(c.context, proxy(ConfigurationAdmin.class, (p, m, a) -> null),
-                proxy(MetaTypeService.class, (p, m, a) -> null), proxy(Logger.class, (p, m, a) -> null));
+                proxy(MetaTypeService.class, (p, m, a) -> null), log);
         Class<?> waiting = Class.forName(UnusedConfigurations.class.getName() + "$Waiting");
         Constructor<?> make = waiting.getDeclaredConstructors()[0];
         make.setAccessible(true);
@@ -105,6 +115,30 @@ class UnusedConfigurationsListenersTest {
         };
         BundleListener arrivals = (BundleListener) field(check, "arrivals");
         assertDoesNotThrow(() -> arrivals.bundleChanged(new BundleEvent(BundleEvent.STARTED, c.bundle)));
+    }
+
+    /**
+     * A managed service registered without its {@code service.pid} and given it later ({@code
+     * setProperties}) is a MODIFIED event: the file waiting for that PID applies from then on, and
+     * was never said to.
+     */
+    @Test
+    void aManagedServiceGivenItsPidAfterItsRegistrationTakesTheWaitingFileBack() throws Exception {
+        Context c = new Context();
+        java.util.List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Logger log = proxy(Logger.class, (p, m, a) -> {
+            if (m.getName().equals("warn") && a != null && a.length > 0) {
+                warnings.add(String.valueOf(a[0]));
+            }
+            return null;
+        });
+        UnusedConfigurations check = checkWithAFileWaiting(c, log);
+        ServiceReference<?> ref = proxy(ServiceReference.class, (p, m, a) -> m.getName().equals("getBundle") ? c.bundle : null);
+        c.managedServices = new ServiceReference<?>[] {ref};
+        ServiceListener services = (ServiceListener) field(check, "managedServices");
+        services.serviceChanged(new ServiceEvent(ServiceEvent.MODIFIED, ref));
+        assertEquals(1, warnings.size(), "the waiting file was said to apply: " + warnings);
+        assertTrue(warnings.get(0).contains("applies"), warnings.get(0));
     }
 
     /** Only a deactivated component's invalid context is nothing to say: any other failure still shows. */
