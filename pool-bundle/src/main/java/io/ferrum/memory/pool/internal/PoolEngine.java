@@ -52,6 +52,15 @@ import io.ferrum.memory.pool.ZeroingPolicy;
  * allocate and free paths add no allocation, lambda or boxing to the rooms' own work.
  */
 public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
+    static {
+        // Every class of the bundle before any engine serves: see BundleClasses (Equinox, uninstall).
+        try {
+            BundleClasses.defineAll(PoolEngine.class);
+        } catch (LinkageError noFramework) {
+            // the OSGi API is not on the class path: not in a framework, nothing is ever uninstalled
+        }
+    }
+
     private final Device device;
     private final DeviceUpstream upstream;
     private final Checks checks;
