@@ -199,7 +199,7 @@ public final class Console {
             // charset (UTF-8 since Java 18, or what file.encoding says) need not be the one of the
             // bytes piped in (a Latin-1 locale's, or UTF-8 under LC_ALL=C with -Dstdin.encoding=UTF-8).
             InputLines in = new InputLines(System.in, encoding("stdin.encoding"));
-            for (boolean first = true; !stopping; first = false) {
+            while (!stopping) {
                 String line;
                 try {
                     line = in.next();
@@ -207,7 +207,7 @@ public final class Console {
                     runner.fail("error: " + e.getMessage());
                     continue;
                 }
-                if (line == null || runner.runLine(first ? withoutByteOrderMark(line) : line) == LineRunner.Next.EXIT) {
+                if (line == null || runner.runLine(line) == LineRunner.Next.EXIT) { // InputLines drops a byte order mark
                     break;
                 }
             }
@@ -230,7 +230,7 @@ public final class Console {
     }
 
     /**
-     * @param start the start of a script: its first piped line, or the script of {@code -c}
+     * @param start the script of {@code -c} (a piped script's mark is dropped by {@link InputLines})
      * @return it without the byte order mark (U+FEFF) a Windows editor puts at the start of a file
      *         saved as "UTF-8 with BOM" ({@code < script.txt}, {@code -c "$(cat script.txt)"}): a
      *         mark of the file's encoding, not a character of its first command, which failed with
@@ -361,7 +361,7 @@ public final class Console {
 
     /** @return whether the framework or any bundle is still starting */
     private boolean launching() {
-        boolean launching = context.getBundle(0).getState() != Bundle.ACTIVE;
+        boolean launching = system.getState() != Bundle.ACTIVE;
         for (Bundle b : context.getBundles()) {
             launching |= b.getState() == Bundle.STARTING;
         }
@@ -402,7 +402,7 @@ public final class Console {
         try {
             system.stop();
         } catch (BundleException | IllegalStateException e) {
-            System.err.println("error: cannot stop the framework: " + e.getMessage());
+            STDERR.println("error: cannot stop the framework: " + e.getMessage());
         }
     }
 }

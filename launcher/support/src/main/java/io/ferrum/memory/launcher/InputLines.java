@@ -73,7 +73,9 @@ final class InputLines {
      */
     String next() throws IOException {
         if (!asciiLines) {
-            return reader.readLine();
+            String line = reader.readLine();
+            // A byte order mark the decoder kept (UTF-16LE, UTF-16BE) is no part of the first command.
+            return number++ == 0 && line != null && line.startsWith("\ufeff") ? line.substring(1) : line;
         }
         ByteArrayOutputStream line = new ByteArrayOutputStream();
         int b = in.read();

@@ -92,6 +92,16 @@ class InputLinesTest {
     }
 
     @Test
+    void aByteOrderMarkThatAReaderKeepsIsDroppedToo() throws Exception {
+        // UTF-16LE is read through a Reader, which keeps a mark as U+FEFF: not part of the first command.
+        byte[] script = "\ufeffmem:devices\nmem:gc\n".getBytes(StandardCharsets.UTF_16LE);
+        InputLines lines = new InputLines(new ByteArrayInputStream(script), StandardCharsets.UTF_16LE);
+        assertEquals("mem:devices", lines.next());
+        assertEquals("mem:gc", lines.next());
+        assertNull(lines.next());
+    }
+
+    @Test
     void theCLocalesUsAsciiIsReadAsUtf8() throws Exception {
         // LC_ALL=C makes stdin.encoding US-ASCII: the locale chose no encoding, and a UTF-8 script that
         // ran before stdin.encoding was honoured must not be refused now.
