@@ -188,6 +188,35 @@ public interface DeviceMemoryManager extends AutoCloseable {
     CompletionStage<Void> copyAsync(MemoryTransfer transfer, StreamHandle stream);
 
     /**
+     * Copies from a block of this manager into a block of {@code target}, another device's manager,
+     * device to device without staging the bytes through host memory (between two GPUs of one
+     * backend, a peer copy), when this manager can reach {@code target}'s memory; synchronously, with
+     * the checks of {@link #copy} (each handle against its own manager), both blocks pinned while the
+     * bytes move, as {@link #copy} pins them: a {@link #deallocate} of either meanwhile is refused, and
+     * neither manager's close releases the memory under the copy.
+     *
+     * <p>A router calls this first for a copy between two devices and moves the bytes through host
+     * memory itself when it returns false.
+     *
+     * @param transfer {@code src} a handle of this manager, {@code dst} one of {@code target}
+     * @param target   the destination's manager; this manager itself copies as {@link #copy} does
+     * @return true once the bytes have arrived; false, having checked and changed nothing, when this
+     *         manager cannot reach {@code target}'s memory (the default: another backend, a manager it
+     *         does not know as a peer, a closed one)
+     * @throws InvalidHandleException        if either handle is not live on its manager
+     * @throws InvalidMemoryRequestException on a null argument or a range outside a block
+     * @throws DeviceUnavailableException    if this manager is closed
+     * @since 1.4
+     */
+    default boolean copyToPeer(MemoryTransfer transfer, DeviceMemoryManager target) {
+        if (transfer == null || target == null) {
+            throw new InvalidMemoryRequestException("copyToPeer needs a transfer and a target manager: "
+                    + (transfer == null ? "the transfer" : "the target") + " is null");
+        }
+        return false;
+    }
+
+    /**
      * @param device must be {@link #device()}
      * @return a consistent snapshot of the device's memory
      */

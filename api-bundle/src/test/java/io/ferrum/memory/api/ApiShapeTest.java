@@ -1,11 +1,15 @@
 package io.ferrum.memory.api;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.lang.reflect.Method;
+import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.Modifier;
+import java.lang.reflect.Proxy;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -91,6 +95,27 @@ class ApiShapeTest {
         assertTrue(hasClassAnnotation(DeviceMemoryManager.class, ProviderType.class));
         assertTrue(hasClassAnnotation(GlobalMemoryMonitor.class, ProviderType.class));
         assertTrue(hasClassAnnotation(MemoryRouter.class, ProviderType.class));
+    }
+
+    @Test
+    void aManagerThatCannotReachAPeerSaysSoAndRefusesNulls() {
+        // Only the defaults answer; any abstract method called would fail the test.
+        InvocationHandler defaultsOnly = (proxy, m, args) -> {
+            if (m.isDefault()) {
+                return InvocationHandler.invokeDefault(proxy, m, args);
+            }
+            throw new AssertionError("the default copyToPeer called " + m.getName());
+        };
+        DeviceMemoryManager m = (DeviceMemoryManager) Proxy.newProxyInstance(getClass().getClassLoader(),
+                new Class<?>[] {DeviceMemoryManager.class}, defaultsOnly);
+        MemoryTransfer t = MemoryTransfer.of(new MemoryHandle(1), new MemoryHandle(2), 8);
+        assertFalse(m.copyToPeer(t, m));
+        InvalidMemoryRequestException noTransfer = assertThrows(InvalidMemoryRequestException.class,
+                () -> m.copyToPeer(null, m));
+        assertTrue(noTransfer.getMessage().contains("the transfer is null"), noTransfer.getMessage());
+        InvalidMemoryRequestException noTarget = assertThrows(InvalidMemoryRequestException.class,
+                () -> m.copyToPeer(t, null));
+        assertTrue(noTarget.getMessage().contains("the target is null"), noTarget.getMessage());
     }
 
     @Test
