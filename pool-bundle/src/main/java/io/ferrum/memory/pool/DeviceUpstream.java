@@ -68,7 +68,10 @@ public interface DeviceUpstream extends AutoCloseable {
 
     /**
      * Copies bytes between two chunk ranges (possibly the same chunk); overlapping ranges must
-     * behave like {@code memmove}.
+     * behave like {@code memmove}. Either chunk may be a peer's (another device's upstream of the
+     * same backend, found through {@link PoolSettings#peers()}): a copy of a mapping's alias, or
+     * {@link io.ferrum.memory.api.DeviceMemoryManager#copyToPeer}; the engine calls the upstream of
+     * the source's manager then, and the peer's chunk stays reserved until the call returns.
      */
     void copy(DeviceChunk src, long srcOffset, DeviceChunk dst, long dstOffset, long bytes);
 

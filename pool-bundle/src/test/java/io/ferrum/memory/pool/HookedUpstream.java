@@ -83,6 +83,11 @@ public final class HookedUpstream implements DeviceUpstream {
     private final Device device;
     private final long capacity;
     private final ConcurrentHashMap<Chunk, Boolean> live = new ConcurrentHashMap<>();
+    /**
+     * Every live chunk of every instance: a copy may touch a peer's chunk (another device's upstream,
+     * {@link DeviceUpstream#copy}), which must then be live in its own upstream.
+     */
+    private static final java.util.Set<Chunk> ALL_LIVE = ConcurrentHashMap.newKeySet();
     private final ConcurrentHashMap<Call, Pause> paused = new ConcurrentHashMap<>();
     final AtomicInteger reserves = new AtomicInteger();
     /** The memory type each chunk was reserved for, by its address ({@link #reserve(long, MemoryType)}). */
@@ -186,6 +191,7 @@ public final class HookedUpstream implements DeviceUpstream {
         }
         Chunk c = new Chunk(arena, s);
         live.put(c, Boolean.TRUE);
+        ALL_LIVE.add(c);
         peakBytes.accumulateAndGet(liveBytes(), Math::max);
         return c;
     }
@@ -201,11 +207,12 @@ public final class HookedUpstream implements DeviceUpstream {
             violations.append("chunk released twice; ");
             return;
         }
+        ALL_LIVE.remove(c);
         c.arena.close();
     }
 
     private MemorySegment seg(DeviceChunk c) {
-        if (!live.containsKey((Chunk) c)) {
+        if (!ALL_LIVE.contains((Chunk) c)) {
             violations.append("call on a released chunk; ");
         }
         return ((Chunk) c).segment;

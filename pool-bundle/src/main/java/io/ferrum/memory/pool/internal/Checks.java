@@ -153,6 +153,10 @@ final class Checks {
         }
     }
 
+    InvalidMemoryRequestException noTarget() {
+        return new InvalidMemoryRequestException("copyToPeer on " + device + " needs a target manager: it is null");
+    }
+
     InvalidMemoryRequestException inScope(MemoryHandle handle) {
         return new InvalidMemoryRequestException("Block " + handle + " on " + device + " is in use by a withMapped action,"
                 + " a read, a write or a copy (on this thread or another); free it after that call returns. Nothing was freed");

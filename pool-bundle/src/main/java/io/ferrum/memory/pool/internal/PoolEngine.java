@@ -12,6 +12,7 @@ import java.util.function.LongSupplier;
 
 import io.ferrum.memory.api.DefragmentationStats;
 import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.HandleSpace;
 import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryAccessStats;
@@ -86,6 +87,8 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
     private final StreamExecutor streams;
     private final boolean ownsStreams;
     private final boolean coarseClock;
+    /** The backend's running managers by device ({@link PoolSettings#peers()}). */
+    private final Function<Device, PooledMemoryManager> peers;
 
     public PoolEngine(DeviceUpstream upstream, MemoryManagerConfig config, PoolSettings settings,
                       StreamExecutor streams) {
@@ -101,6 +104,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         this.handles = handles != null ? handles : new HandleTable();
         this.upstream = upstream;
         this.device = upstream.device();
+        this.peers = settings.peers();
         long physical = upstream.physicalCapacity();
         long capacity = settings.capacityBytes() > 0 ? Math.min(settings.capacityBytes(), physical) : physical;
         long chunkAlignment = Math.max(upstream.chunkAlignment(), Pool.MIN_BLOCK);
@@ -215,6 +219,50 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         } catch (Scopes.StaleName e) {
             throw checks.invalidHandle(s.isNamedBy(src.id()) ? dst : src);
         }
+    }
+
+    /**
+     * A peer is the manager the backend's lookup answers for {@code target}'s device, that same
+     * object, an engine of this class and open; its block is resolved and checked by its own table,
+     * and the copy runs as a {@link #copy} between two managers' blocks does ({@link Transfers}: the
+     * source's upstream moves the bytes; scopes hold both blocks, so neither a free nor either
+     * manager's close releases them meanwhile).
+     */
+    @Override
+    public boolean copyToPeer(MemoryTransfer transfer, DeviceMemoryManager target) {
+        checks.transfer(transfer);
+        if (target == null) {
+            throw checks.noTarget();
+        }
+        if (target == this) {
+            copy(transfer.src(), transfer.dst(), transfer.size(), transfer.srcOffset(), transfer.dstOffset());
+            return true;
+        }
+        PoolEngine peer = peer(target);
+        if (peer == null) {
+            return false;
+        }
+        Block s = resolve(transfer.src());
+        Block d = peer.resolve(transfer.dst());
+        checks.range(transfer.src(), s, transfer.srcOffset(), transfer.size(), "source");
+        peer.checks.range(transfer.dst(), d, transfer.dstOffset(), transfer.size(), "destination");
+        try {
+            transfers.copy(s, transfer.src().id(), transfer.srcOffset(), d, transfer.dst().id(), transfer.dstOffset(),
+                    transfer.size());
+        } catch (Scopes.StaleName e) {
+            throw s.isNamedBy(transfer.src().id()) ? peer.checks.invalidHandle(transfer.dst())
+                    : checks.invalidHandle(transfer.src());
+        }
+        return true;
+    }
+
+    /** @return {@code target} when it is an open peer of this manager's backend, else null */
+    private PoolEngine peer(DeviceMemoryManager target) {
+        Device other = target.device();
+        if (other == null || other.equals(device) || !other.kind().equals(device.kind())) {
+            return null;
+        }
+        return peers.apply(other) == target && target instanceof PoolEngine p && !p.isClosed() ? p : null;
     }
 
     @Override
