@@ -39,10 +39,12 @@ public interface MemoryRouter {
 
     /**
      * Copies synchronously between handles of any two devices, with the same checks as {@link
-     * DeviceMemoryManager#copy} before a byte moves. Between two devices the bytes move in pieces,
-     * each block pinned while a piece moves: a free of either block between two pieces is accepted,
-     * and the copy then fails with {@link InvalidHandleException}, having written part of the
-     * destination (no byte reaches a block of another owner).
+     * DeviceMemoryManager#copy} before a byte moves. Between two devices the source's manager copies
+     * device to device when it can ({@link DeviceMemoryManager#copyToPeer}), both blocks pinned for
+     * the whole copy; otherwise the bytes move through host memory in pieces, each block pinned while
+     * a piece moves: a free of either block between two pieces is accepted, and the copy then fails
+     * with {@link InvalidHandleException}, having written part of the destination (no byte reaches a
+     * block of another owner).
      *
      * @param transfer what to copy
      */

@@ -18,7 +18,9 @@ import io.ferrum.memory.api.StreamHandle;
 
 /**
  * Copies between blocks of two different managers: a copy within one manager never comes here (that
- * manager copies it itself). The bytes go through the managers' data path ({@code write}, {@code
+ * manager copies it itself). The source's manager is asked first to copy device to device ({@link
+ * DeviceMemoryManager#copyToPeer}: two GPUs of one backend, a peer copy), which holds both blocks for
+ * the whole copy. When it cannot, the bytes go through the managers' data path ({@code write}, {@code
  * read}, {@code withMapped}), which pins each block only while its bytes move: from host memory (a
  * {@code cpu} device) a view of the source is written into the destination; into host memory the
  * source is read into a view of the destination; between two other devices through a host buffer of
@@ -92,6 +94,9 @@ final class CrossDeviceCopier {
         }
         DeviceMemoryManager src = r.src();
         DeviceMemoryManager dst = r.dst();
+        if (src.copyToPeer(t, dst)) {
+            return;
+        }
         if (isHost(r.srcInfo()) && src instanceof AdvancedMemoryManager host) {
             // Host memory at the source: a view of it for this call goes straight into the destination.
             host.withMapped(t.src(), MemoryAccess.READ_ONLY, view -> {

@@ -24,6 +24,8 @@ import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.function.Executable;
 
 import io.ferrum.memory.api.AdvancedMemoryManager;
@@ -524,6 +526,21 @@ class MemoryMonitorTest {
                 () -> mon.copyAsync(MemoryTransfer.of(src, dst, 2).withDstOffset(MiB - 1), null));
     }
 
+    /** {@code m} seen through a proxy whose {@code copyToPeer} answers false, copying nothing. */
+    private static DeviceMemoryManager withoutPeerCopies(PooledMemoryManager m) {
+        return (DeviceMemoryManager) Proxy.newProxyInstance(AdvancedMemoryManager.class.getClassLoader(),
+                new Class<?>[] {AdvancedMemoryManager.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("copyToPeer")) {
+                        return false;
+                    }
+                    try {
+                        return method.invoke(m, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
+
     /** {@code m} seen through a proxy that records the name of every method called on it. */
     private static DeviceMemoryManager recorded(PooledMemoryManager m, List<String> calls) {
         return (DeviceMemoryManager) Proxy.newProxyInstance(AdvancedMemoryManager.class.getClassLoader(),
@@ -577,6 +594,49 @@ class MemoryMonitorTest {
         assertEquals(2, made.stream().filter("withMapped"::equals).count(), "one view per host-side copy: " + made);
         assertEquals(1 + 3, made.stream().filter("write"::equals).count(), "the host view, then three pieces: " + made);
         assertEquals(3 + 1, made.stream().filter("read"::equals).count(), "three pieces, then into the host view: " + made);
+        assertEquals(3, made.stream().filter("copyToPeer"::equals).count(),
+                "each source's manager is asked first, and none knows the other as a peer: " + made);
+    }
+
+    /**
+     * Issue 16: between two GPUs of one backend the router's copy is a peer copy, device to device in
+     * the source's upstream, with no byte through host memory; the bytes and offsets are kept.
+     */
+    @Test
+    void aCopyBetweenTwoPeersGoesDeviceToDeviceWithoutTouchingHostMemory() throws Exception {
+        Device gpu1 = Device.cuda(1);
+        Device gpu2 = Device.cuda(2);
+        Map<Device, PooledMemoryManager> running = new ConcurrentHashMap<>();
+        PoolSettings settings = PoolSettings.defaults().withPeers(running::get);
+        MemoryManagerConfig config = MemoryManagerConfig.defaults().withAutoGc(false, 0.85);
+        ArenaUpstream up1 = new ArenaUpstream(gpu1, 64 * MiB, false);
+        ArenaUpstream up2 = new ArenaUpstream(gpu2, 64 * MiB, false);
+        PooledMemoryManager g1 = PooledMemoryManager.create(up1, config, settings, null);
+        toClose.add(g1);
+        PooledMemoryManager g2 = PooledMemoryManager.create(up2, config, settings, null);
+        toClose.add(g2);
+        running.put(gpu1, g1);
+        running.put(gpu2, g2);
+        MemoryMonitor mon = monitor("");
+        mon.addManager(g1, props(gpu1, 0));
+        mon.addManager(g2, props(gpu2, 0));
+        int n = (int) (2 * CrossDeviceCopier.BOUNCE_BYTES + 123); // three pieces, were it staged
+        byte[] data = new byte[n];
+        new java.util.SplittableRandom(11).nextBytes(data);
+        MemoryHandle h1 = g1.allocate(n + 64, gpu1);
+        MemoryHandle h2 = g2.allocate(n + 64, gpu2);
+        g1.write(h1, 64, MemorySegment.ofArray(data));
+        int hostBefore = up1.hostCopies.get() + up2.hostCopies.get();
+
+        mon.copy(MemoryTransfer.of(h1, h2, n).withSrcOffset(64).withDstOffset(32));
+        mon.copyAsync(MemoryTransfer.of(h2, h1, n).withSrcOffset(32), null).toCompletableFuture().get(30, TimeUnit.SECONDS);
+
+        assertEquals(hostBefore, up1.hostCopies.get() + up2.hostCopies.get(), "no byte went through host memory");
+        assertEquals(1, up1.deviceCopies.get(), "the first copy, in its source's upstream");
+        assertEquals(1, up2.deviceCopies.get(), "the second copy, in its source's upstream");
+        byte[] back = new byte[n];
+        g1.read(h1, 0, MemorySegment.ofArray(back));
+        assertArrayEquals(data, back);
     }
 
     /** Two managers of one backend (cpu:1, cpu:2) that know each other, so that a mapping may span them. */
@@ -585,6 +645,14 @@ class MemoryMonitorTest {
     }
 
     private TwoDevices twoPeers(Device d1, Device d2, long capacity) {
+        return twoPeers(d1, d2, capacity, true);
+    }
+
+    /**
+     * @param peerCopies false: the router sees the first manager through a proxy whose {@code
+     *                   copyToPeer} answers false, so that copies from it go through host memory
+     */
+    private TwoDevices twoPeers(Device d1, Device d2, long capacity, boolean peerCopies) {
         Map<Device, PooledMemoryManager> running = new ConcurrentHashMap<>();
         PoolSettings settings = PoolSettings.defaults().withCapacity(capacity).withPeers(running::get);
         MemoryManagerConfig config = MemoryManagerConfig.defaults().withAutoGc(false, 0.85).withPoolConfig(MemoryType.GENERAL,
@@ -596,19 +664,21 @@ class MemoryMonitorTest {
         running.put(d1, a);
         running.put(d2, b);
         MemoryMonitor mon = monitor("");
-        mon.addManager(a, props(d1, 0));
+        mon.addManager(peerCopies ? a : withoutPeerCopies(a), props(d1, 0));
         mon.addManager(b, props(d2, 0));
         return new TwoDevices(mon, a, b);
     }
 
     /**
      * The two handles of one mapping between two GPUs name one block: a copy between them whose
-     * ranges overlap goes through the bounce buffer piece by piece and must still be a memmove,
-     * forwards and backwards (a review saw 1,044,509 wrong bytes when the pieces always went front to back).
+     * ranges overlap must be a memmove, forwards and backwards, whether it is a peer copy (one copy in
+     * the block's upstream) or, where the source's manager makes none, goes through the bounce buffer
+     * piece by piece (a review saw 1,044,509 wrong bytes when the pieces always went front to back).
      */
-    @Test
-    void anOverlappingCopyBetweenTheTwoHandlesOfOneGpuMappingIsAMemmove() {
-        TwoDevices t = twoPeers(Device.cuda(1), Device.cuda(2), 64 * MiB);
+    @ParameterizedTest(name = "peer copies {0}")
+    @ValueSource(booleans = {true, false})
+    void anOverlappingCopyBetweenTheTwoHandlesOfOneGpuMappingIsAMemmove(boolean peerCopies) {
+        TwoDevices t = twoPeers(Device.cuda(1), Device.cuda(2), 64 * MiB, peerCopies);
         int n = (int) (2 * CrossDeviceCopier.BOUNCE_BYTES + 4096 + 7);
         int size = n + 3 * (int) MiB;
         for (long shift : new long[] {MiB + 5, -(MiB + 5)}) {
@@ -642,7 +712,7 @@ class MemoryMonitorTest {
         }
         a.unmapMemory(mapping.source());
 
-        // The two handles belong to two managers, so the router copies through views of both; they share one.
+        // The two handles belong to two managers of one backend: a peer copy, which maps nothing.
         mon.copy(MemoryTransfer.of(mapping.source(), mapping.target(), 1024).withDstOffset(1024));
         mon.copyAsync(MemoryTransfer.of(mapping.target(), mapping.source(), 1024).withDstOffset(2048), null)
                 .toCompletableFuture().get(30, TimeUnit.SECONDS);

@@ -37,6 +37,9 @@ public final class ArenaUpstream implements DeviceUpstream {
     final ConcurrentHashMap<Chunk, Boolean> live = new ConcurrentHashMap<>();
     final AtomicInteger reserves = new AtomicInteger();
     final AtomicInteger releases = new AtomicInteger();
+    /** Calls of {@link #copy} (chunk to chunk, a peer's chunk included) and of the two host copies. */
+    public final AtomicInteger deviceCopies = new AtomicInteger();
+    public final AtomicInteger hostCopies = new AtomicInteger();
     volatile MemoryUsageHint lastHint;
     /** The range of the last {@link #advise}, as "chunkAddress+offset/bytes". */
     volatile String lastAdvisedRange;
@@ -107,16 +110,19 @@ public final class ArenaUpstream implements DeviceUpstream {
 
     @Override
     public void copy(DeviceChunk src, long srcOffset, DeviceChunk dst, long dstOffset, long bytes) {
+        deviceCopies.incrementAndGet();
         MemorySegment.copy(seg(src), srcOffset, seg(dst), dstOffset, bytes);
     }
 
     @Override
     public void copyToHost(DeviceChunk src, long srcOffset, MemorySegment dst, long bytes) {
+        hostCopies.incrementAndGet();
         MemorySegment.copy(seg(src), srcOffset, dst, 0, bytes);
     }
 
     @Override
     public void copyFromHost(MemorySegment src, DeviceChunk dst, long dstOffset, long bytes) {
+        hostCopies.incrementAndGet();
         MemorySegment.copy(src, 0, seg(dst), dstOffset, bytes);
     }
 
