@@ -15,9 +15,12 @@ import io.ferrum.memory.pool.DeviceChunk;
  * @param hostAddress the CPU's address of byte 0, 0 when the CPU cannot address it
  * @param size        bytes
  * @param hostPointer the pointer {@code cuMemHostAlloc} filled (to free), null for other kinds
+ * @param context     the retain of the context it was reserved in (its upstream's): a copy by another
+ *                    device's upstream (a peer copy) learns from it whose memory this is; null in
+ *                    tests without a GPU
  */
 record CudaChunk(ChunkKind kind, CUdeviceptr pointer, long address, long hostAddress, long size,
-                 NativePointers.HostPointer hostPointer) implements DeviceChunk {
+                 NativePointers.HostPointer hostPointer, PrimaryContext context) implements DeviceChunk {
 
     /** @return the device pointer {@code offset} bytes in */
     CUdeviceptr at(long offset) {

@@ -22,6 +22,12 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * (managed memory), by {@link ChunkKind}; copies between chunks use {@code cuMemcpyAsync} (unified
  * addressing covers every kind), fills {@code cuMemsetD8Async}.
  *
+ * <p><b>Peer copies.</b> A chunk may be another GPU's (the engine's {@code copyToPeer}, or a
+ * mapping's alias): between two GPUs' device memory the copy is {@code cuMemcpyPeerAsync}, after
+ * {@link PeerAccess} asked once for access to the peer's context, so that it goes over the peer
+ * link where the pair has one (the driver stages it through host memory where not). Pinned and
+ * managed memory are reachable from every context, so {@code cuMemcpyAsync} serves them.
+ *
  * <p><b>Ordering.</b> Every call makes the device's primary context current on the calling thread,
  * enqueues on that thread's {@link CurrentStream} and synchronises it before it returns: the engine
  * unpins a block when a call returns, so the device must be done with it by then.
@@ -50,6 +56,8 @@ final class CudaUpstream implements DeviceUpstream {
     private final PinnedRanges pinned;
     private final long bounceBytes;
     private final ManagedHints hints;
+    /** Access from this context to other GPUs' memory, asked for on the first copy that needs it. */
+    private final PeerAccess<PrimaryContext> peers;
     /**
      * Held by an overlapping copy from its first piece until its stream is synchronised: the engine
      * copies concurrently (two threads moving bytes within their own blocks, two pools compacting),
@@ -72,6 +80,7 @@ final class CudaUpstream implements DeviceUpstream {
         this.staging = new CudaStaging(context, settings.stagingSlots(), settings.stagingSlotBytes());
         this.bounceBytes = settings.stagingSlotBytes();
         this.hints = new ManagedHints(device, new HintCalls());
+        this.peers = new PeerAccess<>(context, PeerAccess.DRIVER);
         long[] total = new long[1];
         try {
             context.makeCurrent();
@@ -131,13 +140,13 @@ final class CudaUpstream implements DeviceUpstream {
             case DEVICE -> {
                 NativePointers.DevicePointer p = new NativePointers.DevicePointer();
                 Cu.checkReserve(JCudaDriver.cuMemAlloc(p, bytes), device, "cuMemAlloc", bytes);
-                yield new CudaChunk(kind, p, p.address(), 0, bytes, null);
+                yield new CudaChunk(kind, p, p.address(), 0, bytes, null, context);
             }
             case MANAGED -> {
                 NativePointers.DevicePointer p = new NativePointers.DevicePointer();
                 Cu.checkReserve(JCudaDriver.cuMemAllocManaged(p, bytes, CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL),
                         device, "cuMemAllocManaged", bytes);
-                yield new CudaChunk(kind, p, p.address(), p.address(), bytes, null);
+                yield new CudaChunk(kind, p, p.address(), p.address(), bytes, null, context);
             }
             case PINNED -> {
                 NativePointers.HostPointer h = new NativePointers.HostPointer();
@@ -152,7 +161,7 @@ final class CudaUpstream implements DeviceUpstream {
                     throw e;
                 }
                 pinned.add(h.address(), bytes);
-                yield new CudaChunk(kind, p, p.address(), h.address(), bytes, h);
+                yield new CudaChunk(kind, p, p.address(), h.address(), bytes, h, context);
             }
         };
     }
@@ -181,6 +190,15 @@ final class CudaUpstream implements DeviceUpstream {
         CUstream stream = CurrentStream.get(device);
         if (s == d && CopyPlan.overlaps(srcOffset, dstOffset, bytes)) {
             copyOverlapping(s, srcOffset, dstOffset, bytes, stream);
+        } else if (s.context() != d.context() && s.kind() == ChunkKind.DEVICE && d.kind() == ChunkKind.DEVICE) {
+            // Two GPUs' device memory (a peer copy, or a mapping's alias): over the peer link where
+            // the pair has one, else staged by the driver. The engine holds both blocks meanwhile, so
+            // both contexts' retains are live.
+            peers.ensure(s.context());
+            peers.ensure(d.context());
+            Cu.check(JCudaDriver.cuMemcpyPeerAsync(d.at(dstOffset), d.context().context(), s.at(srcOffset),
+                    s.context().context(), bytes, stream), device, "cuMemcpyPeerAsync");
+            synchronize(stream);
         } else {
             Cu.check(JCudaDriver.cuMemcpyAsync(d.at(dstOffset), s.at(srcOffset), bytes, stream), device, "cuMemcpyAsync");
             synchronize(stream);

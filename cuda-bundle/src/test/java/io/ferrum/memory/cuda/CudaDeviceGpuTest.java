@@ -10,8 +10,10 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
@@ -41,6 +43,8 @@ import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.MemoryUsageHint;
 import io.ferrum.memory.api.StreamHandle;
 import io.ferrum.memory.api.StreamManager;
+import io.ferrum.memory.pool.PoolSettings;
+import io.ferrum.memory.pool.PooledMemoryManager;
 import io.ferrum.memory.pool.StreamExecutor;
 
 /**
@@ -313,6 +317,48 @@ class CudaDeviceGpuTest {
         other.close();
         // The driver rounds and keeps a little bookkeeping of its own: within 2 MiB of the baseline.
         assertTrue(freeDeviceBytes() >= before - 2 * MiB, "free " + freeDeviceBytes() + " against " + before);
+    }
+
+    /**
+     * Two GPUs of one backend: {@code copyToPeer} copies device memory to device memory
+     * ({@code cuMemcpyPeerAsync}, over the peer link where the pair has one), both ways, with the
+     * bytes and offsets kept. Skips, saying so, on a machine with one GPU.
+     */
+    @Test
+    void aPeerCopyBetweenTwoGpusKeepsTheBytes() {
+        int[] count = new int[1];
+        Cu.check(JCudaDriver.cuDeviceGetCount(count), GPU, "cuDeviceGetCount");
+        Assumptions.assumeTrue(count[0] >= 2, () -> "peer copies need two GPUs; this machine has " + count[0]);
+        Device gpu1 = Device.cuda(1);
+        Map<Device, PooledMemoryManager> running = new ConcurrentHashMap<>();
+        PoolSettings settings = PoolSettings.defaults().withPeers(running::get);
+        PooledMemoryManager a = PooledMemoryManager.create(
+                new CudaUpstream(PrimaryContext.retain(GPU), CudaSettings.DEFAULTS, new PinnedRanges()),
+                MemoryManagerConfig.defaults(), settings, null);
+        PooledMemoryManager b = PooledMemoryManager.create(
+                new CudaUpstream(PrimaryContext.retain(gpu1), CudaSettings.DEFAULTS, new PinnedRanges()),
+                MemoryManagerConfig.defaults(), settings, null);
+        try {
+            running.put(GPU, a);
+            running.put(gpu1, b);
+            int n = (int) (8 * MiB + 13);
+            byte[] data = pattern(n, 16);
+            MemoryHandle ha = a.allocate(n + 64, GPU);
+            MemoryHandle hb = b.allocate(n + 64, gpu1);
+            a.write(ha, 64, MemorySegment.ofArray(data));
+            assertTrue(a.copyToPeer(new MemoryTransfer(ha, hb, n, 64, 32), b));
+            byte[] there = new byte[n];
+            b.read(hb, 32, MemorySegment.ofArray(there));
+            assertArrayEquals(data, there, "cuda:0 to cuda:1");
+            a.write(ha, 0, MemorySegment.ofArray(new byte[n + 64]));
+            assertTrue(b.copyToPeer(new MemoryTransfer(hb, ha, n, 32, 0), a));
+            byte[] back = new byte[n];
+            a.read(ha, 0, MemorySegment.ofArray(back));
+            assertArrayEquals(data, back, "cuda:1 to cuda:0");
+        } finally {
+            b.close();
+            a.close();
+        }
     }
 
     private static long freeDeviceBytes() {

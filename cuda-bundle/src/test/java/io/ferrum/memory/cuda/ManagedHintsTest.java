@@ -19,9 +19,9 @@ import io.ferrum.memory.api.MemoryUsageHint;
  */
 class ManagedHintsTest {
     private static final CudaChunk MANAGED = new CudaChunk(ChunkKind.MANAGED, new NativePointers.DevicePointer(),
-            0x10000, 0x10000, 1 << 20, null);
+            0x10000, 0x10000, 1 << 20, null, null);
     private static final CudaChunk DEVICE = new CudaChunk(ChunkKind.DEVICE, new NativePointers.DevicePointer(),
-            0x20000, 0, 1 << 20, null);
+            0x20000, 0, 1 << 20, null, null);
 
     /** Records the calls; GPUs in {@code concurrent} have concurrent managed access. */
     static final class RecordingDriver implements ManagedHints.Driver {
