@@ -18,9 +18,13 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
  *                      statistics are deterministic; not null
  * @param peers         the backend's other running managers by device (answering null for an unknown
  *                      device), for {@link io.ferrum.memory.api.AdvancedMemoryManager#createMapping}
- *                      across devices; peers must be managers of the same backend (their upstreams
- *                      must understand each other's chunks), each answered for its own device (a
- *                      manager answered for another device is refused); not null
+ *                      across devices and {@link io.ferrum.memory.api.DeviceMemoryManager#copyToPeer};
+ *                      each answered for its own device (a manager answered for another device is
+ *                      refused). A peer of the same kind must be of the same backend (its upstream
+ *                      copies this one's chunks: a peer copy); one of another backend (the host's
+ *                      managers, answered by a GPU's backend) may only name this manager's mapped
+ *                      blocks, and copies between its chunks and this one's go through the host
+ *                      memory of whichever side the CPU can address; not null
  * @param threadCacheBytes how many bytes of freed blocks each platform thread may keep for its own
  *                      next allocations (a quarter of it for blocks up to 256 KiB, whose requests are
  *                      rounded up to one of 16 size classes per power of two; blocks up to 4 MiB only

@@ -63,7 +63,53 @@ class EngineMappingTest extends EngineTestSupport {
         assertTrue(assertRejected(a, InvalidMemoryRequestException.class, () -> a.createMapping(Device.cpu(1), Device.cpu(9), 64))
                 .getMessage().contains("no running cpu:9"));
         assertTrue(assertRejected(a, InvalidMemoryRequestException.class, () -> a.createMapping(Device.cpu(1), Device.cuda(0), 64))
-                .getMessage().contains("serves both kinds"));
+                .getMessage().contains("no running cuda:0 is known to it; ask cuda:0's manager"));
         assertRejected(a, InvalidMemoryRequestException.class, () -> a.createMapping(Device.cpu(3), Device.cpu(2), 64));
+    }
+
+    /**
+     * Issue 16's {@code createMapping(cpu, cuda:i)}: a GPU's backend answers the host's manager as
+     * a peer, the memory is the GPU's mapped (managed, host-addressable) memory, and the host's
+     * manager names it by an alias. Copies between that alias and the host's own blocks cross two
+     * backends, whose upstreams cannot read each other's chunks: they go through the host view.
+     * Before, the host's upstream was handed the GPU's chunk ({@code ClassCastException}).
+     */
+    @Test
+    void aMappingBetweenAHostAndAGpuOfAnotherBackendCopiesThroughTheHostView() {
+        Device host = Device.cpu(1);
+        Device gpu = Device.cuda(1);
+        Map<Device, PooledMemoryManager> running = new java.util.concurrent.ConcurrentHashMap<>();
+        PoolSettings settings = PoolSettings.defaults().withPeers(running::get);
+        HookedUpstream hostUp = new HookedUpstream(host, 64 * MiB);
+        PooledMemoryManager cpu = PooledMemoryManager.create(hostUp, config(pool(MiB, MiB)), settings, null);
+        toClose.add(cpu);
+        PooledMemoryManager cuda = manager(new ArenaUpstream(gpu, 64 * MiB, true), config(pool(MiB, MiB)), settings);
+        running.put(host, cpu);
+        running.put(gpu, cuda);
+
+        var mapping = cuda.createMapping(host, gpu, 4096);
+        assertTrue(cpu.owns(mapping.source()) && cuda.owns(mapping.target()));
+        write(cpu, mapping.source(), (byte) 3);
+        assertContent(cuda, mapping.target(), (byte) 3);
+
+        MemoryHandle own = cpu.allocate(4096, host);
+        cpu.copy(mapping.source(), own, 4096, 0, 0); // GPU's chunk to the host's
+        assertContent(cpu, own, (byte) 3);
+        write(cpu, own, (byte) 9);
+        cpu.copy(own, mapping.source(), 4096, 0, 0); // the host's chunk to the GPU's
+        assertContent(cuda, mapping.target(), (byte) 9);
+        cpu.copy(own, mapping.source(), 100, 10, 2000);
+        byte[] got = new byte[100];
+        cuda.read(mapping.target(), 2000, java.lang.foreign.MemorySegment.ofArray(got));
+        for (int i = 0; i < 100; i++) {
+            assertEquals((byte) (9 + (10 + i) * 31), got[i], "byte " + i + " of the partial copy");
+        }
+        assertEquals("", hostUp.violations.toString());
+
+        cpu.deallocate(own);
+        cpu.deallocate(mapping.source());
+        cuda.deallocate(mapping.target());
+        assertEquals(0, cuda.memoryInfo().usedBytes());
+        assertEquals(0, cpu.memoryInfo().usedBytes());
     }
 }

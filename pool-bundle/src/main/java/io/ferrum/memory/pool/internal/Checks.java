@@ -277,8 +277,9 @@ final class Checks {
     InvalidMemoryRequestException noPeer(Device sourceDevice, Device targetDevice, Device other) {
         return new InvalidMemoryRequestException("Mapping " + sourceDevice + " <-> " + targetDevice
                 + " is not provided by the " + backendName + " backend of " + device
-                + (other.kind().equals(device.kind()) ? ": no running " + other + " is known to it"
-                   : ": " + device.kind() + " <-> " + other.kind() + " mappings come from a backend that serves both kinds"));
+                + ": no running " + other + " is known to it"
+                + (other.kind().equals(device.kind()) ? ""
+                   : "; ask " + other + "'s manager, whose backend may map its memory with " + device.kind() + " devices"));
     }
 
     InvalidMemoryRequestException wrongPeer(Device sourceDevice, Device targetDevice, Device other, Device answered) {

@@ -117,13 +117,15 @@ final class Mappings {
      * The memory lives on this device; the other handle is issued by the manager of the other
      * device (this one when both are the same), found through the settings' peers, which must
      * answer that device's own manager (an answer for another device is refused). The devices are
-     * checked: one of them is this manager's.
+     * checked: one of them is this manager's. A peer may be of another backend and kind (a GPU's
+     * backend answers the host's managers, for its managed memory): copies between its chunks and
+     * this one's go through host memory ({@link Transfers}).
      */
     MemoryMapping createMapping(Device sourceDevice, Device targetDevice, long size) {
         Device other = sourceDevice.equals(device) ? targetDevice : sourceDevice;
         AliasIssuer peer = null;
         if (!other.equals(device)) {
-            PooledMemoryManager found = other.kind().equals(device.kind()) ? peers.apply(other) : null;
+            PooledMemoryManager found = peers.apply(other);
             if (!(found instanceof AliasIssuer p) || p.isClosed()) {
                 throw checks.noPeer(sourceDevice, targetDevice, other);
             }

@@ -1,12 +1,14 @@
 package io.ferrum.memory.pool.internal;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongSupplier;
 
 import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryException;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryTransfer;
 import io.ferrum.memory.api.MemoryUsageHint;
@@ -95,7 +97,13 @@ final class Transfers {
         // A clock read costs as much as a small copy: only copies of DataPath.TIMED_BYTES or more are timed.
         boolean timed = size >= DataPath.TIMED_BYTES;
         long t0 = timed ? clock.getAsLong() : 0;
-        up.copy(s.chunk.device, s.offset + srcOffset, d.chunk.device, d.offset + dstOffset, size);
+        DeviceUpstream sUp = owner.upstream();
+        DeviceUpstream dUp = dOwner.upstream();
+        if (sUp.getClass() == dUp.getClass()) {
+            up.copy(s.chunk.device, s.offset + srcOffset, d.chunk.device, d.offset + dstOffset, size);
+        } else {
+            acrossBackends(sUp, s, srcOffset, dUp, d, dstOffset, size);
+        }
         if (timed) {
             long t1 = clock.getAsLong();
             if (t1 > t0) {
@@ -113,6 +121,30 @@ final class Transfers {
                 da.record(true, dstOffset, size, now, d.allocatedAtNanos);
             }
         }
+    }
+
+    /**
+     * Blocks of two backends (a mapping's alias of a GPU's managed memory, named by a host device's
+     * manager): neither upstream understands the other's chunks, so the bytes go through the host
+     * view of the one the CPU can address, by the other's own host copy. Both blocks are held by the
+     * caller, so both chunks stay reserved.
+     *
+     * @throws MemoryException if the CPU can address neither block
+     */
+    private static void acrossBackends(DeviceUpstream sUp, Block s, long srcOffset, DeviceUpstream dUp, Block d,
+                                       long dstOffset, long size) {
+        Optional<MemorySegment> dHost = dUp.hostSegment(d.chunk.device);
+        if (dHost.isPresent()) {
+            sUp.copyToHost(s.chunk.device, s.offset + srcOffset, dHost.get().asSlice(d.offset + dstOffset, size), size);
+            return;
+        }
+        Optional<MemorySegment> sHost = sUp.hostSegment(s.chunk.device);
+        if (sHost.isPresent()) {
+            dUp.copyFromHost(sHost.get().asSlice(s.offset + srcOffset, size), d.chunk.device, d.offset + dstOffset, size);
+            return;
+        }
+        throw new MemoryException("A copy from " + sUp.device() + " (" + sUp.backendName() + ") to " + dUp.device()
+                + " (" + dUp.backendName() + ") needs memory the CPU can address on one side; neither block is");
     }
 
     /**
