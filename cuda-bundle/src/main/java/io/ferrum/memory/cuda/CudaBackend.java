@@ -34,7 +34,19 @@ final class CudaBackend {
     static final String DEVICE_COUNT_PROPERTY = "memory.cuda.devices";
     /** The running GPUs of this bundle, so that cuda:a can map memory with cuda:b. */
     static final ConcurrentHashMap<Device, PooledMemoryManager> DEVICES = new ConcurrentHashMap<>();
+    /** The host's running pooled managers ({@link HostManagers}), so that cuda:i can map memory with cpu:n. */
+    static final ConcurrentHashMap<Device, PooledMemoryManager> HOSTS = new ConcurrentHashMap<>();
 
     private CudaBackend() {
+    }
+
+    /**
+     * The GPUs' peer lookup ({@link io.ferrum.memory.pool.PoolSettings#peers()}): another GPU of
+     * this bundle, or a host device's manager.
+     *
+     * @return the running manager of {@code device}, or null
+     */
+    static PooledMemoryManager peer(Device device) {
+        return Device.CUDA.equals(device.kind()) ? DEVICES.get(device) : HOSTS.get(device);
     }
 }

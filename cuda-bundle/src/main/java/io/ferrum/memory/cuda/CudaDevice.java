@@ -72,7 +72,7 @@ final class CudaDevice {
                                           io.ferrum.memory.pool.StreamExecutor streams) {
         PoolSettings settings = PoolSettings.defaults().withCapacity(CudaDeviceConfigs.capacity(cfg))
                 .withZeroing(CudaDeviceConfigs.zeroing(cfg.zeroing())).withLog(new CudaPoolLog(log))
-                .withPeers(CudaBackend.DEVICES::get).withThreadCache(CudaDeviceConfigs.threadCacheBytes(cfg));
+                .withPeers(CudaBackend::peer).withThreadCache(CudaDeviceConfigs.threadCacheBytes(cfg));
         try {
             return PooledMemoryManager.create(upstream, CudaDeviceConfigs.managerConfig(cfg), settings, streams);
         } catch (RuntimeException | Error e) {

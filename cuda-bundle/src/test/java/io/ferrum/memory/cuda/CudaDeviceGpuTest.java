@@ -361,6 +361,60 @@ class CudaDeviceGpuTest {
         }
     }
 
+    /**
+     * {@code createMapping(cpu:0, cuda:0)}: two handles over one block of the GPU's managed memory,
+     * the host's named by the host's manager. A write through the host's view reaches the GPU's
+     * handle while the view is still open (no staging copy), and copies between the host's own blocks
+     * and its handle (two backends) keep the bytes.
+     */
+    @Test
+    void aMappingBetweenTheHostAndTheGpuIsOneBlockOfManagedMemory() {
+        Device cpu = Device.cpu(0);
+        Map<Device, PooledMemoryManager> running = new ConcurrentHashMap<>();
+        PoolSettings settings = PoolSettings.defaults().withPeers(running::get);
+        PooledMemoryManager host = PooledMemoryManager.create(new HostArena(cpu), MemoryManagerConfig.defaults(),
+                settings, null);
+        PooledMemoryManager gpu = PooledMemoryManager.create(
+                new CudaUpstream(PrimaryContext.retain(GPU), CudaSettings.DEFAULTS, new PinnedRanges()),
+                MemoryManagerConfig.defaults(), settings, null);
+        try {
+            running.put(cpu, host);
+            running.put(GPU, gpu);
+            int n = (int) MiB;
+            var mapping = gpu.createMapping(cpu, GPU, n);
+            assertEquals(MemoryType.MAPPED, gpu.handleInfo(mapping.target()).orElseThrow().memoryType());
+            assertTrue(host.owns(mapping.source()));
+            byte[] data = pattern(n, 21);
+            byte[] seen = host.withMapped(mapping.source(), MemoryAccess.READ_WRITE, view -> {
+                MemorySegment.copy(MemorySegment.ofArray(data), 0, view, 0, n);
+                byte[] out = new byte[n];
+                gpu.read(mapping.target(), 0, MemorySegment.ofArray(out)); // while the view is open
+                return out;
+            });
+            assertArrayEquals(data, seen, "the host's view is the managed memory itself");
+
+            MemoryHandle own = host.allocate(n, cpu);
+            byte[] other = pattern(n, 22);
+            host.write(own, 0, MemorySegment.ofArray(other));
+            host.copy(own, mapping.source(), n, 0, 0); // the host's chunk into the GPU's
+            byte[] there = new byte[n];
+            gpu.read(mapping.target(), 0, MemorySegment.ofArray(there));
+            assertArrayEquals(other, there);
+            host.write(own, 0, MemorySegment.ofArray(new byte[n]));
+            host.copy(mapping.source(), own, n, 0, 0); // and back
+            byte[] back = new byte[n];
+            host.read(own, 0, MemorySegment.ofArray(back));
+            assertArrayEquals(other, back);
+            host.deallocate(own);
+            host.deallocate(mapping.source());
+            gpu.deallocate(mapping.target());
+            assertEquals(0, gpu.memoryInfo().usedBytes());
+        } finally {
+            gpu.close();
+            host.close();
+        }
+    }
+
     private static long freeDeviceBytes() {
         long[] free = new long[1];
         long[] total = new long[1];
