@@ -140,6 +140,31 @@ class EnginePeerCopyTest extends EngineTestSupport {
     }
 
     /**
+     * A closed manager refuses as closed whatever the target: a manager it does not know as a peer
+     * (another backend's), a closed peer, or itself. It answered false for the first two, which
+     * says "this manager cannot reach that memory, stage the bytes through host memory" where the
+     * contract says DeviceUnavailableException.
+     */
+    @Test
+    void aClosedManagerIsRefusedAsClosedWhateverTheTarget() {
+        PooledMemoryManager a = peer(new ArenaUpstream(D1, 64 * MiB, false));
+        PooledMemoryManager b = peer(new ArenaUpstream(D2, 64 * MiB, false));
+        PooledMemoryManager stranger = manager(new ArenaUpstream(D2, 64 * MiB, false), config(pool(MiB, MiB)),
+                PoolSettings.defaults());
+        MemoryHandle src = a.allocate(4096, D1);
+        MemoryHandle far = stranger.allocate(4096, D2);
+        MemoryHandle near = b.allocate(4096, D2);
+        a.close();
+        b.close();
+        for (PooledMemoryManager target : java.util.List.of(stranger, b, a)) {
+            DeviceUnavailableException e = org.junit.jupiter.api.Assertions.assertThrows(DeviceUnavailableException.class,
+                    () -> a.copyToPeer(MemoryTransfer.of(src, target == stranger ? far : near, 16), target),
+                    "target " + target);
+            assertEquals(D1, e.device(), e.getMessage());
+        }
+    }
+
+    /**
      * The copy paused inside the source's upstream, with the peer's chunk in its hands: the peer's
      * free of the destination is refused, and the peer's close releases no chunk until the copy
      * has returned, then releases them all.

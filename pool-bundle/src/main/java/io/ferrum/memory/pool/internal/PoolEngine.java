@@ -234,6 +234,9 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         if (target == null) {
             throw checks.noTarget();
         }
+        // Before the peer is looked for: a closed manager is refused as closed, not answered "cannot
+        // reach" (false), which would send its caller to stage the bytes through host memory.
+        checkOpen();
         if (target == this) {
             copy(transfer.src(), transfer.dst(), transfer.size(), transfer.srcOffset(), transfer.dstOffset());
             return true;
