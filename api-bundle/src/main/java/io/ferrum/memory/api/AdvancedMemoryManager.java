@@ -66,9 +66,11 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      *     action returns normally (not when it throws). Calls on the same block nested in the action,
      *     on its thread, work on that copy: a nested view is the copy, {@code read} reads it, {@code
      *     write} writes it and the device; so the action sees their bytes and its write-back keeps
-     *     them (it also runs after a READ_ONLY action when a nested view wrote). {@code copy},
-     *     {@code copyAsync} and {@link #mapMemory} work on the device's bytes, not on that copy; what
-     *     they or other threads write to the block during the action is overwritten by the write-back.</li>
+     *     them (it also runs after a READ_ONLY action when a nested view wrote); {@code copyToPeer}
+     *     of the block answers false, so that a router copies it through {@code read} and {@code
+     *     write}. {@code copy}, {@code copyAsync} and {@link #mapMemory} work on the device's bytes,
+     *     not on that copy; what they or other threads write to the block during the action is
+     *     overwritten by the write-back.</li>
      * </ul>
      * Whatever the action throws reaches the caller unchanged, after the view is closed.
      *

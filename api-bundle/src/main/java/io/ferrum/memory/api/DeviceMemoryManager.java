@@ -202,7 +202,9 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * @param target   the destination's manager; this manager itself copies as {@link #copy} does
      * @return true once the bytes have arrived; false, having checked and changed nothing, when this
      *         manager cannot reach {@code target}'s memory (the default: another backend, a manager it
-     *         does not know as a peer, a closed one)
+     *         does not know as a peer, a closed one), or when a {@code withMapped} action of the
+     *         calling thread holds either block as a host staging copy (memory the CPU cannot
+     *         address), which {@code read} and {@code write} use and a device copy would not
      * @throws InvalidHandleException        if either handle is not live on its manager
      * @throws InvalidMemoryRequestException on a null argument or a range outside a block
      * @throws DeviceUnavailableException    if this manager is closed

@@ -669,6 +669,62 @@ class MemoryMonitorTest {
         return new TwoDevices(mon, a, b);
     }
 
+    /** Two GPU-like managers (memory the CPU cannot address: a view is a staging copy), peers or not. */
+    private TwoDevices twoGpus(boolean peerCopies) {
+        Device gpu1 = Device.cuda(1);
+        Device gpu2 = Device.cuda(2);
+        Map<Device, PooledMemoryManager> running = new ConcurrentHashMap<>();
+        PoolSettings settings = PoolSettings.defaults().withPeers(running::get);
+        MemoryManagerConfig config = MemoryManagerConfig.defaults().withAutoGc(false, 0.85);
+        PooledMemoryManager a = PooledMemoryManager.create(new ArenaUpstream(gpu1, 64 * MiB, false), config, settings, null);
+        toClose.add(a);
+        PooledMemoryManager b = PooledMemoryManager.create(new ArenaUpstream(gpu2, 64 * MiB, false), config, settings, null);
+        toClose.add(b);
+        running.put(gpu1, a);
+        running.put(gpu2, b);
+        MemoryMonitor mon = monitor("");
+        mon.addManager(peerCopies ? a : withoutPeerCopies(a), props(gpu1, 0));
+        mon.addManager(b, props(gpu2, 0));
+        return new TwoDevices(mon, a, b);
+    }
+
+    /**
+     * A router copy between two GPUs nested in a withMapped action of the calling thread on either
+     * block: the action's view is a staging copy, which nested reads and writes use (the source's
+     * bytes as the action left them; the destination's bytes kept by the action's write-back).
+     */
+    @ParameterizedTest(name = "peer copies {0}")
+    @ValueSource(booleans = {true, false})
+    void aRouterCopyNestedInAnActionOnAStagedBlockSeesAndKeepsTheActionsBytes(boolean peerCopies) {
+        TwoDevices t = twoGpus(peerCopies);
+        int n = 4096;
+        MemoryHandle h1 = t.a().allocate(n, Device.cuda(1));
+        MemoryHandle h2 = t.b().allocate(n, Device.cuda(2));
+        byte[] ones = new byte[n];
+        java.util.Arrays.fill(ones, (byte) 1);
+        t.a().write(h1, 0, MemorySegment.ofArray(ones));
+
+        // Into a block the action holds: the copied bytes must survive the action's write-back.
+        t.b().withMapped(h2, MemoryAccess.READ_WRITE, view -> {
+            t.mon().copy(MemoryTransfer.of(h1, h2, n));
+            return null;
+        });
+        byte[] got = new byte[n];
+        t.b().read(h2, 0, MemorySegment.ofArray(got));
+        assertArrayEquals(ones, got, "the copy into the action's block was kept");
+
+        // From a block the action holds: the bytes the action wrote, not the device's older ones.
+        t.a().withMapped(h1, MemoryAccess.READ_WRITE, view -> {
+            view.fill((byte) 7);
+            t.mon().copy(MemoryTransfer.of(h1, h2, n));
+            return null;
+        });
+        byte[] sevens = new byte[n];
+        java.util.Arrays.fill(sevens, (byte) 7);
+        t.b().read(h2, 0, MemorySegment.ofArray(got));
+        assertArrayEquals(sevens, got, "the copy from the action's block took the action's bytes");
+    }
+
     /**
      * The two handles of one mapping between two GPUs name one block: a copy between them whose
      * ranges overlap must be a memmove, forwards and backwards, whether it is a peer copy (one copy in

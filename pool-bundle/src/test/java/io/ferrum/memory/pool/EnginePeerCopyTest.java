@@ -140,6 +140,38 @@ class EnginePeerCopyTest extends EngineTestSupport {
     }
 
     /**
+     * Inside a withMapped action on memory the CPU cannot address, the action's staging copy is the
+     * block for its thread. A device copy would read the device's older bytes and its destination
+     * would be erased by the action's write-back, so the peer copy answers false, changing nothing:
+     * the caller stages the bytes through read and write, which use that copy.
+     */
+    @Test
+    void aBlockStagedByTheCallersActionIsNotPeerCopied() {
+        PooledMemoryManager a = peer(new ArenaUpstream(D1, 64 * MiB, false));
+        PooledMemoryManager b = peer(new ArenaUpstream(D2, 64 * MiB, false));
+        MemoryHandle src = a.allocate(4096, D1);
+        MemoryHandle dst = b.allocate(4096, D2);
+        fill(a, src, 4096, 1);
+        fill(b, dst, 4096, 2);
+        byte[] srcBefore = bytes(a, src, 4096);
+        byte[] dstBefore = bytes(b, dst, 4096);
+        boolean intoStaged = b.withMapped(dst, io.ferrum.memory.api.MemoryAccess.READ_WRITE,
+                view -> a.copyToPeer(MemoryTransfer.of(src, dst, 4096), b));
+        assertFalse(intoStaged, "destination staged");
+        boolean fromStaged = a.withMapped(src, io.ferrum.memory.api.MemoryAccess.READ_ONLY,
+                view -> a.copyToPeer(MemoryTransfer.of(src, dst, 4096), b));
+        assertFalse(fromStaged, "source staged");
+        assertEquals(java.util.Arrays.toString(dstBefore), java.util.Arrays.toString(bytes(b, dst, 4096)));
+        assertEquals(java.util.Arrays.toString(srcBefore), java.util.Arrays.toString(bytes(a, src, 4096)));
+        // Outside any action, and inside one on another block, the copy is a peer copy.
+        MemoryHandle other = a.allocate(4096, D1);
+        boolean elsewhere = a.withMapped(other, io.ferrum.memory.api.MemoryAccess.READ_WRITE,
+                view -> a.copyToPeer(MemoryTransfer.of(src, dst, 4096), b));
+        assertTrue(elsewhere, "inside an action on another block");
+        assertEquals(java.util.Arrays.toString(srcBefore), java.util.Arrays.toString(bytes(b, dst, 4096)));
+    }
+
+    /**
      * A closed manager refuses as closed whatever the target: a manager it does not know as a peer
      * (another backend's), a closed peer, or itself. It answered false for the first two, which
      * says "this manager cannot reach that memory, stage the bytes through host memory" where the

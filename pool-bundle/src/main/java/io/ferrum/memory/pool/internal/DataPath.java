@@ -64,6 +64,16 @@ final class DataPath {
         return null;
     }
 
+    /**
+     * @return true if an action of the calling thread holds a staging copy of {@code b}: for that
+     *         thread the copy is the block ({@code read} reads it, {@code write} writes it too), which
+     *         a device-to-device copy would not see (a peer copy answers false then; see {@link
+     *         PoolEngine#copyToPeer})
+     */
+    static boolean stagedByCaller(Block b) {
+        return STAGED.get() != null && staged(b) != null;
+    }
+
     private final Checks checks;
     private final Figures figures;
     private final LongSupplier clock;

@@ -226,7 +226,9 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
      * object, an engine of this class and open; its block is resolved and checked by its own table,
      * and the copy runs as a {@link #copy} between two managers' blocks does ({@link Transfers}: the
      * source's upstream moves the bytes; scopes hold both blocks, so neither a free nor either
-     * manager's close releases them meanwhile).
+     * manager's close releases them meanwhile). A block an action of the calling thread holds a
+     * staging copy of ({@link DataPath}, "Nested calls on staged memory") answers false: a device copy
+     * would neither read nor keep that copy's bytes.
      */
     @Override
     public boolean copyToPeer(MemoryTransfer transfer, DeviceMemoryManager target) {
@@ -249,6 +251,13 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         Block d = peer.resolve(transfer.dst());
         checks.range(transfer.src(), s, transfer.srcOffset(), transfer.size(), "source");
         peer.checks.range(transfer.dst(), d, transfer.dstOffset(), transfer.size(), "destination");
+        if (DataPath.stagedByCaller(s) || DataPath.stagedByCaller(d)) {
+            // Inside a withMapped action on memory the CPU cannot address, the action's staging copy is
+            // the block for this thread: its source bytes may be newer than the device's, and its
+            // write-back would erase what a device copy put into the destination. Read and write honour
+            // it, so the caller stages the bytes (the router reads, then writes, as before issue 16).
+            return false;
+        }
         try {
             transfers.copy(s, transfer.src().id(), transfer.srcOffset(), d, transfer.dst().id(), transfer.dstOffset(),
                     transfer.size());
