@@ -199,7 +199,8 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * memory itself when it returns false.
      *
      * @param transfer {@code src} a handle of this manager, {@code dst} one of {@code target}
-     * @param target   the destination's manager; this manager itself copies as {@link #copy} does
+     * @param target   the destination's manager; when it is this manager, an implementation may copy
+     *                 as {@link #copy} does (the pool engine does) or answer false (the default)
      * @return true once the bytes have arrived; false, having checked and changed nothing, when this
      *         manager cannot reach {@code target}'s memory (the default: another backend, a manager it
      *         does not know as a peer, a closed one), or when a {@code withMapped} action of the
