@@ -231,6 +231,18 @@ public final class HandleTable {
         }
     }
 
+    /**
+     * As {@link #recycle} without a cache, for a name of another manager's block (an alias issued
+     * for a peer): the slot also lets go of the block. A slot otherwise keeps pointing at its last
+     * block until it is issued again, and a peer's block reaches the peer's manager, its upstream
+     * and the classes of the peer's bundle, which would stay in memory after that bundle stopped.
+     */
+    void recycleForeign(long id) {
+        int slot = slotOf(id);
+        SLOTS.setRelease(pages[slot >>> PAGE_BITS].blocks, slot & (PAGE - 1), null);
+        recycle(id, null);
+    }
+
     /** Returns the slot {@code b} kept while cached to the shared free list (a block leaving a cache for its pool). */
     void releaseKept(Block b) {
         long kept = b.keptId;

@@ -84,7 +84,7 @@ final class Reclaimer {
         if (pool.reclaimer != this) {
             // An alias this manager issued for a peer's block: the slot is ours, the memory the peer's.
             issuedAliases.remove(b, id);
-            handles.recycle(id, null);
+            handles.recycleForeign(id);
             if (left == 0) {
                 pool.reclaimer.lastNameGone(b, null);
             }
