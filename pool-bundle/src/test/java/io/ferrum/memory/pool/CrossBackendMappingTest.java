@@ -1,19 +1,27 @@
 package io.ferrum.memory.pool;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.ref.WeakReference;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.InvalidHandleException;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryMapping;
+import io.ferrum.memory.pool.HookedUpstream.Call;
+import io.ferrum.memory.pool.HookedUpstream.Pause;
 
 /**
  * Mappings across two backends ({@code createMapping(cpu, cuda:i)}, issue 16): the GPU's manager
@@ -26,6 +34,55 @@ class CrossBackendMappingTest extends RaceHarness {
 
     private final Map<Device, PooledMemoryManager> running = new ConcurrentHashMap<>();
     private final PoolSettings settings = PoolSettings.defaults().withPeers(running::get);
+
+    /**
+     * The GPU's bundle stops (its manager closes) while the host's manager still names two blocks
+     * of it by aliases. The aliases are dead: calls with them say that the GPU's manager is closed,
+     * a free of one is taken (a second is a double free), and nothing of the GPU's manager may stay
+     * reachable from the host's. The host's handle table kept the GPU's blocks, and through them
+     * the GPU's manager, its upstream and the stopped bundle's classes (on a GPU: JCuda's), for as
+     * long as the host's manager ran; it reported the aliases as its live handles; and it refused
+     * to close if unused, for names of a device that is gone (a restart of cpu:n for a
+     * configuration change refused until the application freed handles of a stopped GPU).
+     */
+    @Test
+    void aHostManagerKeepsNothingOfAGpuManagerThatClosedUnderItsAliases() throws Exception {
+        HookedUpstream hostUp = new HookedUpstream(HOST, 64 * MiB);
+        PooledMemoryManager host = manager(hostUp, settings);
+        running.put(HOST, host);
+        MemoryHandle[] aliases = new MemoryHandle[2];
+        WeakReference<ArenaUpstream> gpuUp = mapThenCloseTheGpu(aliases);
+        for (MemoryHandle alias : aliases) {
+            DeviceUnavailableException e = assertThrows(DeviceUnavailableException.class,
+                    () -> host.read(alias, 0, MemorySegment.ofArray(new byte[8])));
+            assertEquals(GPU, e.device(), e.getMessage());
+            assertFalse(host.owns(alias), "a dead alias is not a live handle of the host");
+            assertTrue(host.handleInfo(alias).isEmpty());
+        }
+        host.deallocate(aliases[0]);
+        assertThrows(InvalidHandleException.class, () -> host.deallocate(aliases[0]));
+        for (int i = 0; i < 20 && gpuUp.get() != null; i++) {
+            System.gc();
+            Thread.sleep(10);
+        }
+        assertNull(gpuUp.get(), "the host's manager still reaches the closed GPU manager's upstream");
+        assertTrue(host.closeIfUnused(), "the host names no live block: it closes if unused");
+        assertEquals(0, hostUp.liveBytes());
+    }
+
+    /** Maps two blocks of a new GPU manager for the host, closes the GPU; keeps no reference to it. */
+    private WeakReference<ArenaUpstream> mapThenCloseTheGpu(MemoryHandle[] aliases) {
+        ArenaUpstream up = new ArenaUpstream(GPU, 64 * MiB, true);
+        PooledMemoryManager gpu = PooledMemoryManager.create(up, config(pool(MiB, MiB, 256)), settings, null);
+        running.put(GPU, gpu);
+        for (int i = 0; i < aliases.length; i++) {
+            aliases[i] = gpu.createMapping(HOST, GPU, 4 * KiB).source();
+        }
+        running.remove(GPU);
+        gpu.close();
+        assertEquals(0, up.liveBytes(), "the GPU's chunks went back at its close");
+        return new WeakReference<>(up);
+    }
 
     /**
      * The host frees its alias, the GPU its block, and then the GPU's bundle stops (its manager
@@ -63,5 +120,67 @@ class CrossBackendMappingTest extends RaceHarness {
         gpu.close();
         assertEquals(0, up.liveBytes(), "the GPU's chunks went back at its close");
         return new WeakReference<>(up);
+    }
+
+    /**
+     * The other way round: the host's bundle stops (its manager closes, its alias dies) while the
+     * GPU's block lives on under its own handle. The GPU's manager must keep nothing of the host's.
+     */
+    @Test
+    void aGpuManagerKeepsNothingOfAHostManagerThatClosedWithItsAlias() throws Exception {
+        ArenaUpstream gpuUp = new ArenaUpstream(GPU, 64 * MiB, true);
+        PooledMemoryManager gpu = manager(gpuUp, settings);
+        running.put(GPU, gpu);
+        MemoryHandle[] primary = new MemoryHandle[1];
+        WeakReference<HookedUpstream> hostUp = mapThenCloseTheHost(primary);
+        gpu.write(primary[0], 0, MemorySegment.ofArray(new byte[] {7}));
+        for (int i = 0; i < 20 && hostUp.get() != null; i++) {
+            System.gc();
+            Thread.sleep(10);
+        }
+        assertNull(hostUp.get(), "the GPU's manager still reaches the closed host manager's upstream");
+        gpu.deallocate(primary[0]);
+        assertEquals(0, gpu.memoryInfo().usedBytes());
+    }
+
+    /** Maps a block of the GPU for a new host manager, closes the host; keeps no reference to it. */
+    private WeakReference<HookedUpstream> mapThenCloseTheHost(MemoryHandle[] primary) {
+        HookedUpstream up = new HookedUpstream(HOST, 64 * MiB);
+        PooledMemoryManager host = PooledMemoryManager.create(up, config(pool(MiB, MiB, 256)), settings, null);
+        running.put(HOST, host);
+        primary[0] = running.get(GPU).createMapping(HOST, GPU, 4 * KiB).target();
+        running.remove(HOST);
+        host.close();
+        return new WeakReference<>(up);
+    }
+
+    /**
+     * The host frees its alias while the GPU's close is between closing its pools and ending the
+     * aliases peers issued for its blocks (held in the release of its chunk): the free takes the
+     * name, the close then finds it gone and leaves no record of it, so a second free is a double
+     * free, not a call on a closed device's handle.
+     */
+    @Test
+    void anAliasFreedWhileItsOwnerClosesIsFreedOnceAndLeavesNoRecord() throws Exception {
+        HookedUpstream gpuUp = new HookedUpstream(GPU, 64 * MiB);
+        PooledMemoryManager gpu = manager(gpuUp, settings);
+        PooledMemoryManager host = manager(new ArenaUpstream(HOST, 64 * MiB, true), settings);
+        running.put(GPU, gpu);
+        running.put(HOST, host);
+        MemoryMapping mapping = gpu.createMapping(HOST, GPU, 4 * KiB);
+        Pause release = gpuUp.pauseNext(Call.RELEASE);
+        CompletableFuture<Object> closing = start("gpu-close", () -> {
+            gpu.close();
+            return null;
+        });
+        release.awaitArrival();
+        host.deallocate(mapping.source());
+        release.release();
+        closing.get(30, TimeUnit.SECONDS);
+        InvalidHandleException e = assertThrows(InvalidHandleException.class, () -> host.deallocate(mapping.source()));
+        assertTrue(e.getMessage().contains("already freed"), e.getMessage());
+        assertTrue(host.closeIfUnused());
+        assertEquals(0, gpuUp.liveBytes());
+        assertEquals("", gpuUp.violations.toString());
     }
 }

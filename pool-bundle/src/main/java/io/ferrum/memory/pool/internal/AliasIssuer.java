@@ -1,9 +1,11 @@
 package io.ferrum.memory.pool.internal;
 
+import io.ferrum.memory.api.Device;
+
 /**
  * A manager that can name another manager's block in its own handle table: the second handle of a
- * mapping across two devices of one backend. Each engine implements it, so that a mapping needs no
- * knowledge of its peer's class.
+ * mapping across two devices, of one backend or of two (a GPU's block under a host handle). Each
+ * engine implements it, so that a mapping needs no knowledge of its peer's class.
  */
 interface AliasIssuer {
 
@@ -18,4 +20,12 @@ interface AliasIssuer {
 
     /** @return true once the manager is closed: it issues no more aliases that live */
     boolean isClosed();
+
+    /**
+     * The manager of {@code b}, a block this manager names by an alias, closed: the alias dies now,
+     * unless it was freed meanwhile, and this manager keeps nothing of the block (its owner, the
+     * owner's upstream and the owner's bundle may go); calls with the alias say that {@code owner}'s
+     * manager is closed, and a free of it is taken.
+     */
+    void ownerClosed(Block b, Device owner);
 }

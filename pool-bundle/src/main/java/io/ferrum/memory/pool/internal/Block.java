@@ -38,6 +38,12 @@ public final class Block extends BlockPadding {
     // Live-block state.
     volatile long handleId;
     volatile long aliasId;
+    /**
+     * The manager of another device whose table holds {@link #aliasId} (a mapping across devices),
+     * told when this block's manager closes ({@link AliasIssuer#ownerClosed}); null otherwise, and
+     * once that alias is gone (so that a block outliving its peer keeps nothing of it).
+     */
+    volatile AliasIssuer issuer;
     Pool pool;
     long requested;
     long alignment;

@@ -58,6 +58,11 @@ final class Checks {
     // ---------------------------------------------------------------- arguments
 
     DeviceUnavailableException closed() {
+        return closed(device);
+    }
+
+    /** @return the error for a call on a handle of {@code device}'s manager, which is closed */
+    static DeviceUnavailableException closed(Device device) {
         return new DeviceUnavailableException(device, "The memory manager of " + device
                 + " is closed (its backend was stopped or the manager was closed); its handles are no longer valid."
                 + " Use a running manager for this device");

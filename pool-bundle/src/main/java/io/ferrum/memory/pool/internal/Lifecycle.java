@@ -233,6 +233,8 @@ final class Lifecycle {
         int deferred = 0;
         int stuck = 0;
         List<DeviceChunk> chunks = new ArrayList<>();
+        // Blocks named by aliases in peers' tables: those aliases die after the pools' locks go.
+        List<Block> aliased = new ArrayList<>();
         // Asked once, only when a scope is inside a block: a close called from a withMapped action.
         Boolean insideAction = null;
         for (Pool pool : pools) {
@@ -252,6 +254,7 @@ final class Lifecycle {
                 if (insideAction != Boolean.TRUE) {
                     awaitIdle(pool);
                 }
+                int aliasedBefore = aliased.size();
                 for (Block b : pool.allocatedBlocks()) {
                     // Every view goes, of blocks still named and of blocks a racing free has claimed alike.
                     MappingState m = b.mapping;
@@ -265,7 +268,15 @@ final class Lifecycle {
                         leaks.add(b);
                     }
                     handles.unregister(b, b.handleId);
-                    // An alias in another manager's table stays there, and answers "unavailable".
+                    if (b.issuer != null) {
+                        aliased.add(b);
+                    }
+                }
+                if (!pool.stuckViews.isEmpty()) {
+                    // A view a native operation holds keeps the pool's chunks: the aliases stay, so
+                    // that the last of their frees may release them (releaseIfDone), as it would
+                    // for the view of an aliased block.
+                    aliased.subList(aliasedBefore, aliased.size()).clear();
                 }
                 if (pool.inflight == 0 && pool.stuckViews.isEmpty()) {
                     chunks.addAll(pool.takeAllChunks());
@@ -282,6 +293,14 @@ final class Lifecycle {
             }
         }
         releaseChunks(chunks);
+        // An alias in a peer's table dies (the peer then answers that this manager is closed), so
+        // that the peer keeps nothing of this manager: on another backend, another bundle's classes.
+        for (Block b : aliased) {
+            AliasIssuer issuer = b.issuer;
+            if (issuer != null) {
+                issuer.ownerClosed(b, device);
+            }
+        }
         if (stuck > 0) {
             log.warn(device + ": closed while native operations still used " + stuck + " mapped views;"
                     + " their pools' memory stays reserved until those views can close (the last handle of their blocks"

@@ -143,6 +143,7 @@ final class Mappings {
                 mapped.blockSize(size), null, 2, carved);
         Block b = carved[0];
         long alias;
+        b.issuer = peer;
         try {
             alias = peer == null ? handles.registerAlias(b) : peer.issueAlias(b);
         } catch (RuntimeException e) {
@@ -175,6 +176,26 @@ final class Mappings {
         } catch (RuntimeException ignored) {
             // already freed by whoever freed it
         }
+    }
+
+    /**
+     * The owner of {@code b}, named here by an alias, closed ({@link AliasIssuer#ownerClosed}). The
+     * owner's device is recorded before the name is claimed, so that a free of the alias that loses
+     * the claim to this call finds it and is taken; the slot lets go of the block.
+     */
+    void ownerClosed(Block b, Device owner) {
+        long alias = b.aliasId;
+        if (!handles.isOwn(alias)) {
+            return;
+        }
+        issuedAliases.orphan(alias, owner);
+        if (b.claim(alias) < 0) {
+            issuedAliases.unorphan(alias, owner); // freed here meanwhile: that free took the name
+            return;
+        }
+        b.issuer = null;
+        issuedAliases.remove(b, alias);
+        handles.recycleForeign(alias);
     }
 
     /** This manager issues an alias for a peer's block (see {@link AliasIssuer#issueAlias}). */

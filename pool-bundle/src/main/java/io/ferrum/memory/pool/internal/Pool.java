@@ -230,6 +230,7 @@ public final class Pool {
         b.free = true;
         b.handleId = 0;
         b.aliasId = 0;
+        b.issuer = null;
         b.mapping = null;
         b.access = null;
         b.hint = null;

@@ -171,6 +171,11 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         Block b = handles.lookup(handle.id());
         if (b == null) {
             checkOpen(); // a close since the first check unregistered it: "closed", not "already freed"
+            Device owner = issuedAliases.ownerClosedOf(handle.id());
+            if (owner != null) {
+                // An alias of a peer's block whose manager closed: that manager is the one gone.
+                throw Checks.closed(owner);
+            }
             throw checks.invalidHandle(handle);
         }
         return b;
@@ -205,7 +210,16 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
 
     @Override
     public void deallocate(MemoryHandle handle) {
-        reclaimer.free(resolve(handle), handle);
+        checkOpen();
+        checks.handle(handle);
+        Block b = handles.lookup(handle.id());
+        if (b == null) {
+            if (issuedAliases.forgetOrphan(handle.id())) {
+                return; // an alias whose block's manager closed: its name is gone, and now forgotten
+            }
+            b = resolve(handle); // says why there is none
+        }
+        reclaimer.free(b, handle);
     }
 
     @Override
@@ -502,6 +516,11 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
     @Override
     public long issueAlias(Block b) {
         return mappings.issueForPeer(b);
+    }
+
+    @Override
+    public void ownerClosed(Block b, Device owner) {
+        mappings.ownerClosed(b, owner);
     }
 
     @Override

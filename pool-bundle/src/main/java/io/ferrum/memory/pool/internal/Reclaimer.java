@@ -78,11 +78,16 @@ final class Reclaimer {
         // names left decides which of a mapping's two handles, freed at once, gives the memory back.
         int left = b.claim(id);
         if (left < 0) {
+            if (issuedAliases.forgetOrphan(id)) {
+                return; // an alias whose block's manager closed just now: that close took the name
+            }
             throw checks.invalidHandle(handle);
         }
         Pool pool = b.pool;
         if (pool.reclaimer != this) {
-            // An alias this manager issued for a peer's block: the slot is ours, the memory the peer's.
+            // An alias this manager issued for a peer's block: the slot is ours, the memory the peer's,
+            // which keeps nothing of this manager once the alias is gone.
+            b.issuer = null;
             issuedAliases.remove(b, id);
             handles.recycleForeign(id);
             if (left == 0) {
