@@ -230,7 +230,9 @@ public final class Pool {
         b.free = true;
         b.handleId = 0;
         b.aliasId = 0;
-        b.issuer = null;
+        if (b.issuer != null) {
+            b.issuer = null; // written only when set: a volatile store costs every release a fence
+        }
         b.mapping = null;
         b.access = null;
         b.hint = null;
