@@ -19,9 +19,4 @@ enum ChunkKind {
             case GENERAL, TENSOR, CACHE, TEMPORARY -> DEVICE;
         };
     }
-
-    /** @return true when the CPU can address the chunk directly */
-    boolean hostAddressable() {
-        return this != DEVICE;
-    }
 }

@@ -296,7 +296,7 @@ final class CudaUpstream implements DeviceUpstream {
     @Override
     public Optional<MemorySegment> hostSegment(DeviceChunk chunk) {
         CudaChunk c = (CudaChunk) chunk;
-        return c.kind().hostAddressable()
+        return hints.hostMayAddress(c)
                 ? Optional.of(MemorySegment.ofAddress(c.hostAddress()).reinterpret(c.size()))
                 : Optional.empty();
     }

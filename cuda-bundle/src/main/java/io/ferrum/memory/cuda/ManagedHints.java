@@ -91,6 +91,22 @@ final class ManagedHints {
         driver.advise(chunk, offset, bytes, CUmem_advise.CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION);
     }
 
+    /**
+     * Whether the CPU may address {@code chunk} at any moment, so that the engine may hand out a view
+     * of the memory itself ({@code hostSegment}). Pinned memory: always. Managed memory: only where
+     * this GPU has concurrent managed access; without it (Windows, WSL, GPUs before Pascal) a CPU
+     * access while any work of the context runs on the GPU (another thread's copy, say) faults, which
+     * would crash the JVM, so views of it stage through copies as device memory's do. Device memory:
+     * never.
+     */
+    boolean hostMayAddress(CudaChunk chunk) {
+        return switch (chunk.kind()) {
+            case PINNED -> true;
+            case MANAGED -> concurrent(device.index());
+            case DEVICE -> false;
+        };
+    }
+
     private boolean concurrent(int ordinal) {
         return concurrentAccess.computeIfAbsent(ordinal, driver::concurrentManagedAccess);
     }

@@ -118,8 +118,6 @@ class CudaConfigTest {
         assertEquals(ChunkKind.PINNED, ChunkKind.of(MemoryType.PINNED));
         assertEquals(ChunkKind.MANAGED, ChunkKind.of(MemoryType.MAPPED));
         assertEquals(ChunkKind.DEVICE, ChunkKind.of(MemoryType.TENSOR));
-        assertTrue(ChunkKind.MANAGED.hostAddressable());
-        assertTrue(!ChunkKind.DEVICE.hostAddressable());
     }
 
     @Test

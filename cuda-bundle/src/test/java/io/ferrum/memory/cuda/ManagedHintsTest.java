@@ -65,6 +65,28 @@ class ManagedHintsTest {
         assertEquals(List.of("attribute cuda:0"), driver.calls);
     }
 
+    /**
+     * Review finding: managed memory was handed to the engine as host memory whatever the GPU, so a
+     * view of a MAPPED block was the memory itself. Without concurrent managed access a CPU access
+     * while the GPU runs any work of the context faults (a JVM crash); such a GPU's managed memory
+     * now stages like device memory. Pinned memory is always the CPU's, device memory never.
+     */
+    @Test
+    void theCpuAddressesManagedMemoryOnlyWithConcurrentManagedAccess() {
+        CudaChunk pinned = new CudaChunk(ChunkKind.PINNED, new NativePointers.DevicePointer(), 0x30000, 0x30000,
+                1 << 20, null, null);
+        RecordingDriver without = new RecordingDriver(Set.of());
+        ManagedHints old = new ManagedHints(Device.cuda(0), without);
+        assertEquals(List.of(false, true, false),
+                List.of(old.hostMayAddress(MANAGED), old.hostMayAddress(pinned), old.hostMayAddress(DEVICE)));
+        RecordingDriver with = new RecordingDriver(Set.of(1));
+        ManagedHints recent = new ManagedHints(Device.cuda(1), with);
+        assertEquals(List.of(true, true, false),
+                List.of(recent.hostMayAddress(MANAGED), recent.hostMayAddress(pinned), recent.hostMayAddress(DEVICE)));
+        recent.hostMayAddress(MANAGED);
+        assertEquals(List.of("attribute cuda:1"), with.calls, "asked once");
+    }
+
     /** A prefetch to another GPU needs the attribute there too (and the stream's GPU's, this one). */
     @Test
     void aPrefetchToAGpuWithoutConcurrentManagedAccessIsANoOp() {
