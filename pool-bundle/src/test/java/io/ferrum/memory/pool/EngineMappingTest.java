@@ -63,7 +63,14 @@ class EngineMappingTest extends EngineTestSupport {
         assertTrue(assertRejected(a, InvalidMemoryRequestException.class, () -> a.createMapping(Device.cpu(1), Device.cpu(9), 64))
                 .getMessage().contains("no running cpu:9"));
         assertTrue(assertRejected(a, InvalidMemoryRequestException.class, () -> a.createMapping(Device.cpu(1), Device.cuda(0), 64))
-                .getMessage().contains("no running cuda:0 is known to it; ask cuda:0's manager"));
+                .getMessage().contains("no running cuda:0 is known to it; a mapping between a host device and a cuda device"
+                        + " is made by the cuda device's manager: ask cuda:0's"));
+        // The other way round, a GPU's manager that knows no such host device sends no one back to the host's.
+        PooledMemoryManager gpu = manager(new ArenaUpstream(Device.cuda(3), 64 * MiB, true), config(pool(MiB, MiB)),
+                PoolSettings.defaults());
+        String gpuSays = assertRejected(gpu, InvalidMemoryRequestException.class,
+                () -> gpu.createMapping(Device.cpu(5), Device.cuda(3), 64)).getMessage();
+        assertTrue(gpuSays.endsWith("no running cpu:5 is known to it"), gpuSays);
         assertRejected(a, InvalidMemoryRequestException.class, () -> a.createMapping(Device.cpu(3), Device.cpu(2), 64));
     }
 

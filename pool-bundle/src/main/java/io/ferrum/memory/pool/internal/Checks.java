@@ -283,8 +283,11 @@ final class Checks {
         return new InvalidMemoryRequestException("Mapping " + sourceDevice + " <-> " + targetDevice
                 + " is not provided by the " + backendName + " backend of " + device
                 + ": no running " + other + " is known to it"
-                + (other.kind().equals(device.kind()) ? ""
-                   : "; ask " + other + "'s manager, whose backend may map its memory with " + device.kind() + " devices"));
+                + (device.isCpu() && !other.isCpu()
+                   // A GPU's backend answers the host's managers as peers, never the other way round.
+                   ? "; a mapping between a host device and a " + other.kind() + " device is made by the "
+                     + other.kind() + " device's manager: ask " + other + "'s"
+                   : ""));
     }
 
     InvalidMemoryRequestException wrongPeer(Device sourceDevice, Device targetDevice, Device other, Device answered) {
