@@ -6,15 +6,22 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.osgi.annotation.bundle.Header;
 
 import io.ferrum.memory.api.Device;
+import io.ferrum.memory.pool.BundleClasses;
 import io.ferrum.memory.pool.PooledMemoryManager;
 
 /**
  * Names and bundle-wide state of the CPU backend. The {@value #BACKEND_HEADER} manifest header marks
  * this bundle as a device backend of kind {@code cpu}: the shell's {@code mem:backends} lists the
- * bundles that carry it, with their state.
+ * bundles that carry it, with their state. Initialised before the first upstream is made, it defines
+ * every class of the bundle then ({@link BundleClasses}).
  */
 @Header(name = CpuBackend.BACKEND_HEADER, value = "cpu")
 final class CpuBackend {
+    static {
+        // Every class of the bundle before its first manager serves: see BundleClasses (Equinox, uninstall).
+        BundleClasses.defineAll(CpuBackend.class);
+    }
+
     /** The manifest header that marks a device backend bundle; its value is the device kind. */
     static final String BACKEND_HEADER = "Ferrum-Backend";
     /** Configuration PID of cpu:0. */

@@ -228,35 +228,29 @@ public class CpuBackendIT {
      * uninstalled" to its caller. So every class of the pool bundle is defined when its first engine
      * is made. The window inside Equinox's uninstall cannot be held from outside; this checks what
      * closes it: once cpu:0 serves, the pool bundle's class loader has defined all its classes
-     * (Equinox's {@code ModuleClassLoader.publicFindLoaded} answers without loading). Felix loads
-     * classes of uninstalled bundles, so there the check does not apply.
+     * (see {@link UndefinedClasses}; Felix loads classes of uninstalled bundles, so there the check does
+     * not apply).
      */
     @Test
     public void everyClassOfThePoolBundleIsDefinedOnceAnEngineServes() throws Exception {
         DeviceMemoryManager manager = await(DeviceMemoryManager.class, Device.cpu());
         manager.deallocate(manager.allocate(64, Device.cpu()));
         Bundle pool = Await.installed(context, "io.ferrum.memory.pool");
-        ClassLoader loader = pool.adapt(org.osgi.framework.wiring.BundleWiring.class).getClassLoader();
-        java.lang.reflect.Method findLoaded;
-        try {
-            findLoaded = loader.getClass().getMethod("publicFindLoaded", String.class);
-        } catch (NoSuchMethodException notEquinox) {
-            org.junit.Assume.assumeTrue("Felix loads classes of an uninstalled bundle: nothing to check", false);
-            return;
-        }
-        java.util.List<String> undefined = new java.util.ArrayList<>();
-        int classes = 0;
-        for (java.util.Enumeration<java.net.URL> e = pool.findEntries("io/ferrum/memory/pool", "*.class", true); e.hasMoreElements(); ) {
-            String path = e.nextElement().getPath();
-            String name = path.substring(path.startsWith("/") ? 1 : 0, path.length() - ".class".length()).replace('/', '.');
-            if (!name.endsWith("package-info")) {
-                classes++;
-                if (findLoaded.invoke(loader, name) == null) {
-                    undefined.add(name);
-                }
-            }
-        }
-        assertTrue("the pool bundle's classes: " + classes, classes > 20);
-        assertEquals("classes of the pool bundle a call could still need after its uninstall", java.util.List.of(), undefined);
+        assertEquals("classes of the pool bundle a call could still need after its uninstall", java.util.List.of(),
+                UndefinedClasses.of(pool, 20));
+    }
+
+    /**
+     * The cpu bundle's form of the same: its managers stay registered with callers (the monitor, a user
+     * holding one) until its stop unregisters them, and a call already inside one, or one made on a
+     * manager kept across the stop, runs the cpu bundle's upstream ({@code FfmUpstream}) while Equinox
+     * uninstalls the bundle. Every class of it is defined before its first upstream is made.
+     */
+    @Test
+    public void everyClassOfTheCpuBundleIsDefinedOnceCpuZeroServes() throws Exception {
+        DeviceMemoryManager manager = await(DeviceMemoryManager.class, Device.cpu());
+        manager.deallocate(manager.allocate(64, Device.cpu()));
+        assertEquals("classes of the cpu bundle a call could still need after its uninstall", java.util.List.of(),
+                UndefinedClasses.of(cpuBundle(), 10));
     }
 }

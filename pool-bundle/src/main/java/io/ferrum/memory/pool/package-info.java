@@ -6,7 +6,9 @@
  * mapping and pressure. A backend supplies its streams as a {@link
  * io.ferrum.memory.pool.StreamExecutor}; {@link io.ferrum.memory.pool.HostStreamManager} is the one
  * that runs ordered streams on host threads for devices whose copies are driven from the host.
+ * {@link io.ferrum.memory.pool.BundleClasses} defines every class of a backend's bundle before its
+ * managers serve (2.6: on Equinox a class of a bundle being uninstalled cannot be loaded).
  */
 @org.osgi.annotation.bundle.Export
-@org.osgi.annotation.versioning.Version("2.5.0")
+@org.osgi.annotation.versioning.Version("2.6.0")
 package io.ferrum.memory.pool;

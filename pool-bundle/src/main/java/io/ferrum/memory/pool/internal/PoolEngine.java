@@ -28,6 +28,7 @@ import io.ferrum.memory.api.MemoryTransfer;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.MemoryUsageHint;
 import io.ferrum.memory.api.StreamHandle;
+import io.ferrum.memory.pool.BundleClasses;
 import io.ferrum.memory.pool.DeviceUpstream;
 import io.ferrum.memory.pool.HostStreamManager;
 import io.ferrum.memory.pool.PoolSettings;
@@ -55,11 +56,7 @@ import io.ferrum.memory.pool.ZeroingPolicy;
 public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
     static {
         // Every class of the bundle before any engine serves: see BundleClasses (Equinox, uninstall).
-        try {
-            BundleClasses.defineAll(PoolEngine.class);
-        } catch (LinkageError noFramework) {
-            // the OSGi API is not on the class path: not in a framework, nothing is ever uninstalled
-        }
+        BundleClasses.defineAll(PoolEngine.class);
     }
 
     private final Device device;

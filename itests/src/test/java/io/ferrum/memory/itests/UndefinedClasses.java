@@ -1,0 +1,56 @@
+package io.ferrum.memory.itests;
+
+import static org.junit.Assert.assertTrue;
+
+import java.lang.reflect.Method;
+import java.net.URL;
+import java.util.ArrayList;
+import java.util.Enumeration;
+import java.util.List;
+
+import org.junit.Assume;
+import org.osgi.framework.Bundle;
+import org.osgi.framework.wiring.BundleWiring;
+
+/**
+ * The classes of a bundle its class loader has not defined yet, on Equinox. Equinox refuses to load a
+ * class of a bundle while it is being uninstalled ("Module has been uninstalled"), and the objects of a
+ * stopped bundle can still serve other bundles' calls until a refresh: such a call must never need a
+ * class of it that is not defined yet. Equinox's {@code ModuleClassLoader.publicFindLoaded} answers
+ * without loading. Felix loads classes of an uninstalled bundle: there the check is skipped.
+ */
+final class UndefinedClasses {
+    private UndefinedClasses() {
+    }
+
+    /**
+     * @param bundle      the bundle whose classes to list
+     * @param atLeast     fewer classes than this in the bundle means the listing itself went wrong
+     * @return the names of the classes of {@code bundle} (under {@code io/ferrum/memory}) its class
+     *         loader has not defined; the test is skipped where the framework is not Equinox
+     */
+    static List<String> of(Bundle bundle, int atLeast) throws Exception {
+        ClassLoader loader = bundle.adapt(BundleWiring.class).getClassLoader();
+        Method findLoaded;
+        try {
+            findLoaded = loader.getClass().getMethod("publicFindLoaded", String.class);
+        } catch (NoSuchMethodException notEquinox) {
+            Assume.assumeTrue("Felix loads classes of an uninstalled bundle: nothing to check", false);
+            return List.of();
+        }
+        List<String> undefined = new ArrayList<>();
+        int classes = 0;
+        for (Enumeration<URL> e = bundle.findEntries("io/ferrum/memory", "*.class", true); e != null && e.hasMoreElements(); ) {
+            String path = e.nextElement().getPath();
+            String name = path.substring(path.startsWith("/") ? 1 : 0, path.length() - ".class".length()).replace('/', '.');
+            if (!name.endsWith("package-info")) {
+                classes++;
+                if (findLoaded.invoke(loader, name) == null) {
+                    undefined.add(name);
+                }
+            }
+        }
+        assertTrue(bundle.getSymbolicName() + "'s classes: " + classes, classes >= atLeast);
+        return undefined;
+    }
+}
