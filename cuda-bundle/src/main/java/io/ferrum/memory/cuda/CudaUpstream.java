@@ -13,6 +13,7 @@ import jcuda.driver.JCudaDriver;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.MemoryUsageHint;
+import io.ferrum.memory.pool.BundleClasses;
 import io.ferrum.memory.pool.DeviceChunk;
 import io.ferrum.memory.pool.DeviceUpstream;
 
@@ -44,8 +45,17 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * ({@link #reserve(long, MemoryType)}): GENERAL, TENSOR, CACHE and TEMPORARY get device memory,
  * PINNED page-locked host memory and MAPPED managed memory ({@link ChunkKind}); the last two are
  * host-addressable, so mapping them gives a view of the memory itself, not a staging copy.
+ *
+ * <p><b>Classes.</b> The first upstream made defines every class of the bundle ({@link
+ * BundleClasses}): its managers serve callers until a refresh, also while Equinox uninstalls the
+ * bundle, and Equinox loads no class of a bundle then.
  */
 final class CudaUpstream implements DeviceUpstream {
+    static {
+        // Every class of the bundle before the first upstream serves: see BundleClasses (Equinox, uninstall).
+        BundleClasses.defineAll(CudaUpstream.class);
+    }
+
     /** The alignment {@code cuMemAlloc} guarantees; pinned and managed memory are page-aligned. */
     static final long CHUNK_ALIGNMENT = 256;
 

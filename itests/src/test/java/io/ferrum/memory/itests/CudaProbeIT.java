@@ -10,6 +10,7 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 
 import javax.inject.Inject;
 
@@ -26,6 +27,7 @@ import org.ops4j.pax.exam.spi.reactors.PerClass;
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.ServiceReference;
+import org.osgi.framework.wiring.BundleWiring;
 
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
@@ -91,5 +93,22 @@ public class CudaProbeIT {
 
         String backends = run("mem:backends");
         assertTrue(backends, backends.contains("io.ferrum.memory.cuda") && backends.contains(reason));
+    }
+
+    /**
+     * The cuda bundle's form of what {@code CpuBackendIT.everyClassOfTheCpuBundleIsDefinedOnceCpuZeroServes}
+     * checks: a manager of the cuda bundle serves through its {@code CudaUpstream} on the callers'
+     * threads, also while Equinox uninstalls the bundle, so every class of it is defined when the
+     * first upstream is made ({@code CudaUpstream}'s static initialiser). Without a GPU no upstream is
+     * made: the test initialises the class as the first {@code new CudaUpstream} does, then lists what
+     * Equinox's loader has not defined ({@link UndefinedClasses}; Felix: skipped).
+     */
+    @Test
+    public void everyClassOfTheCudaBundleIsDefinedOnceItsUpstreamClassIsInitialised() throws Exception {
+        Bundle cuda = Await.installed(context, "io.ferrum.memory.cuda");
+        Await.until("cuda bundle active", () -> cuda.getState() == Bundle.ACTIVE);
+        Class.forName("io.ferrum.memory.cuda.CudaUpstream", true, cuda.adapt(BundleWiring.class).getClassLoader());
+        assertEquals("classes of the cuda bundle a call could still need after its uninstall", List.of(),
+                UndefinedClasses.of(cuda, 20));
     }
 }
