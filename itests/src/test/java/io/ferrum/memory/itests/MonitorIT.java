@@ -493,4 +493,20 @@ public class MonitorIT {
             context.ungetService(logRef);
         }
     }
+
+    /**
+     * The monitor's form of what {@code CpuBackendIT.everyClassOfThePoolBundleIsDefinedOnceAnEngineServes}
+     * checks: a router or monitor object a caller kept serves it until the refresh, also while Equinox
+     * uninstalls the monitor, and Equinox loads no class of a bundle then. So once the router serves,
+     * every class a call of it could need is defined (a refusal's message needs {@code Bytes}, a copy
+     * between two devices {@code CrossDeviceCopier.Route}). {@code MonitorBuilder} builds a monitor
+     * without a framework and is never loaded in one. See {@link UndefinedClasses}; Felix: skipped.
+     */
+    @Test
+    public void everyClassOfTheMonitorBundleACallCouldNeedIsDefinedOnceTheRouterServes() throws Exception {
+        router.deallocate(router.allocate(64, AllocationRequirements.defaults()));
+        List<String> undefined = new java.util.ArrayList<>(UndefinedClasses.of(bundle("io.ferrum.memory.monitor"), 20));
+        undefined.removeIf(name -> name.startsWith("io.ferrum.memory.monitor.MonitorBuilder"));
+        assertEquals("classes of the monitor a call could still need after its uninstall", List.of(), undefined);
+    }
 }

@@ -40,6 +40,16 @@ import io.ferrum.memory.api.StreamHandle;
  * refused ({@link RunState}). Failures are built outside the hot methods, so that those inline whole.
  */
 final class Router implements MemoryRouter {
+    /**
+     * The classes of this bundle that only a rare path of a routed call needs (a refusal's message, a
+     * copy between two devices), defined when the first router is made: a router a caller kept serves
+     * it until the refresh, also while Equinox uninstalls this bundle, and Equinox loads no class of a
+     * bundle then ("Module has been uninstalled"). Every other class of the bundle a call needs is
+     * defined by activation; the monitor imports only the API, so the pool's {@code BundleClasses} is
+     * not at hand. MonitorIT fails on a class of the bundle left undefined once the router serves.
+     */
+    static final List<Class<?>> DEFINED_EARLY = List.of(Bytes.class, CrossDeviceCopier.Route.class);
+
     private final DeviceRegistry registry;
     private final StrategyRegistry strategies;
     private final RoutingSnapshots snapshots;
