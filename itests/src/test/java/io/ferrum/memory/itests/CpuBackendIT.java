@@ -253,4 +253,22 @@ public class CpuBackendIT {
         assertEquals("classes of the cpu bundle a call could still need after its uninstall", java.util.List.of(),
                 UndefinedClasses.of(cpuBundle(), 10));
     }
+
+    /**
+     * The same across bundles: after an uninstall of the pool (or of the api), the cpu bundle's first
+     * use of a class of the pool's SPI or of the API asks the exporter's loader, which Equinox refuses
+     * while the exporter is being uninstalled, though it defined that class long before. So once cpu:0
+     * serves, the pool's and the cpu bundle's loaders hold every class of the packages they import from
+     * another bundle ({@link UndefinedClasses#ofImports}).
+     */
+    @Test
+    public void everyClassThePoolAndTheCpuBundleImportIsLoadedOnceCpuZeroServes() throws Exception {
+        DeviceMemoryManager manager = await(DeviceMemoryManager.class, Device.cpu());
+        manager.deallocate(manager.allocate(64, Device.cpu()));
+        Bundle pool = Await.installed(context, "io.ferrum.memory.pool");
+        assertEquals("imported classes the pool bundle would still ask its exporter for", java.util.List.of(),
+                UndefinedClasses.ofImports(pool));
+        assertEquals("imported classes the cpu bundle would still ask its exporter for", java.util.List.of(),
+                UndefinedClasses.ofImports(cpuBundle()));
+    }
 }

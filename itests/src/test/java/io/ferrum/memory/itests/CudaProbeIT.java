@@ -110,5 +110,7 @@ public class CudaProbeIT {
         Class.forName("io.ferrum.memory.cuda.CudaUpstream", true, cuda.adapt(BundleWiring.class).getClassLoader());
         assertEquals("classes of the cuda bundle a call could still need after its uninstall", List.of(),
                 UndefinedClasses.of(cuda, 20));
+        assertEquals("imported classes the cuda bundle would still ask its exporter for", List.of(),
+                UndefinedClasses.ofImports(cuda));
     }
 }

@@ -10,6 +10,8 @@ import java.util.List;
 
 import org.junit.Assume;
 import org.osgi.framework.Bundle;
+import org.osgi.framework.namespace.PackageNamespace;
+import org.osgi.framework.wiring.BundleWire;
 import org.osgi.framework.wiring.BundleWiring;
 
 /**
@@ -52,5 +54,40 @@ final class UndefinedClasses {
         }
         assertTrue(bundle.getSymbolicName() + "'s classes: " + classes, classes >= atLeast);
         return undefined;
+    }
+
+    /**
+     * The first time a class of {@code importer} names a class of a package it imports, its loader
+     * asks the exporter's, and Equinox's refuses while the exporter is being uninstalled, even for a
+     * class it defined long before. A loader that loaded a class once holds it and asks no one again.
+     *
+     * @return the classes of every package {@code importer} imports from a bundle other than the
+     *         framework that its class loader has not loaded yet; the test is skipped where the
+     *         framework is not Equinox
+     */
+    static List<String> ofImports(Bundle importer) throws Exception {
+        BundleWiring wiring = importer.adapt(BundleWiring.class);
+        Method findLoaded;
+        try {
+            findLoaded = wiring.getClassLoader().getClass().getMethod("publicFindLoaded", String.class);
+        } catch (NoSuchMethodException notEquinox) {
+            Assume.assumeTrue("Felix loads classes of an uninstalled bundle: nothing to check", false);
+            return List.of();
+        }
+        List<String> notLoaded = new ArrayList<>();
+        for (BundleWire wire : wiring.getRequiredWires(PackageNamespace.PACKAGE_NAMESPACE)) {
+            if (wire.getProvider().getBundle().getBundleId() == 0) {
+                continue;
+            }
+            String pkg = (String) wire.getCapability().getAttributes().get(PackageNamespace.PACKAGE_NAMESPACE);
+            for (URL url : wire.getProviderWiring().findEntries(pkg.replace('.', '/'), "*.class", 0)) {
+                String path = url.getPath();
+                String name = pkg + "." + path.substring(path.lastIndexOf('/') + 1, path.length() - ".class".length());
+                if (!name.endsWith("-info") && findLoaded.invoke(wiring.getClassLoader(), name) == null) {
+                    notLoaded.add(name);
+                }
+            }
+        }
+        return notLoaded;
     }
 }

@@ -7,7 +7,8 @@
  * io.ferrum.memory.pool.StreamExecutor}; {@link io.ferrum.memory.pool.HostStreamManager} is the one
  * that runs ordered streams on host threads for devices whose copies are driven from the host.
  * {@link io.ferrum.memory.pool.BundleClasses} defines every class of a backend's bundle before its
- * managers serve (2.6: on Equinox a class of a bundle being uninstalled cannot be loaded).
+ * managers serve, and has its loader load every class it imports from another bundle (2.6: on
+ * Equinox a class of a bundle being uninstalled cannot be loaded).
  */
 @org.osgi.annotation.bundle.Export
 @org.osgi.annotation.versioning.Version("2.6.0")
