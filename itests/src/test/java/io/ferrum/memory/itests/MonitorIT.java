@@ -509,4 +509,21 @@ public class MonitorIT {
         undefined.removeIf(name -> name.startsWith("io.ferrum.memory.monitor.MonitorBuilder"));
         assertEquals("classes of the monitor a call could still need after its uninstall", List.of(), undefined);
     }
+
+    /**
+     * The same across bundles: after an uninstall of the api, the monitor's router serves until the
+     * refresh, and its loader's first use of an API class asks the api's loader, which Equinox refuses
+     * while the api is being uninstalled, though it defined the class long before. The monitor imports
+     * only the API, so it cannot have its loader load all of it ({@code BundleClasses} is the pool's):
+     * once the router serves, its loader holds every API class a class of the monitor names (a copy
+     * between two managers names {@code MemoryHandleInfo}, {@code AdvancedMemoryManager} and
+     * {@code MemoryAccess}; a refusal's message {@code MemoryType}). See
+     * {@link UndefinedClasses#ofImportsNamed}; Felix: skipped.
+     */
+    @Test
+    public void everyApiClassTheMonitorNamesIsLoadedOnceTheRouterServes() throws Exception {
+        router.deallocate(router.allocate(64, AllocationRequirements.defaults()));
+        assertEquals("API classes the monitor would still ask the api's loader for", List.of(),
+                UndefinedClasses.ofImportsNamed(bundle("io.ferrum.memory.monitor"), "io.ferrum.memory.monitor.MonitorBuilder"));
+    }
 }

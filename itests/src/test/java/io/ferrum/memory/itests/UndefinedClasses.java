@@ -2,11 +2,17 @@ package io.ferrum.memory.itests;
 
 import static org.junit.Assert.assertTrue;
 
+import java.io.InputStream;
 import java.lang.reflect.Method;
 import java.net.URL;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Enumeration;
 import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import org.junit.Assume;
 import org.osgi.framework.Bundle;
@@ -88,6 +94,37 @@ final class UndefinedClasses {
                 }
             }
         }
+        return notLoaded;
+    }
+
+    /**
+     * Like {@link #ofImports}, but only the imported classes that a class of {@code importer} names
+     * (in its class file's constants: a class, a field's or a method's type), for a bundle that cannot
+     * load all it imports because it imports only the API: the classes a call of it could ask its
+     * exporter for.
+     *
+     * @param skip the prefix of the names of the importer's own classes a framework never loads
+     */
+    static List<String> ofImportsNamed(Bundle importer, String skip) throws Exception {
+        Set<String> named = new TreeSet<>();
+        Pattern className = Pattern.compile("[A-Za-z_][\\w$]*(?:/[A-Za-z_][\\w$]*)+");
+        for (Enumeration<URL> e = importer.findEntries("io/ferrum/memory", "*.class", true); e != null && e.hasMoreElements(); ) {
+            URL url = e.nextElement();
+            String path = url.getPath();
+            if (path.substring(path.startsWith("/") ? 1 : 0).replace('/', '.').startsWith(skip)) {
+                continue;
+            }
+            byte[] bytes;
+            try (InputStream in = url.openStream()) {
+                bytes = in.readAllBytes();
+            }
+            Matcher m = className.matcher(new String(bytes, StandardCharsets.ISO_8859_1));
+            while (m.find()) {
+                named.add(m.group().replace('/', '.'));
+            }
+        }
+        List<String> notLoaded = new ArrayList<>(ofImports(importer));
+        notLoaded.retainAll(named);
         return notLoaded;
     }
 }

@@ -9,18 +9,21 @@ import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.RejectedExecutionException;
 
+import io.ferrum.memory.api.AdvancedMemoryManager;
 import io.ferrum.memory.api.AllocationRequirements;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.InvalidHandleException;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryException;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryHandleInfo;
 import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.api.MemoryRouter;
 import io.ferrum.memory.api.MemoryTransfer;
+import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.OutOfDeviceMemoryException;
 import io.ferrum.memory.api.StreamHandle;
 
@@ -41,14 +44,17 @@ import io.ferrum.memory.api.StreamHandle;
  */
 final class Router implements MemoryRouter {
     /**
-     * The classes of this bundle that only a rare path of a routed call needs (a refusal's message, a
-     * copy between two devices), defined when the first router is made: a router a caller kept serves
-     * it until the refresh, also while Equinox uninstalls this bundle, and Equinox loads no class of a
-     * bundle then ("Module has been uninstalled"). Every other class of the bundle a call needs is
-     * defined by activation; the monitor imports only the API, so the pool's {@code BundleClasses} is
-     * not at hand. MonitorIT fails on a class of the bundle left undefined once the router serves.
+     * The classes a routed call needs only on a rare path (a refusal's message, a copy between two
+     * managers), loaded when the first router is made: two of this bundle, and the API's that those
+     * paths name. A router a caller kept serves it until the refresh, also while Equinox uninstalls
+     * this bundle or the api, and Equinox then refuses to load a class of the bundle being uninstalled
+     * ("Module has been uninstalled"), even one of the api it defined long before, the first time this
+     * bundle's loader asks for it (its lazy-start check comes first). Every other class a call needs
+     * is loaded by the activation; the monitor imports only the API, so the pool's
+     * {@code BundleClasses} is not at hand. MonitorIT fails on a class left out.
      */
-    static final List<Class<?>> DEFINED_EARLY = List.of(Bytes.class, CrossDeviceCopier.Route.class);
+    static final List<Class<?>> LOADED_EARLY = List.of(Bytes.class, CrossDeviceCopier.Route.class,
+            MemoryHandleInfo.class, AdvancedMemoryManager.class, MemoryAccess.class, MemoryType.class);
 
     private final DeviceRegistry registry;
     private final StrategyRegistry strategies;
