@@ -43,6 +43,7 @@ import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.MemoryUsageHint;
 import io.ferrum.memory.api.StreamHandle;
 import io.ferrum.memory.api.StreamManager;
+import io.ferrum.memory.pool.ArenaUpstream;
 import io.ferrum.memory.pool.PoolSettings;
 import io.ferrum.memory.pool.PooledMemoryManager;
 import io.ferrum.memory.pool.StreamExecutor;
@@ -372,7 +373,7 @@ class CudaDeviceGpuTest {
         Device cpu = Device.cpu(0);
         Map<Device, PooledMemoryManager> running = new ConcurrentHashMap<>();
         PoolSettings settings = PoolSettings.defaults().withPeers(running::get);
-        PooledMemoryManager host = PooledMemoryManager.create(new HostArena(cpu), MemoryManagerConfig.defaults(),
+        PooledMemoryManager host = PooledMemoryManager.create(new ArenaUpstream(cpu, 1L << 30, true), MemoryManagerConfig.defaults(),
                 settings, null);
         PooledMemoryManager gpu = PooledMemoryManager.create(
                 new CudaUpstream(PrimaryContext.retain(GPU), CudaSettings.DEFAULTS, new PinnedRanges()),
