@@ -183,4 +183,41 @@ class CrossBackendMappingTest extends RaceHarness {
         assertEquals(0, gpuUp.liveBytes());
         assertEquals("", gpuUp.violations.toString());
     }
+
+    /**
+     * The GPU's bundle stops while a createMapping on its manager is between carving the block
+     * (its first handle named) and asking the host for the alias: here the close runs in full from
+     * the pressure callback that allocation tells, so it looks for aliased blocks before the alias
+     * exists. The mapping must be refused as a call on a closed manager and the host must name
+     * nothing of the GPU. The call answered a mapping whose first handle the close had unregistered,
+     * and the host kept the alias as a live handle of the closed GPU manager: it refused to close if
+     * unused, and reached the GPU's upstream, for as long as it ran.
+     */
+    @Test
+    void aMappingWhoseOwnerClosesBeforeItsAliasIsIssuedIsRefusedAndTheHostKeepsNothing() throws Exception {
+        PooledMemoryManager host = manager(new ArenaUpstream(HOST, 64 * MiB, true), settings);
+        running.put(HOST, host);
+        ArenaUpstream gpuUp = new ArenaUpstream(GPU, 64 * MiB, true);
+        PooledMemoryManager gpu = PooledMemoryManager.create(gpuUp, config(pool(MiB, MiB, 256)),
+                settings.withCapacity(MiB), null);
+        running.put(GPU, gpu);
+        CompletableFuture<Object> closed = new CompletableFuture<>();
+        gpu.setPressureCallback(p -> {
+            if (!closed.isDone()) {
+                // The allocation named the block and tells its pressure: the bundle stops now.
+                start("gpu-close", () -> {
+                    gpu.close();
+                    return null;
+                }).whenComplete((v, e) -> closed.complete(e == null ? "closed" : e));
+                closed.join();
+            }
+        });
+        DeviceUnavailableException e = assertThrows(DeviceUnavailableException.class,
+                () -> gpu.createMapping(HOST, GPU, 800 * KiB));
+        assertEquals("closed", closed.get(30, TimeUnit.SECONDS));
+        assertEquals(GPU, e.device(), e.getMessage());
+        assertTrue(host.handles().isEmpty(), "the host names no block of the closed GPU: " + host.handles());
+        assertTrue(host.closeIfUnused(), "the host names no live block: it closes if unused");
+        assertEquals(0, gpuUp.liveBytes());
+    }
 }

@@ -28,4 +28,11 @@ interface AliasIssuer {
      * manager is closed, and a free of it is taken.
      */
     void ownerClosed(Block b, Device owner);
+
+    /**
+     * Takes back {@code alias}, just issued for {@code b} by {@link #issueAlias}, before anyone got
+     * it: the block's manager closed during the mapping, perhaps before it could see the alias
+     * ({@link #ownerClosed}). Leaves no record of it, whichever of the two ends it.
+     */
+    void withdrawAlias(Block b, long alias);
 }

@@ -27,7 +27,9 @@ import io.ferrum.memory.pool.PooledMemoryManager;
  * <p><b>Invariants.</b> A mapping's block is counted as named twice before its first handle is
  * published (a free of the guessable first handle leaves it to the second); a mapping whose second
  * handle cannot be issued, or whose peer closed during the call (its alias died as it was issued),
- * gives its block back and is refused. An alias issued for a peer's block is recorded by
+ * gives its block back and is refused; so is one whose own manager closed during the call, after
+ * taking its alias back from the peer (that close may have looked for aliases before it existed).
+ * An alias issued for a peer's block is recorded by
  * the issuer until freed or closed ({@link IssuedAliases}).
  */
 final class Mappings {
@@ -153,6 +155,13 @@ final class Mappings {
             freeQuietly(primary);
             throw e;
         }
+        if (peer != null && lifecycle.closed) {
+            // This manager closed after the block was carved: its close may have looked for aliased
+            // blocks before this one had its alias, and would leave the alias to name a block of a
+            // closed manager in the peer's table. The close unregisters (or did) the first handle.
+            peer.withdrawAlias(b, alias);
+            throw checks.closed();
+        }
         if (peer != null && peer.isClosed()) {
             // The peer closed after it was found: the alias died as it was issued (or dies now, with
             // the rest of the peer's), so no mapping exists. Refused as a call after that close would
@@ -196,6 +205,25 @@ final class Mappings {
         b.issuer = null;
         issuedAliases.remove(b, alias);
         handles.recycleForeign(alias);
+    }
+
+    /**
+     * Takes back {@code alias}, issued here for {@code b} by a mapping its manager refused (see
+     * {@link AliasIssuer#withdrawAlias}). Recorded before it is claimed, so the record goes first;
+     * an {@link #ownerClosed} that wins the claim orphaned it before, so that record goes after.
+     */
+    void withdraw(Block b, long alias) {
+        issuedAliases.remove(b, alias);
+        int left = b.claim(alias);
+        if (left < 0) {
+            issuedAliases.forgetOrphan(alias); // the owner's close took it: no one holds the alias
+            return;
+        }
+        b.issuer = null;
+        handles.recycleForeign(alias);
+        if (left == 0) {
+            b.pool.reclaimer.lastNameGone(b, null);
+        }
     }
 
     /** This manager issues an alias for a peer's block (see {@link AliasIssuer#issueAlias}). */

@@ -521,6 +521,11 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
     }
 
     @Override
+    public void withdrawAlias(Block b, long alias) {
+        mappings.withdraw(b, alias);
+    }
+
+    @Override
     public void prefetch(MemoryHandle handle, Device target) {
         Checks.prefetchTarget(target);
         transfers.prefetch(resolve(handle), handle, target);
