@@ -172,6 +172,35 @@ class EnginePeerCopyTest extends EngineTestSupport {
     }
 
     /**
+     * The same with the manager itself as target, where the engine copies as {@code copy} does: a
+     * block staged by the caller's action answers false there too, as the contract says. It answered
+     * true: the copy into the action's block went to the device and was erased by the action's
+     * write-back, and the copy from it read the device's bytes, not the action's.
+     */
+    @Test
+    void aBlockStagedByTheCallersActionIsNotCopiedWithTheManagerItselfAsTarget() {
+        PooledMemoryManager a = peer(new ArenaUpstream(D1, 64 * MiB, false));
+        MemoryHandle src = a.allocate(4096, D1);
+        MemoryHandle dst = a.allocate(4096, D1);
+        fill(a, src, 4096, 1);
+        fill(a, dst, 4096, 2);
+        byte[] srcBefore = bytes(a, src, 4096);
+        byte[] dstBefore = bytes(a, dst, 4096);
+        boolean intoStaged = a.withMapped(dst, io.ferrum.memory.api.MemoryAccess.READ_WRITE,
+                view -> a.copyToPeer(MemoryTransfer.of(src, dst, 4096), a));
+        assertEquals(java.util.Arrays.toString(dstBefore), java.util.Arrays.toString(bytes(a, dst, 4096)),
+                "the write-back erased what the copy put into the action's block");
+        assertFalse(intoStaged, "destination staged, yet the copy answered that its bytes arrived");
+        boolean fromStaged = a.withMapped(src, io.ferrum.memory.api.MemoryAccess.READ_WRITE, view -> {
+            view.fill((byte) 9); // the action's bytes: the block's, for this thread
+            return a.copyToPeer(MemoryTransfer.of(src, dst, 4096), a);
+        });
+        assertFalse(fromStaged, "source staged");
+        assertEquals(java.util.Arrays.toString(dstBefore), java.util.Arrays.toString(bytes(a, dst, 4096)));
+        assertFalse(java.util.Arrays.equals(srcBefore, bytes(a, src, 4096)), "the action's write-back went through");
+    }
+
+    /**
      * A closed manager refuses as closed whatever the target: a manager it does not know as a peer
      * (another backend's), a closed peer, or itself. It answered false for the first two, which
      * says "this manager cannot reach that memory, stage the bytes through host memory" where the

@@ -237,9 +237,10 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
      * object, an engine of this class and open; its block is resolved and checked by its own table,
      * and the copy runs as a {@link #copy} between two managers' blocks does ({@link Transfers}: the
      * source's upstream moves the bytes; scopes hold both blocks, so neither a free nor either
-     * manager's close releases them meanwhile). A block an action of the calling thread holds a
-     * staging copy of ({@link DataPath}, "Nested calls on staged memory") answers false: a device copy
-     * would neither read nor keep that copy's bytes.
+     * manager's close releases them meanwhile); with itself as target, as {@link #copy}. Whatever the
+     * target, a block an action of the calling thread holds a staging copy of ({@link DataPath},
+     * "Nested calls on staged memory") answers false: a device copy would neither read nor keep that
+     * copy's bytes.
      */
     @Override
     public boolean copyToPeer(MemoryTransfer transfer, DeviceMemoryManager target) {
@@ -250,11 +251,8 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         // Before the peer is looked for: a closed manager is refused as closed, not answered "cannot
         // reach" (false), which would send its caller to stage the bytes through host memory.
         checkOpen();
-        if (target == this) {
-            copy(transfer.src(), transfer.dst(), transfer.size(), transfer.srcOffset(), transfer.dstOffset());
-            return true;
-        }
-        PoolEngine peer = peer(target);
+        // Itself as target: copied as copy does, but a block staged by the caller answers false too.
+        PoolEngine peer = target == this ? this : peer(target);
         if (peer == null) {
             return false;
         }
