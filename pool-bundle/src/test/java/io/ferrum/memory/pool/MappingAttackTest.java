@@ -1,6 +1,7 @@
 package io.ferrum.memory.pool;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -17,6 +18,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryInfo;
@@ -121,6 +123,40 @@ class MappingAttackTest extends RaceHarness {
         b.close();
         assertEquals(0, up1.liveBytes(), "cpu:1's chunks are still reserved with both managers closed and nothing in use");
         assertTrue(up1.closed, "cpu:1's upstream is closed");
+        assertEquals(0, up2.liveBytes());
+        assertEquals("", up1.violations.toString() + up2.violations.toString());
+    }
+
+    /**
+     * As above, but the user closes cpu:1 again once the read ended, as its close's warning says:
+     * the second close releases cpu:1's MAPPED pool and closes its upstream. The alias cpu:2 holds
+     * was kept at the first close only so that its free could release that pool; with the pool
+     * released it must die as at a close without a stuck view. It stayed live: cpu:2 reported it
+     * as its handle, refused to close if unused, and kept the closed cpu:1 reachable.
+     */
+    @Test
+    void anAliasKeptForAStuckViewDiesWhenASecondCloseReleasesThePool() throws Exception {
+        HookedUpstream up1 = new HookedUpstream(CPU1, 64 * MiB);
+        HookedUpstream up2 = new HookedUpstream(CPU2, 64 * MiB);
+        PooledMemoryManager a = running(up1);
+        PooledMemoryManager b = running(up2);
+        MemoryMapping mapping = a.createMapping(CPU1, CPU2, 4 * KiB);
+        MemorySegment view = b.mapMemory(mapping.target(), MemoryAccess.READ_WRITE);
+        Pipe pipe = Pipe.open();
+        start("native-read", () -> pipe.source().read(view.asByteBuffer()));
+        ReviewRacesTest.awaitInNativeRead(threads.get(threads.size() - 1));
+        a.close(); // the view is in use: cpu:1's MAPPED pool keeps its chunks, and the alias
+        assertTrue(b.owns(mapping.target()), "kept with the pool");
+        pipe.source().close(); // the read ends
+        threads.get(threads.size() - 1).join(30_000);
+        a.close(); // the second close the first one's warning asks for
+        assertEquals(0, up1.liveBytes(), "the second close released cpu:1's pool");
+        assertTrue(up1.closed, "cpu:1's upstream is closed");
+        assertFalse(b.owns(mapping.target()), "the alias of a released pool is not a live handle of cpu:2");
+        DeviceUnavailableException e = assertThrows(DeviceUnavailableException.class,
+                () -> b.read(mapping.target(), 0, MemorySegment.ofArray(new byte[8])));
+        assertEquals(CPU1, e.device(), e.getMessage());
+        assertTrue(b.closeIfUnused(), "cpu:2 names no live block: it closes if unused");
         assertEquals(0, up2.liveBytes());
         assertEquals("", up1.violations.toString() + up2.violations.toString());
     }

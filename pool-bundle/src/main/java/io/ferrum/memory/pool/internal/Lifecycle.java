@@ -63,6 +63,12 @@ final class Lifecycle {
     private int deciding;
     /** The close itself and each pool whose release waits for its last work; the upstream closes at zero. */
     private final AtomicInteger closeHolds = new AtomicInteger(1);
+    /**
+     * Blocks of pools that a view in native use kept at close, named by aliases in peers' tables:
+     * those aliases stay so that their frees may release the pools, and die once the last of this
+     * manager's memory is released ({@link #finishClose}). Set by the close before it lets go of its hold.
+     */
+    private volatile List<Block> keptAliases = List.of();
 
     Lifecycle(DeviceUpstream upstream, DeviceAccount account, PoolLog log, Pool[] pools) {
         this.device = upstream.device();
@@ -235,6 +241,7 @@ final class Lifecycle {
         List<DeviceChunk> chunks = new ArrayList<>();
         // Blocks named by aliases in peers' tables: those aliases die after the pools' locks go.
         List<Block> aliased = new ArrayList<>();
+        List<Block> kept = new ArrayList<>();
         // Asked once, only when a scope is inside a block: a close called from a withMapped action.
         Boolean insideAction = null;
         for (Pool pool : pools) {
@@ -275,8 +282,10 @@ final class Lifecycle {
                 if (!pool.stuckViews.isEmpty()) {
                     // A view a native operation holds keeps the pool's chunks: the aliases stay, so
                     // that the last of their frees may release them (releaseIfDone), as it would
-                    // for the view of an aliased block.
-                    aliased.subList(aliasedBefore, aliased.size()).clear();
+                    // for the view of an aliased block, until the pool is released otherwise.
+                    List<Block> stay = aliased.subList(aliasedBefore, aliased.size());
+                    kept.addAll(stay);
+                    stay.clear();
                 }
                 if (pool.inflight == 0 && pool.stuckViews.isEmpty()) {
                     chunks.addAll(pool.takeAllChunks());
@@ -292,15 +301,11 @@ final class Lifecycle {
                 pool.lock.unlock();
             }
         }
-        releaseChunks(chunks);
-        // An alias in a peer's table dies (the peer then answers that this manager is closed), so
-        // that the peer keeps nothing of this manager: on another backend, another bundle's classes.
-        for (Block b : aliased) {
-            AliasIssuer issuer = b.issuer;
-            if (issuer != null) {
-                issuer.ownerClosed(b, device);
-            }
+        if (!kept.isEmpty()) {
+            keptAliases = kept;
         }
+        releaseChunks(chunks);
+        endAliases(aliased);
         if (stuck > 0) {
             log.warn(device + ": closed while native operations still used " + stuck + " mapped views;"
                     + " their pools' memory stays reserved until those views can close (the last handle of their blocks"
@@ -347,7 +352,24 @@ final class Lifecycle {
         }
     }
 
-    /** Drops one hold on the upstream (the close's own, or a pool's deferred release); the last closes it. */
+    /**
+     * Outside the locks: each alias in a peer's table of {@code blocks} dies (the peer then answers
+     * that this manager is closed), so that the peer keeps nothing of this manager: on another
+     * backend, another bundle's classes.
+     */
+    private void endAliases(List<Block> blocks) {
+        for (Block b : blocks) {
+            AliasIssuer issuer = b.issuer;
+            if (issuer != null) {
+                issuer.ownerClosed(b, device);
+            }
+        }
+    }
+
+    /**
+     * Drops one hold on the upstream (the close's own, or a pool's deferred release); the last closes
+     * it, and ends the aliases kept for views in native use: no pool is left for their frees to release.
+     */
     void finishClose() {
         if (closeHolds.decrementAndGet() == 0) {
             try {
@@ -355,6 +377,9 @@ final class Lifecycle {
             } catch (RuntimeException e) {
                 log.warn(device + ": closing the upstream failed", e);
             }
+            List<Block> kept = keptAliases;
+            keptAliases = List.of();
+            endAliases(kept);
         }
     }
 }
