@@ -158,7 +158,9 @@ final class Mappings {
         if (peer != null && lifecycle.closed) {
             // This manager closed after the block was carved: its close may have looked for aliased
             // blocks before this one had its alias, and would leave the alias to name a block of a
-            // closed manager in the peer's table. The close unregisters (or did) the first handle.
+            // closed manager in the peer's table. The first handle goes first, unless the close took
+            // it: the block of a refused call is no allocation for the close to report.
+            handles.unregister(b, primary.id());
             peer.withdrawAlias(b, alias);
             throw checks.closed();
         }
