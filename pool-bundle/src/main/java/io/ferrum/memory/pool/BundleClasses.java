@@ -53,7 +53,9 @@ public final class BundleClasses {
         }
         ClassLoader loader = wiring.getClassLoader();
         load(wiring, "/", BundleWiring.FINDENTRIES_RECURSE, loader);
-        for (BundleWire wire : wiring.getRequiredWires(PackageNamespace.PACKAGE_NAMESPACE)) {
+        List<BundleWire> wires = wiring.getRequiredWires(PackageNamespace.PACKAGE_NAMESPACE);
+        // Null once the wiring is no longer in use (refreshed away meanwhile): nothing to load for it.
+        for (BundleWire wire : wires == null ? List.<BundleWire>of() : wires) {
             BundleWiring exporter = wire.getProviderWiring();
             Object name = wire.getCapability().getAttributes().get(PackageNamespace.PACKAGE_NAMESPACE);
             if (exporter != null && exporter.getRevision().getBundle().getBundleId() != 0 && name instanceof String pkg) {
