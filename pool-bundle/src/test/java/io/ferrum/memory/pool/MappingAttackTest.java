@@ -106,19 +106,13 @@ class MappingAttackTest extends RaceHarness {
      */
     @Test
     void theLastNameOfABlockAClosedPoolKeptForAStuckViewReleasesThePool() throws Exception {
-        HookedUpstream up1 = new HookedUpstream(CPU1, 64 * MiB);
-        HookedUpstream up2 = new HookedUpstream(CPU2, 64 * MiB);
-        PooledMemoryManager a = running(up1);
-        PooledMemoryManager b = running(up2);
-        MemoryMapping mapping = a.createMapping(CPU1, CPU2, 4 * KiB);
-        MemorySegment view = b.mapMemory(mapping.target(), MemoryAccess.READ_WRITE);
-        Pipe pipe = Pipe.open();
-        start("native-read", () -> pipe.source().read(view.asByteBuffer()));
-        ReviewRacesTest.awaitInNativeRead(threads.get(threads.size() - 1));
-        a.close(); // the view is in use: cpu:1's MAPPED pool keeps its chunks
+        StuckView s = closedUnderANativeRead();
+        HookedUpstream up1 = s.up1();
+        HookedUpstream up2 = s.up2();
+        PooledMemoryManager b = s.b();
+        MemoryMapping mapping = s.mapping();
         assertTrue(up1.liveBytes() > 0, "the view in use kept cpu:1's chunk");
-        pipe.source().close(); // the read ends
-        threads.get(threads.size() - 1).join(30_000);
+        s.endRead();
         b.deallocate(mapping.target());
         b.close();
         assertEquals(0, up1.liveBytes(), "cpu:1's chunks are still reserved with both managers closed and nothing in use");
@@ -136,19 +130,14 @@ class MappingAttackTest extends RaceHarness {
      */
     @Test
     void anAliasKeptForAStuckViewDiesWhenASecondCloseReleasesThePool() throws Exception {
-        HookedUpstream up1 = new HookedUpstream(CPU1, 64 * MiB);
-        HookedUpstream up2 = new HookedUpstream(CPU2, 64 * MiB);
-        PooledMemoryManager a = running(up1);
-        PooledMemoryManager b = running(up2);
-        MemoryMapping mapping = a.createMapping(CPU1, CPU2, 4 * KiB);
-        MemorySegment view = b.mapMemory(mapping.target(), MemoryAccess.READ_WRITE);
-        Pipe pipe = Pipe.open();
-        start("native-read", () -> pipe.source().read(view.asByteBuffer()));
-        ReviewRacesTest.awaitInNativeRead(threads.get(threads.size() - 1));
-        a.close(); // the view is in use: cpu:1's MAPPED pool keeps its chunks, and the alias
+        StuckView s = closedUnderANativeRead(); // cpu:1's MAPPED pool keeps its chunks, and the alias
+        HookedUpstream up1 = s.up1();
+        HookedUpstream up2 = s.up2();
+        PooledMemoryManager a = s.a();
+        PooledMemoryManager b = s.b();
+        MemoryMapping mapping = s.mapping();
         assertTrue(b.owns(mapping.target()), "kept with the pool");
-        pipe.source().close(); // the read ends
-        threads.get(threads.size() - 1).join(30_000);
+        s.endRead();
         a.close(); // the second close the first one's warning asks for
         assertEquals(0, up1.liveBytes(), "the second close released cpu:1's pool");
         assertTrue(up1.closed, "cpu:1's upstream is closed");
@@ -159,5 +148,29 @@ class MappingAttackTest extends RaceHarness {
         assertTrue(b.closeIfUnused(), "cpu:2 names no live block: it closes if unused");
         assertEquals(0, up2.liveBytes());
         assertEquals("", up1.violations.toString() + up2.violations.toString());
+    }
+
+    /** cpu:1 closed while an NIO read holds cpu:2's view of its alias; {@link #endRead} ends the read. */
+    private record StuckView(HookedUpstream up1, HookedUpstream up2, PooledMemoryManager a, PooledMemoryManager b,
+                             MemoryMapping mapping, Pipe pipe, Thread reader) {
+        void endRead() throws Exception {
+            pipe.source().close();
+            reader.join(30_000);
+        }
+    }
+
+    private StuckView closedUnderANativeRead() throws Exception {
+        HookedUpstream up1 = new HookedUpstream(CPU1, 64 * MiB);
+        HookedUpstream up2 = new HookedUpstream(CPU2, 64 * MiB);
+        PooledMemoryManager a = running(up1);
+        PooledMemoryManager b = running(up2);
+        MemoryMapping mapping = a.createMapping(CPU1, CPU2, 4 * KiB);
+        MemorySegment view = b.mapMemory(mapping.target(), MemoryAccess.READ_WRITE);
+        Pipe pipe = Pipe.open();
+        start("native-read", () -> pipe.source().read(view.asByteBuffer()));
+        Thread reader = threads.get(threads.size() - 1);
+        ReviewRacesTest.awaitInNativeRead(reader);
+        a.close(); // the view is in use: cpu:1's MAPPED pool keeps its chunks
+        return new StuckView(up1, up2, a, b, mapping, pipe, reader);
     }
 }
