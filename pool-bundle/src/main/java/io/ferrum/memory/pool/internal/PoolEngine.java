@@ -221,15 +221,36 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
 
     @Override
     public void copy(MemoryHandle src, MemoryHandle dst, long size, long srcOffset, long dstOffset) {
+        copyInto(this, src, dst, size, srcOffset, dstOffset, false);
+    }
+
+    /**
+     * Copies from a block of this manager into one of {@code owner} (this manager, or a peer): each
+     * handle resolved and its range checked by its own manager, both blocks held by scopes.
+     *
+     * @param declineStaged answer false, copying nothing, when an action of the calling thread holds
+     *                      either block as a staging copy ({@link #copyToPeer})
+     * @return false only when {@code declineStaged} declined
+     */
+    private boolean copyInto(PoolEngine owner, MemoryHandle src, MemoryHandle dst, long size, long srcOffset,
+                             long dstOffset, boolean declineStaged) {
         Block s = resolve(src);
-        Block d = resolve(dst);
+        Block d = owner.resolve(dst);
         checks.range(src, s, srcOffset, size, "source");
-        checks.range(dst, d, dstOffset, size, "destination");
+        owner.checks.range(dst, d, dstOffset, size, "destination");
+        if (declineStaged && (DataPath.stagedByCaller(s) || DataPath.stagedByCaller(d))) {
+            // Inside a withMapped action on memory the CPU cannot address, the action's staging copy is
+            // the block for this thread: its source bytes may be newer than the device's, and its
+            // write-back would erase what a device copy put into the destination. Read and write honour
+            // it, so the caller stages the bytes (the router reads, then writes, as before issue 16).
+            return false;
+        }
         try {
             transfers.copy(s, src.id(), srcOffset, d, dst.id(), dstOffset, size);
         } catch (Scopes.StaleName e) {
-            throw checks.invalidHandle(s.isNamedBy(src.id()) ? dst : src);
+            throw s.isNamedBy(src.id()) ? owner.checks.invalidHandle(dst) : checks.invalidHandle(src);
         }
+        return true;
     }
 
     /**
@@ -256,25 +277,8 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         if (peer == null) {
             return false;
         }
-        Block s = resolve(transfer.src());
-        Block d = peer.resolve(transfer.dst());
-        checks.range(transfer.src(), s, transfer.srcOffset(), transfer.size(), "source");
-        peer.checks.range(transfer.dst(), d, transfer.dstOffset(), transfer.size(), "destination");
-        if (DataPath.stagedByCaller(s) || DataPath.stagedByCaller(d)) {
-            // Inside a withMapped action on memory the CPU cannot address, the action's staging copy is
-            // the block for this thread: its source bytes may be newer than the device's, and its
-            // write-back would erase what a device copy put into the destination. Read and write honour
-            // it, so the caller stages the bytes (the router reads, then writes, as before issue 16).
-            return false;
-        }
-        try {
-            transfers.copy(s, transfer.src().id(), transfer.srcOffset(), d, transfer.dst().id(), transfer.dstOffset(),
-                    transfer.size());
-        } catch (Scopes.StaleName e) {
-            throw s.isNamedBy(transfer.src().id()) ? peer.checks.invalidHandle(transfer.dst())
-                    : checks.invalidHandle(transfer.src());
-        }
-        return true;
+        return copyInto(peer, transfer.src(), transfer.dst(), transfer.size(), transfer.srcOffset(),
+                transfer.dstOffset(), true);
     }
 
     /** @return {@code target} when it is an open peer of this manager's backend, else null */
