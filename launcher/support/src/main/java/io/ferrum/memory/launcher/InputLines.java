@@ -24,7 +24,7 @@ import java.util.HexFormat;
  * line longer than {@link #MAX_LINE} is refused too, not kept. Lines end as a {@code BufferedReader}
  * ends them, at {@code \n}, {@code \r} or {@code \r\n}, which every encoding a standard input has in
  * practice writes as those single bytes; an encoding that does not (UTF-16) is read through a
- * {@code Reader} instead.
+ * {@code Reader} instead, with the same ends and limit.
  */
 final class InputLines {
     /** A line whose bytes are not valid in the encoding: the message names its number (from 1) and the bytes. */
@@ -73,7 +73,7 @@ final class InputLines {
      */
     String next() throws IOException {
         if (!asciiLines) {
-            String line = reader.readLine();
+            String line = readerLine();
             // A byte order mark the decoder kept (UTF-16LE, UTF-16BE) is no part of the first command.
             return number++ == 0 && line != null && line.startsWith("\ufeff") ? line.substring(1) : line;
         }
@@ -128,6 +128,41 @@ final class InputLines {
                     + "; it was not run. Save the script in " + name
                     + (charset.equals(StandardCharsets.UTF_8) ? "" : ", or start Java with -Dstdin.encoding=UTF-8 for a UTF-8 script"));
         }
+    }
+
+    /**
+     * A line of an encoding read through the {@code Reader}, ended as the bytes' lines are. Such an
+     * encoding (UTF-16, UTF-32) writes each character in two bytes or more, so a line of
+     * {@code MAX_LINE / 2} characters holds at least {@link #MAX_LINE} bytes: a longer one is read to
+     * its end, not kept, and refused.
+     *
+     * @return the line without its end, or null at the end of the input
+     */
+    private String readerLine() throws IOException {
+        StringBuilder line = new StringBuilder();
+        int c = reader.read();
+        if (c == '\n' && afterReturn) {
+            c = reader.read(); // the \n of a \r\n whose \r ended the line before
+        }
+        afterReturn = false;
+        boolean tooLong = false;
+        for (; c >= 0 && c != '\n' && c != '\r'; c = reader.read()) {
+            if (line.length() < MAX_LINE / 2) {
+                line.append((char) c);
+            } else {
+                tooLong = true;
+            }
+        }
+        if (c < 0 && line.isEmpty()) {
+            return null;
+        }
+        afterReturn = c == '\r';
+        if (tooLong) {
+            number++;
+            throw new Malformed("line " + number + " of standard input is longer than " + (MAX_LINE >> 20)
+                    + " MiB; it was not run");
+        }
+        return line.toString();
     }
 
     /**

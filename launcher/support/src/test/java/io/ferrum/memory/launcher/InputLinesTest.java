@@ -158,4 +158,32 @@ class InputLinesTest {
         assertEquals("mem:gc", lines.next());
         assertNull(lines.next());
     }
+
+    /**
+     * A binary file piped in under a UTF-16 {@code stdin.encoding}: the {@code Reader}'s line had no
+     * limit, so the whole input went into one line in memory.
+     */
+    @Test
+    void aLineLongerThanTheLimitIsRefusedInAnEncodingReadAsTextToo() throws Exception {
+        byte[] after = "\r\nmem:gc\r\n".getBytes(StandardCharsets.UTF_16BE);
+        long length = InputLines.MAX_LINE + 2L; // bytes: MAX_LINE / 2 + 1 characters
+        java.io.InputStream endless = new java.io.InputStream() {
+            private long at;
+
+            @Override
+            public int read() {
+                if (at < length) {
+                    return at++ % 2 == 0 ? 0 : 'a';
+                }
+                int i = (int) (at++ - length);
+                return i < after.length ? after[i] & 0xff : -1;
+            }
+        };
+        InputLines lines = new InputLines(endless, StandardCharsets.UTF_16BE);
+        InputLines.Malformed refused = assertThrows(InputLines.Malformed.class, lines::next);
+        assertEquals("line 1 of standard input is longer than " + InputLines.MAX_LINE / (1 << 20) + " MiB; it was not run",
+                refused.getMessage());
+        assertEquals("mem:gc", lines.next(), "the next line, its \\r\\n one end");
+        assertNull(lines.next());
+    }
 }
