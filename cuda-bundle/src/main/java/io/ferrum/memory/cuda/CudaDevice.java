@@ -4,6 +4,7 @@ import org.osgi.framework.BundleContext;
 import org.osgi.service.log.Logger;
 
 import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.pool.DeviceRegistration;
 import io.ferrum.memory.pool.PoolSettings;
 import io.ferrum.memory.pool.PooledMemoryManager;
@@ -87,6 +88,41 @@ final class CudaDevice {
 
     PooledMemoryManager manager() {
         return manager;
+    }
+
+    /**
+     * Stops this GPU for a restart, but only while it holds no live block: a restart drops every
+     * block, and a configuration edit must not take its users' memory. The check and the close are
+     * one step ({@link PooledMemoryManager#closeIfUnused}), so a block allocated meanwhile either
+     * makes it refuse or is refused as on a closed manager.
+     *
+     * @return null when the GPU stopped; else why not, for the refusal (nothing changed then)
+     */
+    String stopIfUnused() {
+        String refusal = whyInUse(manager, device);
+        if (refusal == null) {
+            stop();
+        }
+        return refusal;
+    }
+
+    /**
+     * Closes {@code manager} if it holds no live block.
+     *
+     * @return null when it is closed on return; else what it holds that a restart would drop
+     */
+    static String whyInUse(PooledMemoryManager manager, Device device) {
+        if (manager.isClosed() || manager.closeIfUnused()) {
+            return null;
+        }
+        MemoryInfo info = manager.memoryInfo();
+        long blocks = info.activeAllocations();
+        // closeIfUnused also counts the names it holds for other devices' blocks (createMapping's
+        // aliases), which the manager's own figures leave out.
+        return device + " holds " + (blocks > 0
+                ? blocks + (blocks == 1 ? " live block (" : " live blocks (") + info.usedBytes() + " bytes)"
+                : "names of another device's blocks (mappings)")
+                + " that a restart would drop; free them first";
     }
 
     /** Unregisters, then gives everything back: memory, staging, streams, contexts. */

@@ -27,8 +27,11 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
  * with a factory configuration of its own ({@link ConfiguredCudaDevice}) runs with that one instead.
  *
  * <p>This component is the one owner of the running GPUs: a configuration arriving, changing or
- * leaving restarts just that GPU (its handles become invalid, as after any restart). A refused
- * configuration changes nothing and says why (see {@link CudaDeviceConfigs#refusal}).
+ * leaving restarts just that GPU, but only while it holds no live block (a restart drops every
+ * block; see {@link CudaDevice#stopIfUnused}): otherwise the GPU keeps running as it was and one
+ * error line says what it holds. A refused configuration changes nothing and says why (see {@link
+ * CudaDeviceConfigs#refusal}). Pool attributes are not applied to a running GPU's pools in place, as
+ * the CPU backend does: on a GPU every change is a restart.
  */
 @Component(service = CudaDevices.class, configurationPid = CudaBackend.PID,
         configurationPolicy = ConfigurationPolicy.OPTIONAL, immediate = true, property = CudaBackend.REQUIRES_GPU)
@@ -73,8 +76,10 @@ public final class CudaDevices {
         }
         defaults = config;
         for (int i = 0; i < count; i++) {
-            if (!own.containsKey(i)) {
-                restart(i);
+            String refused = own.containsKey(i) ? null : restart(i);
+            if (refused != null && log != null) {
+                log.error("Configuration {} (every GPU) not applied to cuda:{}: {}; cuda:{} keeps running as it was,"
+                        + " and takes the new settings at its next restart", CudaBackend.PID, i, refused, i);
             }
         }
     }
@@ -91,14 +96,28 @@ public final class CudaDevices {
         if (refusal != null) {
             throw new InvalidMemoryRequestException(refusal);
         }
-        own.put(index, config);
-        restart(index);
+        CudaDeviceConfig before = own.put(index, config);
+        String refused = restart(index);
+        if (refused != null) {
+            if (before == null) {
+                own.remove(index);
+            } else {
+                own.put(index, before);
+            }
+            throw new InvalidMemoryRequestException("Configuration of cuda:" + index + " refused: " + refused
+                    + ", then save the file again");
+        }
     }
 
     /** Takes {@code cuda:index}'s own configuration away if it is {@code config}: back to the defaults. */
     synchronized void unconfigure(int index, CudaDeviceConfig config) {
         if (own.get(index) == config && own.remove(index) != null) {
-            restart(index);
+            String refused = restart(index);
+            if (refused != null && log != null) {
+                log.error("The configuration of cuda:{} was removed: going back to the settings of {} restarts it, but {};"
+                        + " cuda:{} keeps running with the removed settings until its next restart (a change of {})",
+                        index, CudaBackend.PID, refused, index, CudaBackend.PID);
+            }
         }
     }
 
@@ -107,12 +126,18 @@ public final class CudaDevices {
         return Map.copyOf(running);
     }
 
-    private void restart(int index) {
-        CudaDevice d = running.remove(index);
+    /** @return null when {@code cuda:index} restarted (or started); else why it kept running, unchanged */
+    private String restart(int index) {
+        CudaDevice d = running.get(index);
         if (d != null) {
-            d.stop();
+            String refused = d.stopIfUnused();
+            if (refused != null) {
+                return refused;
+            }
+            running.remove(index);
         }
         startQuietly(index);
+        return null;
     }
 
     /** Starts a GPU; a failure is logged in one line and leaves that GPU off, the others on. */
