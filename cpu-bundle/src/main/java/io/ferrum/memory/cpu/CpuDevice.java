@@ -1,6 +1,5 @@
 package io.ferrum.memory.cpu;
 
-import java.util.EnumMap;
 import java.util.Hashtable;
 import java.util.List;
 import java.util.Locale;
@@ -193,7 +192,7 @@ abstract class CpuDevice {
         }
         if (refusal == null && running != null && device.index() == index && onlyPoolsDiffer(running, cfg)) {
             try {
-                applyPools(managerConfig(cfg));
+                manager.configurePools(managerConfig(cfg));
                 running = cfg;
                 clearRejection();
                 if (log != null) {
@@ -234,46 +233,6 @@ abstract class CpuDevice {
         stop();
         clearRejection();
         start(context, cfg, index, log);
-    }
-
-    /**
-     * Gives every pool its new configuration, or none: each is checked against its live blocks
-     * first, so that a refusal (a maxSize below what one pool uses) leaves every pool as it was.
-     *
-     * @throws InvalidMemoryRequestException naming the pool that refused; no pool changed
-     */
-    private void applyPools(MemoryManagerConfig next) {
-        for (MemoryType type : MemoryType.values()) {
-            manager.checkPoolConfig(type, poolOf(next, type));
-        }
-        Map<MemoryType, MemoryPoolConfig> before = new EnumMap<>(MemoryType.class);
-        try {
-            for (MemoryType type : MemoryType.values()) {
-                before.put(type, manager.poolConfig(type));
-                manager.configurePool(device, type, poolOf(next, type));
-            }
-        } catch (MemoryException e) {
-            // A block allocated since the check made a pool refuse, or a pool could not pre-allocate
-            // its new initial size: the pools changed already go back.
-            before.forEach((type, previous) -> {
-                try {
-                    manager.configurePool(device, type, previous);
-                } catch (MemoryException stillRefused) {
-                    // its previous limit held its blocks before; nothing else can refuse it
-                }
-            });
-            throw e;
-        }
-    }
-
-    /**
-     * @return {@code type}'s pool configuration in {@code next}, as a start with it would set it up: a
-     *         pool that only inherits GENERAL's values does not pre-allocate (PooledMemoryManager.create
-     *         pre-allocates the pools the configuration names), where configurePool would
-     */
-    private static MemoryPoolConfig poolOf(MemoryManagerConfig next, MemoryType type) {
-        MemoryPoolConfig cfg = next.poolConfig(type);
-        return cfg.preAllocate() && !next.poolConfigs().containsKey(type) ? cfg.toBuilder().preAllocate(false).build() : cfg;
     }
 
     /**

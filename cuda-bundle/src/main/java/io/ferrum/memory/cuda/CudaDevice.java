@@ -21,6 +21,8 @@ import io.ferrum.memory.pool.ProvidesDeviceServices;
 @ProvidesDeviceServices
 final class CudaDevice {
     private final Device device;
+    /** The configuration it runs with: its start's, then that of each edit of its pools. */
+    private CudaDeviceConfig config;
     private final CudaStreams streams;
     private final PooledMemoryManager manager;
     private final DeviceRegistration registration;
@@ -28,6 +30,7 @@ final class CudaDevice {
 
     private CudaDevice(BundleContext context, Device device, CudaDeviceConfig cfg, Logger log, PinnedRanges pinned) {
         this.device = device;
+        this.config = cfg;
         this.log = log;
         CudaStreams s = new CudaStreams(PrimaryContext.retain(device));
         PooledMemoryManager m = null;
@@ -122,7 +125,22 @@ final class CudaDevice {
         return device + " holds " + (blocks > 0
                 ? blocks + (blocks == 1 ? " live block (" : " live blocks (") + info.usedBytes() + " bytes)"
                 : "names of another device's blocks (mappings)")
-                + " that a restart would drop; free them first";
+                + " that a restart would drop: free them first";
+    }
+
+    CudaDeviceConfig config() {
+        return config;
+    }
+
+    /**
+     * Applies the pools of {@code next}, a configuration that differs from the running one in pool
+     * attributes only ({@link CudaDeviceConfigs#onlyPoolsDiffer}): every block and handle stays.
+     *
+     * @throws io.ferrum.memory.api.MemoryException naming the pool that refused; no pool changed
+     */
+    void configurePools(CudaDeviceConfig next) {
+        manager.configurePools(CudaDeviceConfigs.managerConfig(next));
+        config = next;
     }
 
     /** Unregisters, then gives everything back: memory, staging, streams, contexts. */

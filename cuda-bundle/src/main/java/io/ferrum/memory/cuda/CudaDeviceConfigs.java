@@ -4,6 +4,7 @@ import java.lang.reflect.Proxy;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.OptionalLong;
 
 import io.ferrum.memory.api.InvalidMemoryRequestException;
@@ -160,6 +161,22 @@ final class CudaDeviceConfigs {
         return new MemoryManagerConfig(Map.of(MemoryType.GENERAL, pool), true, ConfigurationCheck.toFlag("autoGc", cfg.autoGc()),
                 ConfigurationCheck.toDecimal("gcThreshold", cfg.gcThreshold()), ConfigurationCheck.toFlag("debug", cfg.debug()),
                 ConfigurationCheck.toInteger("maxConcurrentTransfers", cfg.maxConcurrentTransfers()));
+    }
+
+    /**
+     * @param a a valid configuration (see {@link #refusal})
+     * @param b another
+     * @return whether they differ in pool attributes only (initialSize, maxSize, growthIncrement,
+     *         autoExpansion, alignment, preAllocate, stats), which a running GPU takes without a restart
+     */
+    static boolean onlyPoolsDiffer(CudaDeviceConfig a, CudaDeviceConfig b) {
+        MemoryManagerConfig x = managerConfig(a);
+        MemoryManagerConfig y = managerConfig(b);
+        return Objects.equals(index(a), index(b)) && capacity(a) == capacity(b)
+                && zeroing(a.zeroing()) == zeroing(b.zeroing()) && threadCacheBytes(a) == threadCacheBytes(b)
+                && settings(a).equals(settings(b)) && x.enableTracking() == y.enableTracking()
+                && x.enableAutoGc() == y.enableAutoGc() && x.gcThreshold() == y.gcThreshold()
+                && x.enableDebug() == y.enableDebug() && x.maxConcurrentTransfers() == y.maxConcurrentTransfers();
     }
 
     static ZeroingPolicy zeroing(String value) {

@@ -19,6 +19,7 @@ import org.osgi.service.log.LoggerFactory;
 import org.osgi.service.metatype.annotations.Designate;
 
 import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryException;
 
 /**
  * Every GPU the driver reports, one {@link CudaDevice} each: {@code cuda:0} ... {@code cuda:N-1}.
@@ -29,9 +30,9 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
  * <p>This component is the one owner of the running GPUs: a configuration arriving, changing or
  * leaving restarts just that GPU, but only while it holds no live block (a restart drops every
  * block; see {@link CudaDevice#stopIfUnused}): otherwise the GPU keeps running as it was and one
- * error line says what it holds. A refused configuration changes nothing and says why (see {@link
- * CudaDeviceConfigs#refusal}). Pool attributes are not applied to a running GPU's pools in place, as
- * the CPU backend does: on a GPU every change is a restart.
+ * error line says what it holds. A change of pool attributes only is applied to the running pools
+ * instead, keeping every block, as the CPU backend does. A refused configuration changes nothing and
+ * says why (see {@link CudaDeviceConfigs#refusal}).
  */
 @Component(service = CudaDevices.class, configurationPid = CudaBackend.PID,
         configurationPolicy = ConfigurationPolicy.OPTIONAL, immediate = true, property = CudaBackend.REQUIRES_GPU)
@@ -104,8 +105,7 @@ public final class CudaDevices {
             } else {
                 own.put(index, before);
             }
-            throw new InvalidMemoryRequestException("Configuration of cuda:" + index + " refused: " + refused
-                    + ", then save the file again");
+            throw new InvalidMemoryRequestException("Configuration of cuda:" + index + " refused: " + refused);
         }
     }
 
@@ -126,9 +126,26 @@ public final class CudaDevices {
         return Map.copyOf(running);
     }
 
-    /** @return null when {@code cuda:index} restarted (or started); else why it kept running, unchanged */
+    /**
+     * Gives {@code cuda:index} the configuration it now has: to its running pools when only pool
+     * attributes changed, else by a restart, which only a GPU holding no live block takes.
+     *
+     * @return null when it applied (or the GPU started); else why not: the GPU runs on unchanged
+     */
     private String restart(int index) {
+        CudaDeviceConfig cfg = own.getOrDefault(index, defaults);
         CudaDevice d = running.get(index);
+        if (d != null && CudaDeviceConfigs.onlyPoolsDiffer(d.config(), cfg)) {
+            try {
+                d.configurePools(cfg);
+            } catch (MemoryException e) {
+                return e.getMessage();
+            }
+            if (log != null) {
+                log.info("cuda:{}: pool configuration applied without a restart", index);
+            }
+            return null;
+        }
         if (d != null) {
             String refused = d.stopIfUnused();
             if (refused != null) {

@@ -22,6 +22,24 @@ class CudaConfigTest {
         assertNull(CudaDeviceConfigs.refusal(CudaDeviceConfigs.DEFAULTS, 0, 1));
     }
 
+    /** What a running GPU takes in place (its pools) and what needs a restart (everything else). */
+    @Test
+    void onlyPoolAttributesAreTakenWithoutARestart() {
+        CudaDeviceConfig base = CudaDeviceConfigs.DEFAULTS;
+        for (Map.Entry<String, Object> pool : Map.<String, Object>of("initialSize", "1048576", "maxSize", "8589934592",
+                "growthIncrement", "67108864", "autoExpansion", "false", "alignment", "4096", "preAllocate", "true",
+                "stats", "false").entrySet()) {
+            assertTrue(CudaDeviceConfigs.onlyPoolsDiffer(base, CudaDeviceConfigs.of(Map.ofEntries(pool))), pool.toString());
+        }
+        for (Map.Entry<String, Object> other : Map.<String, Object>of("capacity", "1073741824", "zeroing", "on-free",
+                "threadCacheBytes", "0", "stagingSlots", "8", "stagingSlotBytes", "1048576", "autoGc", "false",
+                "gcThreshold", "0.5", "debug", "true", "maxConcurrentTransfers", "2", "index", "1").entrySet()) {
+            assertFalse(CudaDeviceConfigs.onlyPoolsDiffer(base, CudaDeviceConfigs.of(Map.ofEntries(other))), other.toString());
+        }
+        assertTrue(CudaDeviceConfigs.onlyPoolsDiffer(base, CudaDeviceConfigs.of(Map.of("zeroing", "NONE"))),
+                "the same value written otherwise is no change");
+    }
+
     @Test
     void indexBeyondTheDevicesIsRefused() {
         String r = CudaDeviceConfigs.refusal(CudaDeviceConfigs.of(Map.of("index", 2)), 2, 2);

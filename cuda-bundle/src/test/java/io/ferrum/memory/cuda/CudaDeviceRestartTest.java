@@ -37,7 +37,7 @@ class CudaDeviceRestartTest {
             MemoryHandle h = m.allocate(4096, GPU);
             byte[] data = {1, 2, 3, 4};
             m.write(h, 0, MemorySegment.ofArray(data));
-            assertEquals("cuda:0 holds 1 live block (4096 bytes) that a restart would drop; free them first",
+            assertEquals("cuda:0 holds 1 live block (4096 bytes) that a restart would drop: free them first",
                     CudaDevice.whyInUse(m, GPU));
             assertFalse(m.isClosed(), "a refused restart leaves the manager serving");
             byte[] back = new byte[4];
@@ -58,7 +58,7 @@ class CudaDeviceRestartTest {
         try {
             m.allocate(1 << 20, GPU);
             m.allocate(1 << 20, GPU);
-            assertEquals("cuda:0 holds 2 live blocks (2097152 bytes) that a restart would drop; free them first",
+            assertEquals("cuda:0 holds 2 live blocks (2097152 bytes) that a restart would drop: free them first",
                     CudaDevice.whyInUse(m, GPU));
         } finally {
             m.close();

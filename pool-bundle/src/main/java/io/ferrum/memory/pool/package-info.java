@@ -8,8 +8,10 @@
  * that runs ordered streams on host threads for devices whose copies are driven from the host.
  * {@link io.ferrum.memory.pool.BundleClasses} defines every class of a backend's bundle before its
  * managers serve, and has its loader load every class it imports from another bundle (2.6: on
- * Equinox a class of a bundle being uninstalled cannot be loaded).
+ * Equinox a class of a bundle being uninstalled cannot be loaded). {@link
+ * io.ferrum.memory.pool.PooledMemoryManager#configurePools} applies an edited configuration's pools
+ * to a running manager, all or none (2.7).
  */
 @org.osgi.annotation.bundle.Export
-@org.osgi.annotation.versioning.Version("2.6.0")
+@org.osgi.annotation.versioning.Version("2.7.0")
 package io.ferrum.memory.pool;
