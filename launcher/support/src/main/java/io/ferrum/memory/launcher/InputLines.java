@@ -13,6 +13,8 @@ import java.nio.charset.MalformedInputException;
 import java.nio.charset.StandardCharsets;
 import java.nio.charset.UnmappableCharacterException;
 import java.util.HexFormat;
+import java.util.function.IntConsumer;
+import java.util.function.IntSupplier;
 
 /**
  * The lines of a script piped to the console, each decoded on its own in standard input's encoding.
@@ -73,32 +75,19 @@ final class InputLines {
      */
     String next() throws IOException {
         if (!asciiLines) {
-            String line = readerLine();
+            // Such an encoding (UTF-16, UTF-32) writes each character in two bytes or more, so a line
+            // of MAX_LINE / 2 characters holds at least MAX_LINE bytes.
+            StringBuilder chars = new StringBuilder();
+            if (!readLine(reader::read, c -> chars.append((char) c), chars::length, MAX_LINE / 2)) {
+                return null;
+            }
             // A byte order mark the decoder kept (UTF-16LE, UTF-16BE) is no part of the first command.
-            return number++ == 0 && line != null && line.startsWith("\ufeff") ? line.substring(1) : line;
+            String line = chars.toString();
+            return number++ == 0 && line.startsWith("\ufeff") ? line.substring(1) : line;
         }
         ByteArrayOutputStream line = new ByteArrayOutputStream();
-        int b = in.read();
-        if (b == '\n' && afterReturn) {
-            b = in.read(); // the \n of a \r\n whose \r ended the line before
-        }
-        afterReturn = false;
-        boolean tooLong = false;
-        for (; b >= 0 && b != '\n' && b != '\r'; b = in.read()) {
-            if (line.size() < MAX_LINE) {
-                line.write(b);
-            } else {
-                tooLong = true; // read to its end, not kept
-            }
-        }
-        if (b < 0 && line.size() == 0) {
+        if (!readLine(in::read, line::write, line::size, MAX_LINE)) {
             return null;
-        }
-        // Not read now whether a \n follows: a program that feeds a line at a time would wait.
-        afterReturn = b == '\r';
-        if (tooLong) {
-            number++;
-            throw new Malformed("line " + number + " of standard input is longer than " + (MAX_LINE >> 20) + " MiB; it was not run");
         }
         byte[] bytes = line.toByteArray();
         int start = 0;
@@ -130,39 +119,42 @@ final class InputLines {
         }
     }
 
+    /** One unit of the input at a time: a byte of the stream, or a character of the reader; -1 at its end. */
+    private interface Units {
+        int read() throws IOException;
+    }
+
     /**
-     * A line of an encoding read through the {@code Reader}, ended as the bytes' lines are. Such an
-     * encoding (UTF-16, UTF-32) writes each character in two bytes or more, so a line of
-     * {@code MAX_LINE / 2} characters holds at least {@link #MAX_LINE} bytes: a longer one is read to
-     * its end, not kept, and refused.
+     * Reads one line's units to its end ({@code \n}, {@code \r\n} or {@code \r}), keeping at most
+     * {@code limit} of them; a longer line is read to its end, not kept, and refused.
      *
-     * @return the line without its end, or null at the end of the input
+     * @return false at the end of the input, with no unit read
+     * @throws Malformed for a line longer than {@code limit}; the next call reads the line after it
      */
-    private String readerLine() throws IOException {
-        StringBuilder line = new StringBuilder();
-        int c = reader.read();
-        if (c == '\n' && afterReturn) {
-            c = reader.read(); // the \n of a \r\n whose \r ended the line before
+    private boolean readLine(Units in, IntConsumer keep, IntSupplier kept, int limit) throws IOException {
+        int u = in.read();
+        if (u == '\n' && afterReturn) {
+            u = in.read(); // the \n of a \r\n whose \r ended the line before
         }
         afterReturn = false;
         boolean tooLong = false;
-        for (; c >= 0 && c != '\n' && c != '\r'; c = reader.read()) {
-            if (line.length() < MAX_LINE / 2) {
-                line.append((char) c);
+        for (; u >= 0 && u != '\n' && u != '\r'; u = in.read()) {
+            if (kept.getAsInt() < limit) {
+                keep.accept(u);
             } else {
                 tooLong = true;
             }
         }
-        if (c < 0 && line.isEmpty()) {
-            return null;
+        if (u < 0 && kept.getAsInt() == 0) {
+            return false;
         }
-        afterReturn = c == '\r';
+        // Not read now whether a \n follows: a program that feeds a line at a time would wait.
+        afterReturn = u == '\r';
         if (tooLong) {
             number++;
-            throw new Malformed("line " + number + " of standard input is longer than " + (MAX_LINE >> 20)
-                    + " MiB; it was not run");
+            throw new Malformed("line " + number + " of standard input is longer than " + (MAX_LINE >> 20) + " MiB; it was not run");
         }
-        return line.toString();
+        return true;
     }
 
     /**
