@@ -103,7 +103,8 @@ final class UndefinedClasses {
      * load all it imports because it imports only the API: the classes a call of it could ask its
      * exporter for.
      *
-     * @param skip the prefix of the names of the importer's own classes a framework never loads
+     * @param skip the prefix of the names of the importer's own classes a framework never loads, or
+     *             null for none
      */
     static List<String> ofImportsNamed(Bundle importer, String skip) throws Exception {
         Set<String> named = new TreeSet<>();
@@ -111,7 +112,7 @@ final class UndefinedClasses {
         for (Enumeration<URL> e = importer.findEntries("io/ferrum/memory", "*.class", true); e != null && e.hasMoreElements(); ) {
             URL url = e.nextElement();
             String path = url.getPath();
-            if (path.substring(path.startsWith("/") ? 1 : 0).replace('/', '.').startsWith(skip)) {
+            if (skip != null && path.substring(path.startsWith("/") ? 1 : 0).replace('/', '.').startsWith(skip)) {
                 continue;
             }
             byte[] bytes;

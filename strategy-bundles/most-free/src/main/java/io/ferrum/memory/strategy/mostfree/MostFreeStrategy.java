@@ -22,6 +22,14 @@ public final class MostFreeStrategy implements AllocationStrategy {
     /** The strategy's name: its {@value AllocationStrategy#NAME_PROPERTY} service property and {@link #name()}. */
     static final String NAME = "most-free";
 
+    /**
+     * The API classes {@link #selectDevice} names, loaded when the monitor takes this strategy (its
+     * service object is made then), before any select. A swap may make a strategy active that was
+     * never asked, while Equinox uninstalls the api: its loader then refuses this bundle's first ask
+     * for any of them, though it defined them long before. MonitorIT fails on one left out.
+     */
+    static final List<Class<?>> LOADED_EARLY = List.of(AllocationRequirements.class, Device.class, MemoryInfo.class);
+
     @Override
     public Optional<Device> selectDevice(long size, AllocationRequirements requirements, List<Device> available,
                                          Map<Device, MemoryInfo> memoryInfo) {
