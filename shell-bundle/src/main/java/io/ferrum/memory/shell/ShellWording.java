@@ -14,7 +14,7 @@ import java.util.regex.Pattern;
  */
 final class ShellWording {
     /** One rewording: where the phrase is, and what replaces it (the groups name the device and the pool). */
-    private record Rule(Pattern phrase, Function<Matcher, String> shell) {
+    record Rule(Pattern phrase, Function<Matcher, String> shell) {
     }
 
     /** The pool engine's reasons why a pool may not grow (Checks.poolAtLimit, deviceFull, chunkRefused). */

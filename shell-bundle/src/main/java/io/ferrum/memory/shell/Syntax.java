@@ -34,7 +34,7 @@ final class Syntax {
     private final List<String> optional = new ArrayList<>();
     private String rest;
 
-    private record Option(String shortName, String longName, String value) {
+    record Option(String shortName, String longName, String value) {
         /** @return e.g. {@code [-t TYPE]}, or for a flag its long name, which says what it does: {@code [--text]} */
         String usage() {
             return value == null ? "[" + longName + "]" : "[" + (shortName != null ? shortName : longName) + " " + value + "]";
