@@ -12,8 +12,13 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.FileAttribute;
 import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFileAttributes;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.EnumSet;
+import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 
 import io.ferrum.memory.api.InvalidMemoryRequestException;
@@ -194,7 +199,8 @@ final class FilePaths {
         // A short name of its own: one built from the target's could pass the file system's limit.
         Path tmp = folder.resolve(".ferrum-save." + Long.toHexString(ThreadLocalRandom.current().nextLong()) + ".part");
         try {
-            Files.newByteChannel(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE).close();
+            Files.newByteChannel(tmp, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE), ownerOnly(target))
+                    .close();
         } catch (IOException e) {
             throw new InvalidMemoryRequestException("Cannot create a file in " + folder + ": " + why(e) + "; nothing saved");
         }
@@ -202,8 +208,25 @@ final class FilePaths {
     }
 
     /**
+     * @return the permissions a temporary file that replaces {@code target} is created with: its
+     *         owner's alone where {@code target} exists, so that no one else can open it while the
+     *         block's bytes are written (a descriptor opened then keeps reading after {@link
+     *         #keepAttributes} narrows the permissions); none, so the defaults, for a new file,
+     *         which ends with them anyway
+     */
+    private static FileAttribute<?>[] ownerOnly(Path target) {
+        if (!Files.exists(target) || Files.getFileAttributeView(target, PosixFileAttributeView.class) == null) {
+            return new FileAttribute<?>[0];
+        }
+        return new FileAttribute<?>[] {PosixFilePermissions.asFileAttribute(
+                EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE))};
+    }
+
+    /**
      * Gives the new file, once written, the permissions (and, where the process may, the owner and
-     * group) of the file it replaces: a save must not make a private file readable by everyone.
+     * group) of the file it replaces: a save must not make a private file readable by everyone. The
+     * group comes first: permissions that let a group read must not apply to the file's group before
+     * it is the replaced file's.
      */
     static void keepAttributes(Path target, Path tmp) throws IOException {
         PosixFileAttributeView old = Files.getFileAttributeView(target, PosixFileAttributeView.class);
@@ -212,13 +235,13 @@ final class FilePaths {
             return;
         }
         PosixFileAttributes a = old.readAttributes();
-        now.setPermissions(a.permissions());
         try {
             now.setGroup(a.group());
             now.setOwner(a.owner());
         } catch (IOException notPermitted) {
             // Only a privileged process gives a file away; the save goes on as the caller's file.
         }
+        now.setPermissions(a.permissions());
     }
 
     /** @return what reading {@code p}'s attributes throws, or null if nothing */

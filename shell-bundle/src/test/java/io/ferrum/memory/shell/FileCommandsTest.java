@@ -383,6 +383,35 @@ class FileCommandsTest {
     }
 
     @Test
+    void aPrivateFileIsReadableByNoOneElseWhileItsSaveIsWritten() throws IOException {
+        MemoryHandle block = fixture.cpu0.allocate(3 * MiB, CPU0);
+        Path secret = file("secret.bin", new byte[4]);
+        Files.setPosixFilePermissions(secret, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r-----"));
+        // Each chunk's read runs while the temporary file holds the chunks before it: what could another
+        // user open then? An open descriptor keeps reading after the file's permissions change.
+        List<String> seen = new java.util.ArrayList<>();
+        commands.router = (MemoryRouter) Proxy.newProxyInstance(MemoryRouter.class.getClassLoader(),
+                new Class<?>[] {MemoryRouter.class}, (proxy, m, args) -> {
+                    if (m.getName().equals("read")) {
+                        try (Stream<Path> parts = Files.list(dir).filter(p -> p.getFileName().toString().endsWith(".part"))) {
+                            for (Path part : parts.toList()) {
+                                seen.add(java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(part)));
+                            }
+                        }
+                    }
+                    try {
+                        return m.invoke(fixture.directory, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        assertTrue(commands.save(block.toString(), secret.toString()).toString().startsWith("saved 3.0 MiB"));
+        assertEquals(List.of("rw-------", "rw-------", "rw-------"), seen, "the temporary file, chunk by chunk");
+        assertEquals("rw-r-----", java.nio.file.attribute.PosixFilePermissions.toString(
+                Files.getPosixFilePermissions(secret)), "the saved file gets the permissions of the one it replaced");
+    }
+
+    @Test
     void aLinkInALoopIsNamedAsOne() throws IOException {
         MemoryHandle block = fixture.cpu0.allocate(16, CPU0);
         Path one = Files.createSymbolicLink(dir.resolve("loop1"), Path.of("loop2"));
