@@ -48,8 +48,9 @@ final class FileTransfer {
      * @param progress told after every chunk
      * @param leftBehind   what a failure leaves, for its message: {@code "; nothing loaded"}
      * @throws IOException                   if the file cannot be read
-     * @throws InvalidMemoryRequestException if the file ends before {@code size} bytes or has more
-     *                                       after them (it changed while loading)
+     * @throws InvalidMemoryRequestException if the file ends before {@code size} bytes (before the
+     *                                       first write: nothing loaded) or has more after them (it
+     *                                       changed while loading)
      */
     void load(FileChannel in, Path file, long size, MemoryHandle dst, long offset, TransferProgress progress,
               String leftBehind) throws IOException {
@@ -62,8 +63,7 @@ final class FileTransfer {
                 io.clear().limit(n);
                 while (io.hasRemaining()) {
                     if (in.read(io, done + io.position()) < 0) {
-                        throw new InvalidMemoryRequestException("File " + file + " ended after " + (done + io.position())
-                                + " of " + Sizes.count(size) + ": it changed while loading" + leftBehind);
+                        throw ended(file, done, done + io.position(), size, leftBehind);
                     }
                 }
                 router.write(dst, offset + done, buffer.asSlice(0, n));
@@ -76,6 +76,22 @@ final class FileTransfer {
                         + " while loading" + leftBehind);
             }
         }
+    }
+
+    /**
+     * @param written the bytes written into the block before the file ended
+     * @param read    the bytes the file had
+     * @return the refusal of a file that ended before its size: before the first write the block is
+     *         as it was, whatever {@code leftBehind} says of a later failure, and the file may never
+     *         have had its size (a file of {@code /sys} says 4096 bytes and holds a line)
+     */
+    private static InvalidMemoryRequestException ended(Path file, long written, long read, long size, String leftBehind) {
+        if (written == 0) {
+            return new InvalidMemoryRequestException("File " + file + " ended after " + read + " of the " + Sizes.count(size)
+                    + " its size says (a special file, as in /sys, or one cut while loading); nothing loaded");
+        }
+        return new InvalidMemoryRequestException("File " + file + " ended after " + read + " of " + Sizes.count(size)
+                + ": it changed while loading" + leftBehind);
     }
 
     /**

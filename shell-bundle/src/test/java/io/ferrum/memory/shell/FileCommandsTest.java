@@ -294,6 +294,41 @@ class FileCommandsTest {
     }
 
     @Test
+    void aFileShorterThanItsSizeBeforeTheFirstWriteLeavesTheBlockAsItWasAndSaysSo() throws IOException {
+        MemoryHandle block = fixture.cpu0.allocate(3 * MiB, CPU0);
+        fixture.directory.write(block, 0, MemorySegment.ofArray(random((int) (3 * MiB), 11)));
+        byte[] before = contents(block);
+        Path cut = file("cut.bin", random((int) (3 * MiB), 12));
+        // The transfer asks for its progress line after the size was read and before the first chunk:
+        // the file is cut there, as a writer truncating it would, and as a file of /sys is from the start.
+        commands.progressOutput = () -> {
+            try (var ch = java.nio.channels.FileChannel.open(cut, StandardOpenOption.WRITE)) {
+                ch.truncate(100);
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            return null;
+        };
+        assertEquals("error: File " + cut + " ended after 100 of the " + 3 * MiB + " bytes its size says (a special file,"
+                + " as in /sys, or one cut while loading); nothing loaded", commands.load(cut.toString(), block.toString())
+                .toString());
+        assertArrayEquals(before, contents(block), "no byte was written");
+    }
+
+    @Test
+    void aFileOfSysWhoseSizeSaysMoreThanItHoldsIsRefusedAndTheBlockKept() throws IOException {
+        Path sys = Path.of("/sys/devices/system/cpu/online");
+        assumeTrue(Files.isReadable(sys), "no " + sys + " here (not Linux, or no sysfs)");
+        MemoryHandle block = fixture.cpu0.allocate(8192, CPU0);
+        fixture.directory.write(block, 0, MemorySegment.ofArray(random(8192, 13)));
+        byte[] before = contents(block);
+        String refused = commands.load(sys.toString(), block.toString()).toString();
+        assertTrue(refused.startsWith("error: File " + sys + " ended after ") && refused.endsWith(" of the 4096 bytes its size"
+                + " says (a special file, as in /sys, or one cut while loading); nothing loaded"), refused);
+        assertArrayEquals(before, contents(block), "no byte was written");
+    }
+
+    @Test
     void aFileCutWhileItLoadsIntoABlockSaysTheBlockMayHoldPartOfIt() throws IOException {
         MemoryHandle block = fixture.cpu0.allocate(3 * MiB, CPU0);
         Path shrinking = file("shrinking.bin", random((int) (3 * MiB), 9));
