@@ -70,14 +70,16 @@ public final class FileCommands {
     public Reply load(@Descriptor("[-d DEVICE] [-t TYPE] FILE [HANDLE [OFFSET]]") String... args) {
         return Reply.attempt(() -> {
             Syntax.Words w = LOAD.parse(args);
-            String device = w.option("--device", "");
-            String type = w.option("--type", "");
+            // Null when not given: an empty value (--device= or --device $d with d = "") is a bad
+            // value, refused by its parser as mem:alloc refuses it, not taken for none.
+            String device = w.option("--device", null);
+            String type = w.option("--type", null);
             String file = w.get("FILE");
             String handle = w.get("HANDLE", null);
             if (handle == null) {
                 return loadNew(device, type, file);
             }
-            if (!device.isEmpty() || !type.isEmpty()) {
+            if (device != null || type != null) {
                 throw new InvalidMemoryRequestException("--device and --type are for a new block; with a handle the file"
                         + " goes into that block: drop them, or drop the handle");
             }
@@ -139,8 +141,8 @@ public final class FileCommands {
 
     private Reply loadNew(String device, String type, String file) throws IOException {
         MemoryRouter r = Services.router(router);
-        MemoryType t = type.isEmpty() ? MemoryType.GENERAL : Arguments.memoryType(type);
-        Device d = device.isEmpty() ? null : Device.parse(device);
+        MemoryType t = type == null ? MemoryType.GENERAL : Arguments.memoryType(type);
+        Device d = device == null ? null : Device.parse(device);
         DeviceMemoryManager m = d == null ? null : Services.manager(monitor, d);
         Path p = FilePaths.path(file);
         try (FileChannel in = FilePaths.openToLoad(file, p)) {

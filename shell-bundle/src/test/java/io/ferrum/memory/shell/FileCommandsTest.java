@@ -198,6 +198,24 @@ class FileCommandsTest {
         assertEquals(handles, handles());
     }
 
+    @Test
+    void anEmptyDeviceOrTypeIsRefusedAsMemAllocRefusesItNotTakenForNone() throws IOException {
+        MemoryHandle block = fixture.cpu0.allocate(100, CPU0);
+        byte[] before = contents(block);
+        List<MemoryHandle> handles = handles();
+        Path ten = file("ten.bin", new byte[10]);
+        String noDevice = "error: Invalid device '': expected kind or kind:index, for example cpu, cpu:1, cuda:0, metal";
+        // --device $d with d = "": the router's choice, without a word, was not what was asked for.
+        assertEquals(noDevice, commands.load(ten.toString(), "--device=").toString());
+        assertEquals(noDevice, commands.load("-d", "", ten.toString()).toString());
+        assertEquals("error: Invalid memory type '': use GENERAL, TENSOR, CACHE, TEMPORARY, PINNED or MAPPED",
+                commands.load("--type", "", ten.toString()).toString());
+        assertEquals("error: --device and --type are for a new block; with a handle the file goes into that block: drop"
+                + " them, or drop the handle", commands.load(ten.toString(), block.toString(), "-d=").toString());
+        assertArrayEquals(before, contents(block));
+        assertEquals(handles, handles());
+    }
+
     /** A router that passes every call to the fixture's, but fails the {@code failAt}-th call of {@code method}. */
     private MemoryRouter failing(String method, int failAt) {
         AtomicInteger calls = new AtomicInteger();
