@@ -55,12 +55,13 @@ public final class DeviceCommands {
     public Reply devices(@Descriptor("none") String... args) {
         return Reply.attempt(() -> {
             DEVICES.parse(args);
-            Map<Device, MemoryInfo> all = Services.monitor(monitor).globalMemoryInfo();
+            GlobalMemoryMonitor mon = Services.monitor(monitor);
+            Map<Device, MemoryInfo> all = mon.globalMemoryInfo();
             if (all.isEmpty()) {
                 return Reply.line("No memory devices. " + Services.START_A_BACKEND);
             }
             Table t = new Table("DEVICE", "BACKEND", "TOTAL", "USED", "FREE", "RESERVED", "ALLOCS", "FRAG", "PRESSURE");
-            all.forEach((d, i) -> t.row(d, backendOf(d), Sizes.human(i.totalBytes()), Sizes.human(i.usedBytes()),
+            all.forEach((d, i) -> t.row(d, backendOf(d, mon.manager(d).orElse(null)), Sizes.human(i.totalBytes()), Sizes.human(i.usedBytes()),
                     Sizes.human(i.freeBytes()), Sizes.human(i.reservedBytes()), i.activeAllocations(),
                     percent(i.fragmentationRatio() * 100), i.pressureLevel()));
             return t;
@@ -86,7 +87,7 @@ public final class DeviceCommands {
         DeviceMemoryManager m = Services.manager(monitor, d);
         MemoryInfo i = m.memoryInfo();
         List<String> lines = new ArrayList<>(List.of(
-                d + " (" + backendOf(d) + ")",
+                d + " (" + backendOf(d, m) + ")",
                 "  total        " + Sizes.human(i.totalBytes()) + " (" + i.totalBytes() + " bytes)",
                 "  used         " + Sizes.human(i.usedBytes()) + " (" + percent(i.utilizationPercent()) + ")",
                 "  free         " + Sizes.human(i.freeBytes()),
@@ -165,15 +166,41 @@ public final class DeviceCommands {
         });
     }
 
-    /** @return the backend property of the manager service serving {@code d}, or {@code -} */
-    private String backendOf(Device d) {
+    /**
+     * Several backends may register a manager for one device (another backend in {@code plugins/});
+     * the registry lists them in no set order, and the figures are those of the one the monitor lets
+     * serve. The backend shown is that one's: the service that is the monitor's manager, else (a
+     * service factory hands each bundle its own object) the one the monitor's rule picks, the highest
+     * in {@link ServiceReference#compareTo} (ranking, then the older).
+     *
+     * @param serving the manager the monitor gives for {@code d}, or null
+     * @return the backend property of the manager service serving {@code d}, or {@code -}
+     */
+    private String backendOf(Device d, DeviceMemoryManager serving) {
+        ServiceReference<?>[] refs;
         try {
-            ServiceReference<?>[] refs = context.getServiceReferences(DeviceMemoryManager.class.getName(),
+            refs = context.getServiceReferences(DeviceMemoryManager.class.getName(),
                     "(" + DeviceMemoryManager.DEVICE_PROPERTY + "=" + d + ")");
-            return refs == null ? "-" : String.valueOf(refs[0].getProperty(DeviceMemoryManager.BACKEND_PROPERTY));
         } catch (InvalidSyntaxException e) {
             return "-";
         }
+        if (refs == null) {
+            return "-";
+        }
+        ServiceReference<?> first = null;
+        for (ServiceReference<?> r : refs) {
+            Object m = context.getService(r);
+            if (m != null) {
+                context.ungetService(r);
+                if (m == serving) {
+                    return String.valueOf(r.getProperty(DeviceMemoryManager.BACKEND_PROPERTY));
+                }
+            }
+            if (first == null || r.compareTo(first) > 0) {
+                first = r;
+            }
+        }
+        return String.valueOf(first.getProperty(DeviceMemoryManager.BACKEND_PROPERTY));
     }
 
     /**

@@ -7,13 +7,21 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.Hashtable;
 import java.util.List;
 import java.util.Map;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.ServiceReference;
 
+import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.pool.ArenaUpstream;
+import io.ferrum.memory.pool.PoolSettings;
+import io.ferrum.memory.pool.PooledMemoryManager;
 
 class DeviceCommandsTest {
     private final ShellFixture fixture = new ShellFixture();
@@ -38,6 +46,32 @@ class DeviceCommandsTest {
         assertEquals(List.of("1", "0"), t.column("ALLOCS"));
         assertEquals(List.of("LOW", "LOW"), t.column("PRESSURE"));
         assertTrue(t.toString().startsWith("DEVICE"), t.toString());
+    }
+
+    @Test
+    void theBackendShownIsThatOfTheManagerThatServesTheDevice() throws Exception {
+        BundleContext context = fixture.framework();
+        // A second backend's manager for cpu:0 (another backend in plugins/). The registry lists the two
+        // in an order of its own; the monitor serves the device with the one listed last.
+        try (PooledMemoryManager other = PooledMemoryManager.create(new ArenaUpstream(CPU0, MiB, true),
+                MemoryManagerConfig.defaults(), PoolSettings.defaults(), null)) {
+            Hashtable<String, Object> p = ShellFixture.managerProperties(other);
+            p.put(DeviceMemoryManager.BACKEND_PROPERTY, "other-backend");
+            context.registerService(DeviceMemoryManager.class, other, p);
+            ServiceReference<?>[] refs = context.getServiceReferences(DeviceMemoryManager.class.getName(),
+                    "(" + DeviceMemoryManager.DEVICE_PROPERTY + "=cpu:0)");
+            assertEquals(2, refs.length);
+            ServiceReference<?> last = refs[1];
+            DeviceMemoryManager serving = (DeviceMemoryManager) context.getService(last);
+            String backend = (String) last.getProperty(DeviceMemoryManager.BACKEND_PROPERTY);
+            DeviceCommands c = new DeviceCommands(context);
+            c.monitor = new ShellFixture.Directory(Map.of(CPU0, serving, ShellFixture.CPU1, fixture.cpu1));
+
+            Table t = assertInstanceOf(Table.class, c.devices());
+            assertEquals(List.of(backend, "test-arena"), t.column("BACKEND"), "the backend of the manager the figures are of");
+            assertEquals("cpu:0 (" + backend + ")", lines(c.info("cpu:0")).get(0));
+            context.ungetService(last);
+        }
     }
 
     @Test
