@@ -3,6 +3,7 @@ package io.ferrum.memory.shell;
 import java.io.File;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedByInterruptException;
 import java.nio.channels.FileChannel;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileSystemException;
@@ -254,8 +255,15 @@ final class FilePaths {
         }
     }
 
-    /** @return what the file system said, in words: {@code permission denied}, {@code No space left on device} */
+    /**
+     * @return what the file system said, in words: {@code permission denied}, {@code No space left on
+     *         device}; {@code interrupted} where the command's thread was (Ctrl-C at the console),
+     *         which closed the file and says only the exception's name
+     */
     static String why(IOException e) {
+        if (e instanceof ClosedByInterruptException) {
+            return "interrupted";
+        }
         if (e instanceof AccessDeniedException) {
             return "permission denied";
         }

@@ -216,6 +216,26 @@ class FileCommandsTest {
         assertEquals(handles, handles());
     }
 
+    @Test
+    void aLoadOrSaveInterruptedSaysSoInWordsAndLeavesNothingBehind() throws IOException {
+        MemoryHandle block = fixture.cpu0.allocate(MiB, CPU0);
+        Path in = file("in.bin", random((int) MiB, 14));
+        Path out = dir.resolve("out.bin");
+        List<MemoryHandle> handles = handles();
+        // Ctrl-C at the console interrupts the command's thread; the file channel then closes itself.
+        try {
+            Thread.currentThread().interrupt();
+            assertEquals("error: Cannot save to " + out + ": interrupted; nothing saved",
+                    commands.save(block.toString(), out.toString()).toString());
+            Thread.currentThread().interrupt();
+            assertEquals("error: Cannot read " + in + ": interrupted; nothing loaded", commands.load(in.toString()).toString());
+        } finally {
+            Thread.interrupted();
+        }
+        assertEquals(List.of("in.bin"), folder());
+        assertEquals(handles, handles());
+    }
+
     /** A router that passes every call to the fixture's, but fails the {@code failAt}-th call of {@code method}. */
     private MemoryRouter failing(String method, int failAt) {
         AtomicInteger calls = new AtomicInteger();
