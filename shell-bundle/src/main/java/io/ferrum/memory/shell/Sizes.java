@@ -100,7 +100,8 @@ final class Sizes {
         }
         double v = bytes;
         int u = 0;
-        while (v >= 1024 && u < UNITS.length - 1) {
+        // Up a unit while the figure would print as 1024.0 or more: 1048575 bytes is 1.0 MiB, not 1024.0 KiB.
+        while (Math.round(v * 10) >= 10240 && u < UNITS.length - 1) {
             v /= 1024;
             u++;
         }

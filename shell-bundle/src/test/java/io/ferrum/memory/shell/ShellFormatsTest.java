@@ -64,6 +64,15 @@ class ShellFormatsTest {
         assertEquals("512.0 MiB", Sizes.human(512L << 20));
     }
 
+    /** A size just under a unit rounds to one of it, not to 1024 of the unit below (a 1 TiB device with 2 KiB used). */
+    @Test
+    void aSizeThatRoundsToTheNextUnitIsShownInIt() {
+        assertEquals("1.0 MiB", Sizes.human((1L << 20) - 1));
+        assertEquals("1.0 TiB", Sizes.human((1L << 40) - 2048));
+        assertEquals("1023.9 KiB", Sizes.human((1L << 20) - 103), "what rounds below 1024.0 stays in its unit");
+        assertEquals("8.0 EiB", Sizes.human(Long.MAX_VALUE));
+    }
+
     @Test
     void tablesAlignTheirColumns() {
         String t = new Table("DEVICE", "TOTAL").row("cpu:0", "1.0 GiB").row("cpu:12", "5 B").toString();
