@@ -710,6 +710,33 @@ class DistributionIT {
     }
 
     /**
+     * A key given twice in a file (capacity=64m, then further down capacity=1g): FileInstall keeps the
+     * last and drops the other without a word, so the device ran with 1 GiB and nothing said that the
+     * file also said 64 MiB. The file is named, there at start and saved later, once per file.
+     */
+    @Test
+    void aFileThatGivesAKeyTwiceIsNamed() throws Exception {
+        Path dir = freshDir("duplicate-keys");
+        Path atStart = Files.createDirectories(dir.resolve("config")).resolve("io.ferrum.memory.cpu.device-t1.cfg");
+        Files.writeString(atStart, "index=1\ncapacity=64m\ninitialSize=2m\n# tuned later\ncapacity=1g\n");
+        Path later = dir.resolve("config").resolve("org.example.plugin.cfg");
+        try (Session s = new Session(dir)) {
+            String first = s.until("log 50 warn", "io.ferrum.memory.cpu.device-t1.cfg gives");
+            assertTrue(first.contains(atStart + " gives capacity twice ('64m', then '1g'; '1g' applies): FileInstall keeps"
+                    + " the last value of a key and drops the others without a word; give each key once"), first);
+            assertTrue(s.until("mem:devices", "cpu:1").contains("1.0 GiB"), "the last value applies");
+            Files.writeString(later, "size=3\nsize=4\n");
+            String second = s.until("log 50 warn", "org.example.plugin.cfg gives");
+            assertTrue(second.contains(later + " gives size twice ('3', then '4'; '4' applies)"), second);
+            s.until("mem:devices", "DEVICE  BACKEND", 1); // one whole answer: every earlier one has come
+            String whole = s.until("log 50 warn", "org.example.plugin.cfg gives", 1);
+            assertEquals(1, Pattern.compile(Pattern.quote(atStart + " gives")).matcher(whole).results().count(),
+                    "one warning per file: " + whole);
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
      * A file named (a PID nothing designates, a byte order mark), deleted, and saved again as it was
      * (a deployment that copies config/ anew): each warning was given once per file name for the
      * whole run, so the file saved again configured nothing without a word. A file is named again

@@ -1,0 +1,132 @@
+package io.ferrum.memory.launcher;
+
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Dictionary;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.stream.Collectors;
+
+import org.osgi.service.cm.Configuration;
+import org.osgi.service.cm.ConfigurationAdmin;
+import org.osgi.service.cm.ConfigurationEvent;
+import org.osgi.service.cm.ConfigurationListener;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.log.Logger;
+import org.osgi.service.log.LoggerFactory;
+
+/**
+ * Names a file in the watched folders that gives one key twice ({@code capacity=64m}, and further down
+ * {@code capacity=1g}). FileInstall keeps the last value and drops the others without a word, so which
+ * one a device runs with depends on where a line stands; the shell refuses an option given twice for
+ * the same reason. The configuration cannot be refused here (FileInstall made it already, and the
+ * components see one value): one warning per file names each such key with its values and the one
+ * that applies. Any PID's file is checked: a plugin's file is read the same way.
+ */
+@Component(service = ConfigurationListener.class)
+public final class DuplicateKeys implements ConfigurationListener {
+    private final ConfigurationAdmin configAdmin;
+    private final Logger log;
+    /** The warning given for each file, with its configuration's PID, while the file gives a key twice. */
+    private final Map<String, Named> named = new ConcurrentHashMap<>();
+
+    private record Named(String pid, String warning) {
+    }
+
+    @Activate
+    public DuplicateKeys(@Reference ConfigurationAdmin configAdmin, @Reference(service = LoggerFactory.class) Logger log) {
+        this.configAdmin = configAdmin;
+        this.log = log;
+        // FileInstall (before SCR at its start level) reads config/ before this listener exists.
+        ConfigFiles.forEach(configAdmin, log, "files that give a key twice", this::check);
+    }
+
+    @Override
+    public void configurationEvent(ConfigurationEvent event) {
+        if (event.getType() == ConfigurationEvent.CM_DELETED) {
+            named.values().removeIf(n -> n.pid().equals(event.getPid()));
+        } else if (event.getType() == ConfigurationEvent.CM_UPDATED) {
+            ConfigFiles.forPid(configAdmin, log, event.getPid(), this::check);
+        }
+    }
+
+    private void check(Configuration c) {
+        Dictionary<String, Object> props = c.getProperties();
+        Object name = props == null ? null : props.get(ConfigFiles.FILENAME);
+        if (name == null) {
+            return;
+        }
+        String file = ConfigFiles.file(name);
+        String warning;
+        try {
+            warning = warning(file, repeated(Path.of(file)));
+        } catch (IOException | RuntimeException unreadable) {
+            return; // gone or changed since FileInstall read it: its next read brings a new event
+        }
+        if (warning == null) {
+            named.remove(file);
+            return;
+        }
+        Named before = named.put(file, new Named(c.getPid(), warning));
+        if (before == null || !before.warning().equals(warning)) {
+            log.warn(warning);
+        }
+    }
+
+    /**
+     * @param file a {@code .cfg} or {@code .config} file, read as FileInstall reads its keys (a
+     *             properties file in ISO-8859-1: {@code key=value} or {@code key: value}, {@code #}
+     *             and {@code !} comments, a backslash at the end of a line going on to the next)
+     * @return each key given more than once, with its values in the order of the file
+     */
+    static Map<String, List<String>> repeated(Path file) throws IOException {
+        Map<String, List<String>> values = new LinkedHashMap<>();
+        Properties reader = new Properties() {
+            @Override
+            public synchronized Object put(Object key, Object value) {
+                values.computeIfAbsent((String) key, k -> new ArrayList<>()).add((String) value);
+                return super.put(key, value);
+            }
+        };
+        try (Reader in = Files.newBufferedReader(file, StandardCharsets.ISO_8859_1)) {
+            reader.load(in);
+        }
+        values.values().removeIf(v -> v.size() < 2);
+        return values;
+    }
+
+    /**
+     * @param file     the file, as the warning names it
+     * @param repeated each key given more than once, with its values ({@link #repeated})
+     * @return the warning, or null when no key is given twice
+     */
+    static String warning(String file, Map<String, List<String>> repeated) {
+        if (repeated.isEmpty()) {
+            return null;
+        }
+        String keys = repeated.entrySet().stream().map(e -> {
+            List<String> v = e.getValue();
+            String times = v.size() == 2 ? "twice" : v.size() + " times";
+            String all = v.subList(0, v.size() - 1).stream().map(DuplicateKeys::quoted).collect(Collectors.joining(", "))
+                    + ", then " + quoted(v.get(v.size() - 1));
+            return ByteOrderMarks.printable(e.getKey()) + " " + times + " (" + all + "; " + quoted(v.get(v.size() - 1))
+                    + " applies)";
+        }).collect(Collectors.joining(", "));
+        return file + " gives " + keys + ": FileInstall keeps the last value of a key and drops the others without a"
+                + " word; give each key once";
+    }
+
+    /** @return the value in quotes, as {@link ByteOrderMarks#printable} shows it (at most 40 characters) */
+    private static String quoted(String value) {
+        return "'" + ByteOrderMarks.printable(value) + "'";
+    }
+}
