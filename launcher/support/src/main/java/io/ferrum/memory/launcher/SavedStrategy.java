@@ -167,19 +167,28 @@ public final class SavedStrategy implements ConfigurationListener {
         }
     }
 
-    /** @return the lines of {@code file} with {@code value} for the strategy, or null if the file says so already */
+    /**
+     * @return the lines of {@code file} with {@code value} for the strategy, in one line where the
+     *         file had several, or null if the file says so already: if its last strategy line does,
+     *         the one FileInstall applies (an earlier one naming the value says nothing)
+     */
     private static List<String> withStrategy(Path file, String value) throws IOException {
         boolean typed = file.getFileName().toString().endsWith(TYPED);
         String entry = KEY + "=" + (typed ? quoted(value) : escaped(value));
         List<String> lines = Files.exists(file) ? Files.readAllLines(file, StandardCharsets.ISO_8859_1) : List.of();
+        String applied = null;
+        for (String line : lines) {
+            if (isStrategy(line)) {
+                applied = line;
+            }
+        }
+        if (applied != null && (applied.strip().equals(entry) || !typed && value.equals(readAsCfg(applied)))) {
+            return null;
+        }
         List<String> out = new ArrayList<>();
         boolean written = false;
         for (String line : lines) {
-            String t = line.strip();
-            if (!t.startsWith("#") && (t.startsWith(KEY + "=") || t.startsWith(KEY + " ") || t.startsWith(KEY + ":"))) {
-                if (t.equals(entry) || !typed && value.equals(readAsCfg(line))) {
-                    return null;
-                }
+            if (isStrategy(line)) {
                 if (!written) {
                     out.add(entry);
                     written = true;
@@ -192,6 +201,12 @@ public final class SavedStrategy implements ConfigurationListener {
             out.add(entry);
         }
         return out;
+    }
+
+    /** @return whether {@code line} gives the strategy ({@code strategy=}, {@code strategy:} or {@code strategy }) */
+    private static boolean isStrategy(String line) {
+        String t = line.strip();
+        return !t.startsWith("#") && (t.startsWith(KEY + "=") || t.startsWith(KEY + " ") || t.startsWith(KEY + ":"));
     }
 
     private static void write(Path file, List<String> out) throws IOException {

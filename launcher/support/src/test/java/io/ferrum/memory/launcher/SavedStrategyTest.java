@@ -58,6 +58,26 @@ class SavedStrategyTest {
         assertEquals(new String(mine, StandardCharsets.ISO_8859_1), Files.readString(file, StandardCharsets.ISO_8859_1));
     }
 
+    /**
+     * A file that gives the strategy twice: FileInstall applies the last line. A choice that an
+     * earlier line names was taken for one the file holds already and not written, so FileInstall
+     * went on reading the last line's strategy and the choice was lost at the next start.
+     */
+    @Test
+    void aChoiceThatOnlyAnEarlierOfTwoStrategyLinesNamesIsWritten() throws Exception {
+        Path file = dir.resolve("io.ferrum.memory.monitor.cfg");
+        Files.write(file, List.of("strategy=best-fit", "maxAttempts=3", "strategy=most-free"));
+        assertEquals("most-free", asFileInstallReads(file));
+        SavedStrategy.save(file, "best-fit");                // mem:strategy best-fit
+        assertEquals("best-fit", asFileInstallReads(file), "the strategy FileInstall reads: " + Files.readAllLines(file));
+        assertEquals(List.of("strategy=best-fit", "maxAttempts=3"), Files.readAllLines(file));
+
+        Files.write(file, List.of("strategy=best-fit", "strategy=most-free"));
+        byte[] before = Files.readAllBytes(file);
+        SavedStrategy.save(file, "most-free");               // the last line says so already
+        assertEquals(new String(before, StandardCharsets.ISO_8859_1), Files.readString(file, StandardCharsets.ISO_8859_1));
+    }
+
     /** @return the strategy as FileInstall 3.7.4 reads a {@code .cfg} file (ConfigInstaller: TypedProperties) */
     private static String asFileInstallReads(Path file) throws Exception {
         TypedProperties p = new TypedProperties();
