@@ -3,9 +3,9 @@ package io.ferrum.memory.shell;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.TreeMap;
 
 import org.apache.felix.service.command.Descriptor;
@@ -85,19 +85,29 @@ public final class AllocationCommands {
     public Reply handles(@Descriptor("[DEVICE], e.g. cpu:0") String... args) {
         return Reply.attempt(() -> {
             String device = HANDLES.parse(args).get("DEVICE", null);
-            return handles(device == null ? new TreeMap<>(Services.monitor(monitor).globalMemoryInfo()).keySet()
-                    : List.of(Device.parse(device)));
+            if (device != null) {
+                Device d = Device.parse(device);
+                return handles(Map.of(d, Services.manager(monitor, d)));
+            }
+            GlobalMemoryMonitor mon = Services.monitor(monitor);
+            Map<Device, DeviceMemoryManager> present = new TreeMap<>();
+            for (Device d : mon.globalMemoryInfo().keySet()) {
+                // A device gone since the listing (its backend stopped) has no blocks left to list.
+                mon.manager(d).ifPresent(m -> present.put(d, m));
+            }
+            return handles(present);
         });
     }
 
-    private Reply handles(Collection<Device> devices) {
+    private Reply handles(Map<Device, DeviceMemoryManager> devices) {
         Table t = new Table("HANDLE", "DEVICE", "SIZE", "TYPE", "ALIGN", "MAPPED", "AGE");
         Instant now = Instant.now();
-        for (Device d : devices) {
+        for (Map.Entry<Device, DeviceMemoryManager> e : devices.entrySet()) {
+            Device d = e.getKey();
             // Devices in order, a device's blocks oldest first (a block that outlives the others, a
             // leak, say, leads), then by handle: the same order from one call to the next, whatever
             // order the manager keeps them in.
-            List<MemoryHandleInfo> blocks = new ArrayList<>(Services.manager(monitor, d).handles());
+            List<MemoryHandleInfo> blocks = new ArrayList<>(e.getValue().handles());
             blocks.sort(Comparator.comparing(MemoryHandleInfo::allocatedAt)
                     .thenComparing((a, b) -> Long.compareUnsigned(a.handle().id(), b.handle().id())));
             for (MemoryHandleInfo i : blocks) {

@@ -5,6 +5,7 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 
 import org.apache.felix.service.command.Descriptor;
@@ -73,18 +74,23 @@ public final class DeviceCommands {
         return Reply.attempt(() -> {
             String device = INFO.parse(args).get("DEVICE", null);
             if (device != null) {
-                return Reply.lines(info(Device.parse(device)));
+                Device d = Device.parse(device);
+                return Reply.lines(info(d, Services.manager(monitor, d)));
             }
+            GlobalMemoryMonitor mon = Services.monitor(monitor);
             List<String> lines = new ArrayList<>();
-            for (Device d : new TreeMap<>(Services.monitor(monitor).globalMemoryInfo()).keySet()) {
-                lines.addAll(info(d));
+            for (Device d : new TreeMap<>(mon.globalMemoryInfo()).keySet()) {
+                // A device gone since the listing (its backend stopped) has nothing left to show.
+                Optional<DeviceMemoryManager> m = mon.manager(d);
+                if (m.isPresent()) {
+                    lines.addAll(info(d, m.get()));
+                }
             }
             return lines.isEmpty() ? Reply.line("No memory devices. " + Services.START_A_BACKEND) : Reply.lines(lines);
         });
     }
 
-    private List<String> info(Device d) {
-        DeviceMemoryManager m = Services.manager(monitor, d);
+    private List<String> info(Device d, DeviceMemoryManager m) {
         MemoryInfo i = m.memoryInfo();
         List<String> lines = new ArrayList<>(List.of(
                 d + " (" + backendOf(d, m) + ")",

@@ -143,6 +143,15 @@ class AllocationCommandsTest {
     }
 
     @Test
+    void handlesOfEveryDeviceLeaveOutOneThatWentAwayMeanwhile() {
+        MemoryHandle a = fixture.cpu0.allocate(4096, CPU0);
+        fixture.cpu1.allocate(8192, CPU1);
+        commands.monitor = fixture.losingAfterListing(CPU1);
+        Table all = assertInstanceOf(Table.class, commands.handles(), "cpu:1, gone, is no error of a listing of every device");
+        assertEquals(List.of(a.toString()), all.column("HANDLE"));
+    }
+
+    @Test
     void handlesListsTheLiveBlocksOfEveryDeviceOrOfOne() {
         MemoryHandle a = fixture.cpu0.allocate(4096, CPU0);
         MemoryHandle b = fixture.cpu1.allocate(8192, CPU1);

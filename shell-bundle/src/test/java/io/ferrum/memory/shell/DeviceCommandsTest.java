@@ -75,6 +75,15 @@ class DeviceCommandsTest {
     }
 
     @Test
+    void infoOfEveryDeviceLeavesOutOneThatWentAwayMeanwhile() throws Exception {
+        DeviceCommands c = commands();
+        c.monitor = fixture.losingAfterListing(ShellFixture.CPU1);
+        List<String> info = lines(c.info());
+        assertEquals("cpu:0 (test-arena)", info.get(0), "cpu:1, gone, is no error of a look at every device: " + info);
+        assertTrue(info.stream().noneMatch(l -> l.startsWith("cpu:1")), info.toString());
+    }
+
+    @Test
     void withoutAMonitorTheCommandsSayWhatToStart() throws Exception {
         DeviceCommands c = new DeviceCommands(fixture.framework());
         String expected = "error: No memory monitor is running: start the bundle io.ferrum.memory.monitor";

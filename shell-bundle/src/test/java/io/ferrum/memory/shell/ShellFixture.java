@@ -258,6 +258,27 @@ final class ShellFixture implements AutoCloseable {
         }
     }
 
+    /**
+     * @return the directory as a monitor that loses {@code device} just after it answers {@code
+     *         globalMemoryInfo()}, as when the device's backend stops (or its configuration is deleted)
+     *         between a command's listing of the devices and its look at one of them
+     */
+    GlobalMemoryMonitor losingAfterListing(Device device) {
+        return (GlobalMemoryMonitor) java.lang.reflect.Proxy.newProxyInstance(GlobalMemoryMonitor.class.getClassLoader(),
+                new Class<?>[] {GlobalMemoryMonitor.class}, (proxy, m, args) -> {
+                    Object answer;
+                    try {
+                        answer = m.invoke(directory, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                    if (m.getName().equals("globalMemoryInfo") && directory.devices().contains(device)) {
+                        directory.remove(device);
+                    }
+                    return answer;
+                });
+    }
+
     /** @return the lines of a reply */
     static List<String> lines(Reply r) {
         return new ArrayList<>(r.toString().lines().toList());
