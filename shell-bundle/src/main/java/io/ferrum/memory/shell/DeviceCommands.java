@@ -21,6 +21,7 @@ import org.osgi.service.component.annotations.ReferencePolicyOption;
 
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.GlobalMemoryMonitor;
 import io.ferrum.memory.api.MemoryHandleInfo;
 import io.ferrum.memory.api.MemoryInfo;
@@ -159,14 +160,19 @@ public final class DeviceCommands {
                 if (s == null) {
                     continue;
                 }
+                List<Object[]> rows = new ArrayList<>();
                 try {
                     for (StreamHandle h : s.streams()) {
-                        t.row(s.device(), h.isDefault() ? "default" : Long.toString(h.id()),
-                                s.isStreamReady(h) ? "ready" : "busy");
+                        rows.add(new Object[] {s.device(), h.isDefault() ? "default" : Long.toString(h.id()),
+                            s.isStreamReady(h) ? "ready" : "busy"});
                     }
+                } catch (DeviceUnavailableException stoppedMeanwhile) {
+                    // Its backend stopped while it was listed: its streams went with it, as its device did.
+                    rows.clear();
                 } finally {
                     context.ungetService(ref);
                 }
+                rows.forEach(t::row);
             }
             return t.isEmpty() ? Reply.line("No stream managers are registered.") : t;
         });

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.reflect.Proxy;
 import java.util.Hashtable;
 import java.util.List;
 import java.util.Map;
@@ -19,7 +20,10 @@ import org.osgi.framework.ServiceReference;
 import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.api.StreamHandle;
+import io.ferrum.memory.api.StreamManager;
 import io.ferrum.memory.pool.ArenaUpstream;
+import io.ferrum.memory.pool.HostStreamManager;
 import io.ferrum.memory.pool.PoolSettings;
 import io.ferrum.memory.pool.PooledMemoryManager;
 
@@ -141,6 +145,34 @@ class DeviceCommandsTest {
         assertTrue(lines.get(0).startsWith("DEVICE"), lines.toString());
         assertEquals(4, lines.size(), lines.toString());
         assertEquals("overall: LOW", lines.get(3));
+    }
+
+    @Test
+    void streamsLeaveOutADeviceWhoseStreamManagerClosesWhileTheyAreListed() throws Exception {
+        BundleContext context = fixture.framework();
+        try (HostStreamManager cpu0 = new HostStreamManager(CPU0); HostStreamManager cpu1 = new HostStreamManager(ShellFixture.CPU1)) {
+            StreamHandle busy = cpu0.createStream(CPU0);
+            // cpu:1's backend stops between the command's look at its streams and at their state.
+            StreamManager stopping = (StreamManager) Proxy.newProxyInstance(StreamManager.class.getClassLoader(),
+                    new Class<?>[] {StreamManager.class}, (proxy, m, args) -> {
+                        Object answer;
+                        try {
+                            answer = m.invoke(cpu1, args);
+                        } catch (java.lang.reflect.InvocationTargetException e) {
+                            throw e.getCause();
+                        }
+                        if (m.getName().equals("streams")) {
+                            cpu1.close();
+                        }
+                        return answer;
+                    });
+            context.registerService(StreamManager.class, cpu0, null);
+            context.registerService(StreamManager.class, stopping, null);
+            Reply r = commands().streams();
+            Table t = assertInstanceOf(Table.class, r, "cpu:1, gone, is no error of a listing: " + r);
+            assertEquals(List.of("cpu:0", "cpu:0"), t.column("DEVICE"));
+            assertEquals(List.of("default", Long.toString(busy.id())), t.column("STREAM"));
+        }
     }
 
     @Test
