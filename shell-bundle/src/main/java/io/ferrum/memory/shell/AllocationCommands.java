@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 
 import org.apache.felix.service.command.Descriptor;
@@ -18,6 +19,7 @@ import org.osgi.service.component.annotations.ReferencePolicyOption;
 import io.ferrum.memory.api.AllocationRequirements;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.GlobalMemoryMonitor;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryHandleInfo;
@@ -87,27 +89,33 @@ public final class AllocationCommands {
             String device = HANDLES.parse(args).get("DEVICE", null);
             if (device != null) {
                 Device d = Device.parse(device);
-                return handles(Map.of(d, Services.manager(monitor, d)));
+                return handles(Map.of(d, Services.manager(monitor, d).handles()));
             }
             GlobalMemoryMonitor mon = Services.monitor(monitor);
-            Map<Device, DeviceMemoryManager> present = new TreeMap<>();
+            Map<Device, List<MemoryHandleInfo>> present = new TreeMap<>();
             for (Device d : mon.globalMemoryInfo().keySet()) {
-                // A device gone since the listing (its backend stopped) has no blocks left to list.
-                mon.manager(d).ifPresent(m -> present.put(d, m));
+                // A device gone since the listing (its backend stopped, its manager closed) has no
+                // blocks left to list.
+                Optional<DeviceMemoryManager> m = mon.manager(d);
+                try {
+                    m.ifPresent(manager -> present.put(d, manager.handles()));
+                } catch (DeviceUnavailableException closedMeanwhile) {
+                    // left out
+                }
             }
             return handles(present);
         });
     }
 
-    private Reply handles(Map<Device, DeviceMemoryManager> devices) {
+    private Reply handles(Map<Device, List<MemoryHandleInfo>> devices) {
         Table t = new Table("HANDLE", "DEVICE", "SIZE", "TYPE", "ALIGN", "MAPPED", "AGE");
         Instant now = Instant.now();
-        for (Map.Entry<Device, DeviceMemoryManager> e : devices.entrySet()) {
+        for (Map.Entry<Device, List<MemoryHandleInfo>> e : devices.entrySet()) {
             Device d = e.getKey();
             // Devices in order, a device's blocks oldest first (a block that outlives the others, a
             // leak, say, leads), then by handle: the same order from one call to the next, whatever
             // order the manager keeps them in.
-            List<MemoryHandleInfo> blocks = new ArrayList<>(e.getValue().handles());
+            List<MemoryHandleInfo> blocks = new ArrayList<>(e.getValue());
             blocks.sort(Comparator.comparing(MemoryHandleInfo::allocatedAt)
                     .thenComparing((a, b) -> Long.compareUnsigned(a.handle().id(), b.handle().id())));
             for (MemoryHandleInfo i : blocks) {

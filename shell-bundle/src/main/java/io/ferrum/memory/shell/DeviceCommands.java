@@ -81,10 +81,15 @@ public final class DeviceCommands {
             GlobalMemoryMonitor mon = Services.monitor(monitor);
             List<String> lines = new ArrayList<>();
             for (Device d : new TreeMap<>(mon.globalMemoryInfo()).keySet()) {
-                // A device gone since the listing (its backend stopped) has nothing left to show.
+                // A device gone since the listing (its backend stopped, its manager closed) has
+                // nothing left to show.
                 Optional<DeviceMemoryManager> m = mon.manager(d);
-                if (m.isPresent()) {
-                    lines.addAll(info(d, m.get()));
+                try {
+                    if (m.isPresent()) {
+                        lines.addAll(info(d, m.get()));
+                    }
+                } catch (DeviceUnavailableException closedMeanwhile) {
+                    // left out
                 }
             }
             return lines.isEmpty() ? Reply.line("No memory devices. " + Services.START_A_BACKEND) : Reply.lines(lines);

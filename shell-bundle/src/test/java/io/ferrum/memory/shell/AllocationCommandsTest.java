@@ -149,6 +149,11 @@ class AllocationCommandsTest {
         commands.monitor = fixture.losingAfterListing(CPU1);
         Table all = assertInstanceOf(Table.class, commands.handles(), "cpu:1, gone, is no error of a listing of every device");
         assertEquals(List.of(a.toString()), all.column("HANDLE"));
+
+        commands.monitor = fixture.closingAfterLookup(CPU0);
+        Reply closing = commands.handles();
+        assertEquals("No live blocks.", closing.toString(), "cpu:0, closed after its lookup, is no error of a listing");
+        assertTrue(commands.handles("cpu:0").toString().startsWith("error: "), "named, it is still refused");
     }
 
     @Test

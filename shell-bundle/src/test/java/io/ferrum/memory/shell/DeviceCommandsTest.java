@@ -85,6 +85,10 @@ class DeviceCommandsTest {
         List<String> info = lines(c.info());
         assertEquals("cpu:0 (test-arena)", info.get(0), "cpu:1, gone, is no error of a look at every device: " + info);
         assertTrue(info.stream().noneMatch(l -> l.startsWith("cpu:1")), info.toString());
+
+        c.monitor = fixture.closingAfterLookup(CPU0);
+        assertEquals("No memory devices. " + Services.START_A_BACKEND, c.info().toString(),
+                "cpu:0, closed after its lookup, is no error of a look at every device");
     }
 
     @Test

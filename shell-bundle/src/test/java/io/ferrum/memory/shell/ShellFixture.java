@@ -279,6 +279,28 @@ final class ShellFixture implements AutoCloseable {
                 });
     }
 
+    /**
+     * @return the directory as a monitor that closes {@code device}'s manager just after it answers
+     *         {@code manager(device)}, as when the device's backend stops between a command's lookup
+     *         of the manager and its use
+     */
+    GlobalMemoryMonitor closingAfterLookup(Device device) {
+        return (GlobalMemoryMonitor) java.lang.reflect.Proxy.newProxyInstance(GlobalMemoryMonitor.class.getClassLoader(),
+                new Class<?>[] {GlobalMemoryMonitor.class}, (proxy, m, args) -> {
+                    Object answer;
+                    try {
+                        answer = m.invoke(directory, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                    if (m.getName().equals("manager") && device.equals(args[0]) && answer instanceof Optional<?> o
+                            && o.orElse(null) instanceof PooledMemoryManager pm) {
+                        pm.close();
+                    }
+                    return answer;
+                });
+    }
+
     /** @return the lines of a reply */
     static List<String> lines(Reply r) {
         return new ArrayList<>(r.toString().lines().toList());
