@@ -201,14 +201,11 @@ final class LineRunner {
         if (arg.startsWith("$") && session.get(arg.substring(1)) != null) {
             arg = String.valueOf(session.get(arg.substring(1)));
         }
-        try {
-            int code = Integer.parseInt(arg);
-            if (words.length == 2 && code >= 0 && code <= 255) {
-                exitCode = code;
-                return Next.EXIT;
-            }
-        } catch (NumberFormatException e) {
-            // answered below
+        // ASCII digits only: Integer.parseInt also takes a sign (+3, -0) and other scripts' digits,
+        // which no number of the shell takes.
+        if (words.length == 2 && arg.matches("[0-9]{1,18}") && Long.parseLong(arg) <= 255) {
+            exitCode = Integer.parseInt(arg);
+            return Next.EXIT;
         }
         String given = String.join(" ", words).substring(words[0].length()).strip();
         fail("error: Invalid exit code '" + given + "': use exit or quit, optionally with a code 0-255");

@@ -48,6 +48,29 @@ class LineRunnerTest {
                 new java.lang.reflect.InvocationTargetException(new NullPointerException()), "x"));
     }
 
+    /**
+     * {@code exit N} takes the digits 0-9 and no sign, as every number of the shell does (docs/SHELL.md:
+     * "No number takes a sign"): Integer.parseInt also took {@code +3} and other scripts' digits
+     * ({@code ٣}, {@code ０}), and the script ended with a code nothing in it wrote.
+     */
+    @Test
+    void anExitCodeWithASignOrOtherDigitsIsRefusedNamingIt() {
+        for (String code : List.of("+3", "\u0663", "\uff10", "-0")) {
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            PrintStream sink = new PrintStream(new ByteArrayOutputStream());
+            LineRunner runner = new LineRunner(recording(new ArrayList<>()), sink, new PrintStream(err, true), failures -> { },
+                    () -> false);
+            assertEquals(LineRunner.Next.CONTINUE, runner.runLine("exit " + code), "exit " + code + " ended the script");
+            assertEquals("error: Invalid exit code '" + code + "': use exit or quit, optionally with a code 0-255",
+                    err.toString().strip());
+            assertEquals(1, runner.exitCode(true));
+        }
+        PrintStream sink = new PrintStream(new ByteArrayOutputStream());
+        LineRunner runner = new LineRunner(recording(new ArrayList<>()), sink, sink, failures -> { }, () -> false);
+        assertEquals(LineRunner.Next.EXIT, runner.runLine("exit 007"));
+        assertEquals(7, runner.exitCode(true));
+    }
+
     /** @return a session that records the statements it is asked to run and answers nothing */
     private static CommandSession recording(List<String> ran) {
         return (CommandSession) Proxy.newProxyInstance(CommandSession.class.getClassLoader(),
