@@ -2,6 +2,7 @@ package io.ferrum.memory.shell;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
+import java.util.Locale;
 import java.util.Optional;
 
 import io.ferrum.memory.api.InvalidMemoryRequestException;
@@ -99,19 +100,26 @@ final class BlockAccess {
     }
 
     /**
-     * Sets every byte of a block, in writes of at most {@value #FILL_CHUNK} bytes.
+     * Sets every byte of a block, in writes of at most {@value #FILL_CHUNK} bytes. An interrupt of the
+     * calling thread (Ctrl-C at the console) stops it between two writes: a large block takes minutes.
      *
      * @param router the router
      * @param handle the block
      * @param value  the byte
      * @return the bytes written: the block's size
+     * @throws InterruptedException if the thread was interrupted before the last write, saying how
+     *                              many bytes were filled; the interrupt stays set
      */
-    static long fill(MemoryRouter router, MemoryHandle handle, byte value) {
+    static long fill(MemoryRouter router, MemoryHandle handle, byte value) throws InterruptedException {
         long size = info(router, handle).size();
         byte[] pattern = new byte[(int) Math.min(size, FILL_CHUNK)];
         Arrays.fill(pattern, value);
         MemorySegment chunk = MemorySegment.ofArray(pattern);
         for (long done = 0; done < size; done += pattern.length) {
+            if (Thread.currentThread().isInterrupted()) {
+                throw new InterruptedException(String.format(Locale.ROOT, "interrupted: %s of the %s of %s were filled"
+                        + " with 0x%02x; the rest of the block is as it was", Sizes.amount(done), Sizes.count(size), handle, value));
+            }
             router.write(handle, done, chunk.asSlice(0, Math.min(pattern.length, size - done)));
         }
         return size;

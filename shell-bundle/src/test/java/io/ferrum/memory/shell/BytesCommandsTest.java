@@ -9,6 +9,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -24,6 +26,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryRouter;
 
 class BytesCommandsTest {
     private final ShellFixture fixture = new ShellFixture();
@@ -280,5 +283,37 @@ class BytesCommandsTest {
         byte[] expected = new byte[(int) (3 * ShellFixture.MiB + 5)];
         Arrays.fill(expected, (byte) 0x11);
         assertArrayEquals(expected, contents(big));
+    }
+
+    /**
+     * Ctrl-C at the console interrupts the command's thread (docs/SHELL.md: the command ends with
+     * {@code error: interrupted}). A fill went on to the block's end whatever its size, minutes for a
+     * large device, while the console took the next command.
+     */
+    @Test
+    void anInterruptedFillStopsBetweenTwoWritesAndSaysHowFarItGot() {
+        MemoryHandle big = fixture.cpu1.allocate(3 * ShellFixture.MiB, CPU1);
+        // Ctrl-C lands while the first write runs.
+        commands.router = (MemoryRouter) Proxy.newProxyInstance(MemoryRouter.class.getClassLoader(),
+                new Class<?>[] {MemoryRouter.class}, (proxy, m, args) -> {
+                    if (m.getName().equals("write")) {
+                        Thread.currentThread().interrupt();
+                    }
+                    try {
+                        return m.invoke(fixture.directory, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        try {
+            assertEquals("error: interrupted: 1.0 MiB (1048576 bytes) of the 3145728 bytes of " + big + " were filled with"
+                    + " 0x11; the rest of the block is as it was", commands.fill(big.toString(), "17").toString());
+            assertTrue(Thread.currentThread().isInterrupted(), "the interrupt stays for the shell to see");
+        } finally {
+            Thread.interrupted();
+        }
+        byte[] got = contents(big);
+        assertEquals(0x11, got[(int) ShellFixture.MiB - 1]);
+        assertEquals(0, got[(int) ShellFixture.MiB], "nothing written after the interrupt (a new block reads zeros here)");
     }
 }
