@@ -523,6 +523,24 @@ class ConsoleIT {
     }
 
     /**
+     * A statement nested deeper than Gogo's recursive parser follows (20,000 brackets) overflowed the
+     * console thread's stack: the StackOverflowError ended that thread with 1,000 lines of stack
+     * trace, and the script never exited, the framework running on without a console. It is one
+     * failed statement; the script goes on and exits 1. Piped input the same.
+     */
+    @Test
+    void aStatementNestedTooDeeplyIsOneFailureAndTheScriptGoesOnAndExits() throws Exception {
+        Path dir = DistributionIT.freshDir("nested-too-deeply");
+        String deep = "mem:info " + "[".repeat(20_000) + "]".repeat(20_000);
+        for (Run r : List.of(run(dir, "", "-c", deep + "; mem:devices"), run(dir, deep + "\nmem:devices\n"))) {
+            assertEquals(1, r.code(), r.toString().substring(0, Math.min(2000, r.toString().length())));
+            assertEquals(List.of("error: the statement is nested too deeply for the shell to read or run (a stack"
+                    + " overflow); it was cut short"), r.errLines());
+            assertTrue(r.out().contains("DEVICE  BACKEND"), "the statement after it ran: " + r.out());
+        }
+    }
+
+    /**
      * At a terminal, a history that cannot be kept is one line and the session goes on with its exit
      * code; Ctrl-C while a command runs interrupts that command, not the process (JLine's default
      * would end the JVM, and every live block with it).

@@ -137,6 +137,13 @@ final class LineRunner {
             }
             report(failed);
             fail("error: " + message(e, l));
+        } catch (StackOverflowError e) {
+            // Gogo's parser and evaluator recurse once per bracket, closure or nested call: a statement
+            // nested deeper than the thread's stack lands here, its frames unwound, rather than ending
+            // the console's thread (and with it every later statement, and the exit of a script).
+            report(failed);
+            fail("error: the statement is nested too deeply for the shell to read or run (a stack overflow); it was"
+                    + " cut short");
         } finally {
             session.put(FAILURES, null);
         }

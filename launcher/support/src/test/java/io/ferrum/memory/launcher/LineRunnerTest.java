@@ -71,6 +71,47 @@ class LineRunnerTest {
         assertEquals(7, runner.exitCode(true));
     }
 
+    /**
+     * A statement nested deeper than Gogo's recursive parser can follow (here 100,000 brackets) threw
+     * a StackOverflowError, which is no Exception: it went past the runner and ended the console's
+     * thread, its stack trace on standard error, and a {@code -c} script or piped session never
+     * exited (the framework ran on without a console). It is now one failed statement, and the
+     * session goes on. Run on a thread with a small stack, as the console's is, so that it overflows
+     * at a known depth.
+     */
+    @Test
+    void aStatementThatOverflowsTheParsersStackIsOneFailureAndTheSessionGoesOn() throws Exception {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        org.apache.felix.gogo.runtime.threadio.ThreadIOImpl io = new org.apache.felix.gogo.runtime.threadio.ThreadIOImpl();
+        io.start();
+        try {
+            org.apache.felix.gogo.runtime.CommandProcessorImpl processor = new org.apache.felix.gogo.runtime.CommandProcessorImpl(io);
+            CommandSession session = processor.createSession(new java.io.ByteArrayInputStream(new byte[0]),
+                    new PrintStream(out, true), new PrintStream(err, true));
+            LineRunner runner = new LineRunner(session, new PrintStream(out, true), new PrintStream(err, true), failures -> { },
+                    () -> false);
+            List<Object> result = new ArrayList<>();
+            Thread console = new Thread(null, () -> {
+                try {
+                    result.add(runner.runLine("x = " + "[".repeat(100_000) + "]".repeat(100_000)));
+                    result.add(runner.runLine("y = 42"));
+                } catch (Throwable t) {
+                    result.add(t);
+                }
+            }, "small-stack console", 512 * 1024);
+            console.start();
+            console.join();
+            assertEquals(List.of(LineRunner.Next.CONTINUE, LineRunner.Next.CONTINUE), result, "the runner and its thread went on");
+            assertEquals("error: the statement is nested too deeply for the shell to read or run (a stack overflow); it"
+                    + " was cut short", err.toString().strip());
+            assertEquals("42", out.toString().strip(), "the next statement ran");
+            assertEquals(1, runner.exitCode(true));
+        } finally {
+            io.stop();
+        }
+    }
+
     /** @return a session that records the statements it is asked to run and answers nothing */
     private static CommandSession recording(List<String> ran) {
         return (CommandSession) Proxy.newProxyInstance(CommandSession.class.getClassLoader(),
