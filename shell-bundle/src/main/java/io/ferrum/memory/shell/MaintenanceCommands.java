@@ -1,6 +1,7 @@
 package io.ferrum.memory.shell;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -142,13 +143,35 @@ public final class MaintenanceCommands {
             if (!settings.isEmpty()) {
                 DeviceMemoryManager m = Services.manager(monitor, d);
                 MemoryPoolConfig.Builder b = m.poolConfig(t).toBuilder();
+                Map<String, String> given = new HashMap<>();
                 for (String kv : settings) {
+                    once(given, kv);
                     apply(b, kv);
                 }
                 m.configurePool(d, t, b.build());
             }
             return pool(d, t);
         });
+    }
+
+    /**
+     * Refuses a setting given twice ({@code maxSize=1g ... maxSize=2g}): which was meant? The shell
+     * refuses an option given twice for the same reason, rather than take the last.
+     *
+     * @param given the settings seen so far, key to value; {@code kv}'s is added
+     */
+    private static void once(Map<String, String> given, String kv) {
+        int eq = kv.indexOf('=');
+        if (eq <= 0) {
+            return; // apply names it
+        }
+        String key = kv.substring(0, eq).strip();
+        String value = kv.substring(eq + 1).strip();
+        String earlier = given.put(key, value);
+        if (earlier != null) {
+            throw new InvalidMemoryRequestException("Setting " + key + " is given twice ('" + earlier + "', then '" + value
+                    + "'): give it once; nothing changed");
+        }
     }
 
     private static void apply(MemoryPoolConfig.Builder b, String kv) {

@@ -128,4 +128,13 @@ class MaintenanceCommandsTest {
         assertTrue(commands.pool("cpu:0", "WEIRD").toString().startsWith("error: Invalid memory type 'WEIRD'"));
         assertEquals(before, fixture.cpu0.poolConfig(MemoryType.GENERAL));
     }
+
+    /** Which was meant? An option given twice is refused (Syntax); a setting given twice was the last one, without a word. */
+    @Test
+    void aSettingGivenTwiceIsRefusedAndChangesNothing() {
+        MemoryPoolConfig before = fixture.cpu0.poolConfig(MemoryType.GENERAL);
+        assertEquals("error: Setting maxSize is given twice ('1g', then '2g'): give it once; nothing changed",
+                commands.pool("cpu:0", "maxSize=1g", "initialSize=4m", "maxSize=2g").toString());
+        assertEquals(before, fixture.cpu0.poolConfig(MemoryType.GENERAL));
+    }
 }
