@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Test;
 import io.ferrum.memory.api.AccessPatternType;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryUsageHint;
 
@@ -72,6 +73,29 @@ class EngineStatisticsTest extends EngineTestSupport {
                     "round " + round + ": the write came after the async write but reads " + afterWrite + " < " + afterAsync);
         }
         assertEquals(100, m.accessStats(h).orElseThrow().writeCount());
+    }
+
+    /**
+     * The same for {@code mapMemory}: it stamped its view with the exact clock, so the write after
+     * it read as earlier. Each round fails unless a tick of the coarse clock falls between the two calls.
+     */
+    @Test
+    void lastAccessNeverStepsBackFromAMappedViewToTheNextWrite() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB)), PoolSettings.defaults());
+        MemoryHandle h = m.allocate(4096, CPU);
+        MemorySegment one = MemorySegment.ofArray(new byte[] {1});
+        for (int round = 0; round < 50; round++) {
+            m.mapMemory(h, MemoryAccess.READ_ONLY);
+            m.unmapMemory(h);
+            Instant afterMap = m.accessStats(h).orElseThrow().lastAccess();
+            m.write(h, 1, one);
+            Instant afterWrite = m.accessStats(h).orElseThrow().lastAccess();
+            assertTrue(!afterWrite.isBefore(afterMap),
+                    "round " + round + ": the write came after the view but reads " + afterWrite + " < " + afterMap);
+        }
+        assertEquals(50, m.accessStats(h).orElseThrow().readCount());
+        assertEquals(50, m.accessStats(h).orElseThrow().writeCount());
     }
 
     @Test

@@ -41,12 +41,13 @@ final class Mappings {
     private final IssuedAliases issuedAliases;
     private final Lifecycle lifecycle;
     private final Checks checks;
-    private final LongSupplier clock;
+    /** Times of access records: the clock every other record of a block uses (the coarse one on the system clock). */
+    private final LongSupplier accessClock;
     private final Function<Device, PooledMemoryManager> peers;
 
     Mappings(Device device, Pool mapped, Allocator allocator, Reclaimer reclaimer, HandleTable handles,
              IssuedAliases issuedAliases, Lifecycle lifecycle, Checks checks,
-             LongSupplier clock, Function<Device, PooledMemoryManager> peers) {
+             LongSupplier accessClock, Function<Device, PooledMemoryManager> peers) {
         this.device = device;
         this.mapped = mapped;
         this.allocator = allocator;
@@ -55,7 +56,7 @@ final class Mappings {
         this.issuedAliases = issuedAliases;
         this.lifecycle = lifecycle;
         this.checks = checks;
-        this.clock = clock;
+        this.accessClock = accessClock;
         this.peers = peers;
     }
 
@@ -91,7 +92,7 @@ final class Mappings {
             }
             AccessTracker t = b.access;
             if (t != null) {
-                t.recordView(access, b.requested, clock.getAsLong(), b.allocatedAtNanos);
+                t.recordView(access, b.requested, accessClock.getAsLong(), b.allocatedAtNanos);
             }
             return access == MemoryAccess.READ_ONLY ? view.asReadOnly() : view;
         } finally {

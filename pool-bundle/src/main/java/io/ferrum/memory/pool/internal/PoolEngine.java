@@ -146,7 +146,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
                 upstream, settings.nanoClock(), accessClock);
         this.dataPath = new DataPath(checks, figures, settings.nanoClock(), accessClock);
         this.mappings = new Mappings(device, pools[MemoryType.MAPPED.ordinal()], allocator, reclaimer, this.handles,
-                issuedAliases, lifecycle, checks, settings.nanoClock(), settings.peers());
+                issuedAliases, lifecycle, checks, accessClock, settings.peers());
         try {
             growth.preAllocate(pools, config);
         } catch (RuntimeException e) {
