@@ -233,7 +233,14 @@ public final class DeviceCommands {
                 : "not measured (no copy large enough to time yet)";
     }
 
-    private static String percent(double value) {
-        return String.format(Locale.ROOT, "%.1f%%", value);
+    /**
+     * @return the percentage to one decimal, rounded down: a utilisation just under a pressure
+     *         threshold (94.97 %, HIGH) must not read as the threshold itself (95.0 %, CRITICAL's).
+     *         The nudge of 1e-9 keeps a value that binary fractions put a hair under its decimal one
+     *         (1.1 % computes as 1.0999999999999999) from reading 0.1 lower; it is far below a byte of
+     *         any device under a terabyte.
+     */
+    static String percent(double value) {
+        return String.format(Locale.ROOT, "%.1f%%", Math.floor(value * 10 + 1e-9) / 10);
     }
 }

@@ -129,6 +129,28 @@ class DeviceCommandsTest {
         assertTrue(info.get(reserved + 3).startsWith("  allocations  3"), info.toString());
     }
 
+    /**
+     * A utilisation just under a pressure threshold (94.97 % of the 64 MiB device: HIGH, not CRITICAL)
+     * is shown as under it: rounded to one decimal it read 95.0 %, the threshold of CRITICAL, next
+     * to HIGH, in mem:info, mem:pressure and mem:devices alike.
+     */
+    @Test
+    void aUtilisationJustUnderAThresholdIsNeverShownAtIt() throws Exception {
+        long total = fixture.cpu0.memoryInfo().totalBytes();
+        long size = (long) (total * 0.9497) & -256L; // a multiple of the pool's alignment: used is exactly this
+        fixture.cpu0.allocate(size, CPU0);
+        assertEquals(size, fixture.cpu0.memoryInfo().usedBytes());
+        DeviceCommands c = commands();
+        List<String> info = lines(c.info("cpu:0"));
+        assertTrue(info.contains("  pressure     HIGH"), info.toString());
+        assertTrue(info.stream().anyMatch(l -> l.startsWith("  used ") && l.endsWith("(94.9%)")), info.toString());
+        List<String> pressure = lines(c.pressure());
+        assertTrue(pressure.get(1).matches("cpu:0 .* 94\\.9% +HIGH"), pressure.toString());
+        // Rounded down, but not below a value binary fractions put a hair under its decimal one.
+        assertEquals("1.1%", DeviceCommands.percent(11.0 / 1000 * 100)); // 1.0999999999999999
+        assertEquals("95.0%", DeviceCommands.percent(95.0));
+    }
+
     @Test
     void infoWithoutADeviceShowsEveryDevice() throws Exception {
         List<String> info = lines(commands().info());
