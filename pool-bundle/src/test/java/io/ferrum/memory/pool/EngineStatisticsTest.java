@@ -1,10 +1,13 @@
 package io.ferrum.memory.pool;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Instant;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.junit.jupiter.api.Test;
@@ -13,6 +16,7 @@ import io.ferrum.memory.api.AccessPatternType;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryAccessStats;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryUsageHint;
 
@@ -96,6 +100,104 @@ class EngineStatisticsTest extends EngineTestSupport {
         }
         assertEquals(50, m.accessStats(h).orElseThrow().readCount());
         assertEquals(50, m.accessStats(h).orElseThrow().writeCount());
+    }
+
+    /**
+     * On memory the CPU cannot address, a view is a staging copy read from the device first. When the
+     * device fails that copy, no view was opened and the action never ran: the call counts no access,
+     * as a failed {@code read} counts none. It counted a read and a write of the whole block.
+     */
+    @Test
+    void aViewWhoseStagingCopyFailedCountsNoAccess() {
+        FailingHostCopies up = new FailingHostCopies(new ArenaUpstream(CPU, 64 * MiB, false));
+        PooledMemoryManager m = PooledMemoryManager.create(up, config(pool(MiB, MiB)), PoolSettings.defaults(), null);
+        toClose.add(m);
+        MemoryHandle h = m.allocate(4096, CPU);
+        up.failNext = true;
+        assertThrows(IllegalStateException.class, () -> m.read(h, 0, MemorySegment.ofArray(new byte[16])));
+        up.failNext = true;
+        boolean[] ran = {false};
+        assertThrows(IllegalStateException.class, () -> m.withMapped(h, MemoryAccess.READ_WRITE, view -> ran[0] = true));
+        assertFalse(ran[0], "the action never ran");
+        MemoryAccessStats stats = m.accessStats(h).orElseThrow();
+        assertEquals(0, stats.readCount(), "reads counted after two calls that read nothing");
+        assertEquals(0, stats.writeCount(), "writes counted after a call that wrote nothing");
+        m.withMapped(h, MemoryAccess.READ_WRITE, view -> view.byteSize());
+        assertEquals(1, m.accessStats(h).orElseThrow().readCount(), "a view that opened counts");
+    }
+
+    /** A device the CPU cannot address ({@code real}), whose next copy to the host fails once armed. */
+    static final class FailingHostCopies implements DeviceUpstream {
+        final ArenaUpstream real;
+        volatile boolean failNext;
+
+        FailingHostCopies(ArenaUpstream real) {
+            this.real = real;
+        }
+
+        @Override
+        public Device device() {
+            return real.device();
+        }
+
+        @Override
+        public String backendName() {
+            return real.backendName();
+        }
+
+        @Override
+        public long physicalCapacity() {
+            return real.physicalCapacity();
+        }
+
+        @Override
+        public long chunkAlignment() {
+            return real.chunkAlignment();
+        }
+
+        @Override
+        public DeviceChunk reserve(long bytes) {
+            return real.reserve(bytes);
+        }
+
+        @Override
+        public void release(DeviceChunk chunk) {
+            real.release(chunk);
+        }
+
+        @Override
+        public void copy(DeviceChunk src, long srcOffset, DeviceChunk dst, long dstOffset, long bytes) {
+            real.copy(src, srcOffset, dst, dstOffset, bytes);
+        }
+
+        @Override
+        public void copyToHost(DeviceChunk src, long srcOffset, MemorySegment dst, long bytes) {
+            if (failNext) {
+                failNext = false;
+                throw new IllegalStateException("test: the device reports a copy error");
+            }
+            real.copyToHost(src, srcOffset, dst, bytes);
+        }
+
+        @Override
+        public void copyFromHost(MemorySegment src, DeviceChunk dst, long dstOffset, long bytes) {
+            real.copyFromHost(src, dst, dstOffset, bytes);
+        }
+
+        @Override
+        public void fill(DeviceChunk chunk, long offset, long bytes, byte value) {
+            real.fill(chunk, offset, bytes, value);
+        }
+
+        @Override
+        public Optional<MemorySegment> hostSegment(DeviceChunk chunk) {
+            return real.hostSegment(chunk);
+        }
+
+        @Override
+        public void close() {
+            real.close();
+        }
     }
 
     @Test

@@ -27,7 +27,8 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * their bytes and its write-back, which also runs when only a nested view wrote, keeps them.
  *
  * <p>Bandwidth figures count copies of {@value #TIMED_BYTES} bytes or more only: a clock read costs
- * as much as a small copy (PERFORMANCE item 15). Access statistics, when on, record every call.
+ * as much as a small copy (PERFORMANCE item 15). Access statistics, when on, record every call that
+ * reached the bytes (a view once it exists: not one whose staging copy the device failed).
  */
 final class DataPath {
     /** Smallest copy whose duration goes into the bandwidth figure. */
@@ -147,10 +148,10 @@ final class DataPath {
         Scopes.enter(b, h.id());
         try (Arena arena = Arena.ofConfined()) {
             Scopes.checkNamed(b, h.id());
-            track(b, access);
             MemorySegment host = b.chunk.host;
             if (host != null) {
                 MemorySegment view = host.asSlice(b.offset, b.requested).reinterpret(arena, null);
+                track(b, access);
                 return action.apply(access == MemoryAccess.READ_ONLY ? view.asReadOnly() : view);
             }
             // Memory the CPU cannot address: a staging copy, written back after an action that may write.
@@ -158,6 +159,7 @@ final class DataPath {
             if (open != null) {
                 // Nested in an action of this thread on the block: its copy, alive for this action only.
                 MemorySegment view = open.copy.reinterpret(arena, null);
+                track(b, access);
                 R result = action.apply(access == MemoryAccess.READ_ONLY ? view.asReadOnly() : view);
                 if (access != MemoryAccess.READ_ONLY) {
                     open.dirty = true;
@@ -167,6 +169,8 @@ final class DataPath {
             DeviceUpstream up = upstream(b);
             MemorySegment staging = arena.allocate(b.requested, 64);
             up.copyToHost(b.chunk.device, b.offset, staging, b.requested);
+            // Counted once the view exists: a staging copy the device failed opened none.
+            track(b, access);
             Staging mine = new Staging(b, staging, STAGED.get());
             STAGED.set(mine);
             R result;
@@ -221,6 +225,7 @@ final class DataPath {
         }
     }
 
+    /** Records a view of {@code b} opened for {@code access}: only once it exists, just before the action gets it. */
     private void track(Block b, MemoryAccess access) {
         AccessTracker t = b.access;
         if (t != null) {
