@@ -29,8 +29,8 @@ import io.ferrum.memory.pool.StreamExecutor;
  * <p><b>Aliases.</b> A block may be a peer's, named here by an alias: pins and unpins go to its
  * own manager ({@link Reclaimer#unpin}), and upstream calls on it to its own upstream.
  *
- * <p>Each copy with a measurable duration counts in the bandwidth of the {@link Figures}; a block
- * with access statistics records the read and the write.
+ * <p>Each copy of {@link DataPath#TIMED_BYTES} or more with a measurable duration counts in the
+ * bandwidth of the {@link Figures}; a block with access statistics records the read and the write.
  */
 final class Transfers {
     private final Reclaimer reclaimer;
@@ -236,15 +236,20 @@ final class Transfers {
             running.acquireUninterruptibly();
             try {
                 DeviceUpstream up = b.pool.reclaimer.upstream();
-                long t0 = clock.getAsLong();
+                // Timed as the synchronous copies are: only from DataPath.TIMED_BYTES on (the time of
+                // a smaller one is mostly the clock's, and would drag the figure down).
+                boolean timed = n >= DataPath.TIMED_BYTES;
+                long t0 = timed ? clock.getAsLong() : 0;
                 if (write) {
                     up.copyFromHost(seg, b.chunk.device, b.offset + offset, n);
                 } else {
                     up.copyToHost(b.chunk.device, b.offset + offset, seg, n);
                 }
-                long t1 = clock.getAsLong();
-                if (t1 > t0) {
-                    figures.copied(n, t1 - t0);
+                if (timed) {
+                    long t1 = clock.getAsLong();
+                    if (t1 > t0) {
+                        figures.copied(n, t1 - t0);
+                    }
                 }
                 AccessTracker t = b.access;
                 if (t != null) {
