@@ -1,6 +1,7 @@
 package io.ferrum.memory.pool;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -14,6 +15,7 @@ import io.ferrum.memory.api.DefragmentationStats;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.api.OutOfDeviceMemoryException;
 
 /**
  * Figures a person can trust (issue 17): fragmentation reads 0 on empty pools and on a pool just
@@ -173,6 +175,45 @@ class EngineFiguresTest extends EngineTestSupport {
             DefragmentationStats stats = m.defragment(CPU).toCompletableFuture().get();
             assertEquals(1, stats.blocksMoved(), "live blocks moved: z alone, not the other thread's cached block");
             assertContent(m, z, (byte) 3);
+        } finally {
+            end.countDown();
+            other.join(TimeUnit.SECONDS.toMillis(30));
+        }
+    }
+
+    /**
+     * An out-of-memory refusal says how much was free when it failed. Blocks another live thread
+     * keeps in its cache are free in every figure (the refusal asks that thread to give them back on
+     * its next call), so the refusal must say what memoryInfo says at that moment: it counted them
+     * as used, and read 64 KiB less free than the device's figures did; so did a refused pre-allocation.
+     */
+    @Test
+    void anOutOfMemoryRefusalSaysAsMuchFreeAsTheFigures() throws Exception {
+        PooledMemoryManager m = manager(new ArenaUpstream(8 * MiB), config(pool(MiB, MiB)), PoolSettings.defaults());
+        CountDownLatch cached = new CountDownLatch(1);
+        CountDownLatch end = new CountDownLatch(1);
+        Thread other = new Thread(() -> {
+            m.deallocate(m.allocate(64 * KiB, CPU)); // stays in this thread's cache while it lives
+            cached.countDown();
+            try {
+                end.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "keeps-a-cached-block");
+        other.start();
+        try {
+            assertTrue(cached.await(30, TimeUnit.SECONDS));
+            MemoryHandle live = m.allocate(MiB, CPU);
+            OutOfDeviceMemoryException e = assertThrows(OutOfDeviceMemoryException.class, () -> m.allocate(7 * MiB, CPU));
+            MemoryInfo info = m.memoryInfo();
+            assertEquals(MiB, info.usedBytes(), "the cached block is free in the figures");
+            assertEquals(info.freeBytes(), e.freeBytes(), "free bytes of the refusal: " + e.getMessage());
+            // A refused pre-allocation says the same (configurePool gives back only the caller's cache).
+            OutOfDeviceMemoryException pre = assertThrows(OutOfDeviceMemoryException.class, () -> m.configurePool(CPU,
+                    MemoryType.TENSOR, pool(7 * MiB, MiB).toBuilder().preAllocate(true).build()));
+            assertEquals(m.memoryInfo().freeBytes(), pre.freeBytes(), "free bytes of the refused pre-allocation: " + pre.getMessage());
+            m.deallocate(live);
         } finally {
             end.countDown();
             other.join(TimeUnit.SECONDS.toMillis(30));

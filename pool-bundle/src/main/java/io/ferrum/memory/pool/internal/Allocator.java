@@ -285,7 +285,7 @@ final class Allocator {
                     continue;
                 }
             }
-            throw checks.outOfMemory(size, pool.type, failure, account.used());
+            throw checks.outOfMemory(size, pool.type, failure, caches.reportedUsed(account));
         }
     }
 }

@@ -36,8 +36,12 @@ final class Growth {
     private final Lifecycle lifecycle;
     /** Free memory holds only zeros: a new chunk is cleared first (the upstream's need not be). */
     private final boolean zeroOnFree;
+    /** For the used bytes a refusal reports: the figures', blocks in thread caches left out. */
+    private final ThreadCaches caches;
 
-    Growth(DeviceUpstream upstream, DeviceAccount account, Checks checks, Lifecycle lifecycle, boolean zeroOnFree) {
+    Growth(DeviceUpstream upstream, DeviceAccount account, Checks checks, Lifecycle lifecycle, ThreadCaches caches,
+           boolean zeroOnFree) {
+        this.caches = caches;
         this.upstream = upstream;
         this.account = account;
         this.checks = checks;
@@ -161,7 +165,7 @@ final class Growth {
             }
             String failure = grow(pool, Math.min(missing, Math.max(pool.config.initialSize(), chunkAlignment)));
             if (failure != null) {
-                throw checks.preAllocationFailed(bytes, pool.type, failure, account.used());
+                throw checks.preAllocationFailed(bytes, pool.type, failure, caches.reportedUsed(account));
             }
         }
     }

@@ -135,7 +135,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         for (Pool pool : pools) {
             pool.reclaimer = reclaimer;
         }
-        this.growth = new Growth(upstream, account, checks, lifecycle, zeroOnFree);
+        this.growth = new Growth(upstream, account, checks, lifecycle, caches, zeroOnFree);
         this.maintenance = new Maintenance(pools, caches, reclaimer, lifecycle, new Compactor(upstream, zeroOnFree, settings.log()),
                 account, checks, figures, config.enableAutoGc(), device, settings.log());
         this.allocator = new Allocator(this.handles, caches, reclaimer, growth, maintenance, pressure, checks, account,

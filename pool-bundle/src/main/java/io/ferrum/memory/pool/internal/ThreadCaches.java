@@ -333,6 +333,14 @@ final class ThreadCaches {
         return bytes;
     }
 
+    /**
+     * @return the used bytes of {@code account} as the figures report them, blocks in thread caches
+     *         left out (a recent value): for the free bytes a refusal names, which must be the figures'
+     */
+    long reportedUsed(DeviceAccount account) {
+        return Math.max(0, account.used() - cachedBytes());
+    }
+
     /** @return bytes and count of blocks held in thread caches, as {bytes, count}, each a recent value */
     long[] cached() {
         long bytes = 0;
