@@ -69,6 +69,11 @@ final class PressureLevels {
      * @param info its figures when it came, the starting level; null if it could not say
      */
     void subscribe(Device device, DeviceMemoryManager manager, MemoryInfo info) {
+        if (info != null) {
+            // Before the observer is added: a reporting manager may tell a change as soon as it has it,
+            // and that change is newer than these figures, which must not overwrite it.
+            levels.put(device, info.pressureLevel());
+        }
         Follower listener = new Follower(device);
         boolean reports;
         try {
@@ -83,9 +88,6 @@ final class PressureLevels {
             derived.remove(device);
         } else {
             derived.put(device, manager);
-        }
-        if (info != null) {
-            levels.put(device, info.pressureLevel());
         }
     }
 

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.reflect.Proxy;
 import java.util.Map;
 import java.util.OptionalDouble;
 import java.util.concurrent.BlockingQueue;
@@ -16,9 +17,14 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryObserver;
 import io.ferrum.memory.api.MemoryPressure;
+import io.ferrum.memory.pool.ArenaUpstream;
+import io.ferrum.memory.pool.PoolSettings;
+import io.ferrum.memory.pool.PooledMemoryManager;
 
 /**
  * Pressure levels: reported by managers that accept an observer, derived from figures for the others,
@@ -99,6 +105,43 @@ class PressureLevelsTest {
 
         levels.unsubscribe(CPU1, m);
         assertNull(m.observer, "unsubscribing removes the observer from the manager");
+    }
+
+    /**
+     * A reporting manager may tell a change as soon as it has the monitor's observer, before the
+     * subscription is done: the level it tells is newer than the figures the device came with. Those
+     * figures set the starting level after the observer was added, so they overwrote the change, and
+     * the monitor (the global callback's map) kept LOW for a device the manager had reported HIGH,
+     * until the manager's next change. Forced: the first moment the real pool manager has the
+     * observer, another thread takes it to HIGH (its tell reaches the monitor), and only then does
+     * the subscription go on.
+     */
+    @Test
+    void aChangeToldWhileSubscribingIsNotOverwrittenByTheFiguresTheDeviceCameWith() throws Exception {
+        long mib = 1 << 20;
+        PooledMemoryManager real = PooledMemoryManager.create(new ArenaUpstream(CPU1, 8 * mib, true),
+                MemoryManagerConfig.defaults().withAutoGc(false, 0.85), PoolSettings.defaults(), null);
+        try {
+            MemoryInfo came = real.memoryInfo();
+            assertEquals(MemoryPressure.LOW, came.pressureLevel());
+            DeviceMemoryManager seen = (DeviceMemoryManager) Proxy.newProxyInstance(getClass().getClassLoader(),
+                    new Class<?>[] {DeviceMemoryManager.class}, (proxy, method, args) -> {
+                        Object result = method.invoke(real, args);
+                        if (method.getName().equals("addPressureObserver")) {
+                            Thread other = new Thread(() -> real.allocate(7 * mib, CPU1), "allocates-to-HIGH");
+                            other.start();
+                            other.join();
+                        }
+                        return result;
+                    });
+            levels.subscribe(CPU1, seen, came);
+
+            assertEquals("cpu:1 LOW>HIGH", nextTold());
+            assertEquals(MemoryPressure.HIGH, real.memoryInfo().pressureLevel());
+            assertEquals(Map.of(CPU1, MemoryPressure.HIGH), levels.snapshot(), "the level the manager reported last");
+        } finally {
+            real.close();
+        }
     }
 
     @Test
