@@ -48,6 +48,37 @@ class EnginePressureTest extends EngineTestSupport {
                 MemoryPressure.HIGH, MemoryPressure.MEDIUM, MemoryPressure.LOW), seen);
     }
 
+    /**
+     * Observers get the figures that caused the change with it. A pressure callback that frees on
+     * HIGH (what callbacks are for) ran before the observers' figures were read, so they heard
+     * "MEDIUM>HIGH" with figures of 55 %, a LOW level, and then "HIGH>LOW" with the same figures.
+     */
+    @Test
+    void observersHearEachChangeWithTheFiguresThatCausedIt() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        // 100 blocks of 102400 bytes fill exactly 10 chunks of 1024000 bytes: each block is 1 %.
+        PooledMemoryManager m = manager(up, config(pool(1_024_000, 1_024_000)), PoolSettings.defaults().withCapacity(10_240_000));
+        List<MemoryHandle> hs = new ArrayList<>();
+        m.setPressureCallback(p -> {
+            if (p == MemoryPressure.HIGH) {
+                for (int i = 0; i < 30; i++) {
+                    m.deallocate(hs.remove(hs.size() - 1));
+                }
+            }
+        });
+        List<String> observed = new CopyOnWriteArrayList<>();
+        m.addPressureObserver(new MemoryObserver() {
+            @Override
+            public void pressureChanged(Device d, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
+                observed.add(previous + ">" + current + "@" + Math.round(info.utilizationPercent()) + " " + info.pressureLevel());
+            }
+        });
+        for (int i = 0; i < 85; i++) {
+            hs.add(m.allocate(102_400, CPU));
+        }
+        assertEquals(List.of("LOW>MEDIUM@70 MEDIUM", "MEDIUM>HIGH@85 HIGH", "HIGH>LOW@55 LOW"), observed);
+    }
+
     @Test
     void aThrowingPressureCallbackIsLoggedAndCannotBreakAllocation() {
         ArenaUpstream up = new ArenaUpstream(64 * MiB);

@@ -107,7 +107,10 @@ final class PressureNotifier {
                 MemoryPressure before = lastPressure;
                 if (now != before) {
                     lastPressure = now;
-                    tell(before, now);
+                    // The figures of this change, read before anyone hears of it: a callback that frees
+                    // (on HIGH, say) must not have the observers hear this change with the next one's.
+                    MemoryInfo info = observers.isEmpty() || lifecycle.closed ? null : figures.memoryInfo();
+                    tell(before, now, info);
                 }
             } finally {
                 pressureLock.unlock();
@@ -115,7 +118,8 @@ final class PressureNotifier {
         }
     }
 
-    private void tell(MemoryPressure before, MemoryPressure now) {
+    /** @param info the figures of the change, for the observers; null when there were none (or it closed) */
+    private void tell(MemoryPressure before, MemoryPressure now, MemoryInfo info) {
         Consumer<MemoryPressure> cb = callback;
         if (cb != null) {
             try {
@@ -129,7 +133,9 @@ final class PressureNotifier {
             }
         }
         if (!observers.isEmpty()) {
-            MemoryInfo info = lifecycle.closed ? null : figures.memoryInfo(); // null: closed meanwhile
+            if (info == null && !lifecycle.closed) {
+                info = figures.memoryInfo(); // the first observer came while the callback ran
+            }
             for (MemoryObserver o : observers) {
                 try {
                     o.pressureChanged(device, before, now, info);
