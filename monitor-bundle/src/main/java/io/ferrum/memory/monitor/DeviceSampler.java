@@ -104,17 +104,24 @@ final class DeviceSampler {
         return Collections.unmodifiableMap(out);
     }
 
-    private void sample() {
+    /** One sample (the schedule's task; tests call it directly). */
+    void sample() {
         try {
             // One reading of the registry for the whole sample: each level is derived from the figures
             // of the manager it is derived for, never from those of a manager it replaced meanwhile
             // (PressureLevels.derive drops a manager no longer followed).
             Map<Device, DeviceMemoryManager> active = registry.active();
-            Map<Device, MemoryInfo> all = figures(active);
-            for (Map.Entry<Device, MemoryInfo> e : all.entrySet()) {
-                levels.derive(e.getKey(), active.get(e.getKey()), e.getValue());
+            Map<Device, MemoryInfo> all = new TreeMap<>();
+            for (Map.Entry<Device, DeviceMemoryManager> e : active.entrySet()) {
+                // Numbered before it is read: figures a newer reading derived from meanwhile win.
+                long reading = levels.readingFor(e.getKey(), e.getValue());
+                MemoryInfo info = safeInfo(e.getValue());
+                if (info != null) {
+                    all.put(e.getKey(), info);
+                    levels.derive(e.getKey(), e.getValue(), info, reading);
+                }
             }
-            notifier.sample(all);
+            notifier.sample(Collections.unmodifiableMap(all));
         } catch (RuntimeException e) {
             // Logged and not rethrown: an exception would cancel the schedule for good.
             log.warn("Sampling device memory failed", e);

@@ -2,6 +2,7 @@ package io.ferrum.memory.monitor;
 
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
@@ -22,20 +23,54 @@ import io.ferrum.memory.api.MemoryPressure;
  *
  * <p>Invariants: a device's level is in {@code levels} while it is served; at most one source feeds
  * it (a derived device's figures from another manager are ignored); each change is told to the
- * notifier once, even when two threads derive the same change at once (compare-and-set on the level).
+ * notifier once, even when two threads derive the same change at once (compare-and-set on the level);
+ * a derived level comes from the newest figures derived from: each reading is numbered before it
+ * begins ({@link #reading}), and figures of a reading older than the last one derived from derive
+ * nothing (a sampler's full figures that arrive after a routing refresh's newer cheap ones).
  * Calls into managers, plugins, are guarded: one that fails to accept an observer is derived. A
  * manager no longer followed is not heard, even with a tell it began before (see {@link Follower}).
  */
 final class PressureLevels {
     private final ConcurrentHashMap<Device, MemoryPressure> levels = new ConcurrentHashMap<>();
     /** The devices whose level is derived, with the manager whose figures count. */
-    private final ConcurrentHashMap<Device, DeviceMemoryManager> derived = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Device, Source> derived = new ConcurrentHashMap<>();
+    /** Numbers the readings of figures in the order they begin. */
+    private final AtomicLong readings = new AtomicLong();
     /** The observer registered on each reporting manager, to remove it when the manager goes. */
     private final ConcurrentHashMap<DeviceMemoryManager, Follower> reporting = new ConcurrentHashMap<>();
     private final ObserverNotifier notifier;
 
     PressureLevels(ObserverNotifier notifier) {
         this.notifier = notifier;
+    }
+
+    /**
+     * A derived device's source: the manager whose figures count, and the newest reading derived from.
+     * Loaded with the router ({@link Router#LOADED_EARLY}): a routed call derives levels.
+     */
+    static final class Source {
+        final DeviceMemoryManager manager;
+        /** Guarded by this source. */
+        long reading;
+
+        Source(DeviceMemoryManager manager) {
+            this.manager = manager;
+        }
+    }
+
+    /** @return the number of a reading of a manager's figures about to begin, for {@link #derive} */
+    long reading() {
+        return readings.incrementAndGet();
+    }
+
+    /**
+     * @return {@link #reading()} when {@code device}'s level is derived from {@code manager}'s figures,
+     *         else -1 (its figures derive nothing): a routing refresh of reporting managers, every pooled
+     *         one, writes nothing shared
+     */
+    long readingFor(Device device, DeviceMemoryManager manager) {
+        Source source = derived.get(device);
+        return source != null && source.manager == manager ? reading() : -1;
     }
 
     /**
@@ -87,13 +122,13 @@ final class PressureLevels {
             reporting.put(manager, listener);
             derived.remove(device);
         } else {
-            derived.put(device, manager);
+            derived.put(device, new Source(manager));
         }
     }
 
     /** Stops following {@code manager}, which no longer serves {@code device}. */
     void unsubscribe(Device device, DeviceMemoryManager manager) {
-        derived.remove(device, manager);
+        derived.computeIfPresent(device, (d, s) -> s.manager == manager ? null : s);
         Follower listener = reporting.remove(manager);
         if (listener != null) {
             listener.on = false;
@@ -113,27 +148,43 @@ final class PressureLevels {
         derived.remove(device);
     }
 
+    /** {@link #derive(Device, DeviceMemoryManager, MemoryInfo, long)} from figures read just now. */
+    void derive(Device device, DeviceMemoryManager manager, MemoryInfo info) {
+        derive(device, manager, info, reading());
+    }
+
     /**
      * Derives the level of {@code device} from figures of {@code manager}, if its level is derived
-     * from that manager, and tells a change.
+     * from that manager and no newer reading was derived from, and tells a change.
+     *
+     * @param reading the number {@link #reading} (or {@link #readingFor}) gave before the figures were
+     *                read; -1: none, nothing is derived
      */
-    void derive(Device device, DeviceMemoryManager manager, MemoryInfo info) {
-        if (derived.get(device) != manager) {
+    void derive(Device device, DeviceMemoryManager manager, MemoryInfo info, long reading) {
+        Source source = derived.get(device);
+        if (reading < 0 || source == null || source.manager != manager) {
             return;
         }
         MemoryPressure now = info.pressureLevel();
-        MemoryPressure before = levels.get(device);
-        if (before == null) {
-            if (levels.putIfAbsent(device, now) == null) {
-                return; // the first level known: nothing changed
+        // Not a hot path (a sample, a routing refresh every 64 calls of a thread); the tell only queues.
+        synchronized (source) {
+            if (reading < source.reading) {
+                return; // figures older than those the level came from
             }
-            before = levels.get(device);
+            source.reading = reading;
+            MemoryPressure before = levels.get(device);
             if (before == null) {
-                return; // forgotten meanwhile
+                if (levels.putIfAbsent(device, now) == null) {
+                    return; // the first level known: nothing changed
+                }
+                before = levels.get(device);
+                if (before == null) {
+                    return; // forgotten meanwhile
+                }
             }
-        }
-        if (before != now && levels.replace(device, before, now)) {
-            notifier.pressureChanged(device, before, now, info);
+            if (before != now && levels.replace(device, before, now)) {
+                notifier.pressureChanged(device, before, now, info);
+            }
         }
     }
 

@@ -188,6 +188,7 @@ final class RoutingSnapshots {
     /** @return the manager's cheap figures, or null if it fails to answer; derives its level on the way */
     private MemoryInfo quickInfo(Device d, DeviceMemoryManager m) {
         MemoryInfo info;
+        long reading = levels.readingFor(d, m); // before the figures: a sample read earlier and derived later loses
         try {
             info = m.quickInfo();
         } catch (VirtualMachineError fatal) {
@@ -196,7 +197,7 @@ final class RoutingSnapshots {
             return null;
         }
         if (info != null) {
-            levels.derive(d, m, info);
+            levels.derive(d, m, info, reading);
         }
         return info;
     }

@@ -9,8 +9,10 @@ import java.lang.reflect.Proxy;
 import java.util.Map;
 import java.util.OptionalDouble;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -141,6 +143,56 @@ class PressureLevelsTest {
             assertEquals(Map.of(CPU1, MemoryPressure.HIGH), levels.snapshot(), "the level the manager reported last");
         } finally {
             real.close();
+        }
+    }
+
+    /**
+     * A derived level follows the newest figures read, not the last ones to arrive: the sampler read a
+     * device's full figures (HIGH) and, before it derived from them, a routing refresh read its cheap
+     * figures (LOW, the device had freed meanwhile) and derived from those. The sampler then derived
+     * HIGH from its older figures: observers heard LOW>HIGH and the level stayed HIGH for a device at
+     * 20 %, until the next sample (5 s by default; never with sampling off). Forced: the manager's
+     * memoryInfo is paused after it read its figures.
+     */
+    @Test
+    void aDerivedLevelIsNeverSetFromFiguresOlderThanTheLastOnesDerived() throws Exception {
+        CountDownLatch inside = new CountDownLatch(1);
+        CountDownLatch go = new CountDownLatch(1);
+        AtomicBoolean pause = new AtomicBoolean();
+        StubManager m = new StubManager(CPU1, StubManager.poolSpace(1), false, 100, 10) {
+            @Override
+            public MemoryInfo memoryInfo(Device d) {
+                MemoryInfo read = info; // the figures of this reading
+                if (pause.compareAndSet(true, false)) {
+                    inside.countDown();
+                    try {
+                        assertTrue(go.await(30, TimeUnit.SECONDS));
+                    } catch (InterruptedException e) {
+                        throw new AssertionError(e);
+                    }
+                }
+                return read;
+            }
+        };
+        DeviceRegistry registry = new DeviceRegistry();
+        registry.add(new DeviceRegistry.Entry(CPU1, m, m.space, 0, 1, false));
+        levels.subscribe(CPU1, m, m.memoryInfo());
+        DeviceSampler sampler = new DeviceSampler(registry, levels, notifier, new MonitorLog(null));
+        try {
+            m.figures(100, 90);
+            pause.set(true);
+            Thread sampling = new Thread(sampler::sample, "sampler");
+            sampling.start();
+            assertTrue(inside.await(30, TimeUnit.SECONDS), "the sample read the device");
+            m.figures(100, 20); // the device frees; a routing refresh reads its figures and derives
+            new RoutingSnapshots(levels).figures(registry.active());
+            go.countDown();
+            sampling.join(TimeUnit.SECONDS.toMillis(30));
+            assertNothingMoreTold();
+            assertEquals(Map.of(CPU1, MemoryPressure.LOW), levels.snapshot(), "the level of the newest figures");
+        } finally {
+            go.countDown();
+            sampler.stop();
         }
     }
 
