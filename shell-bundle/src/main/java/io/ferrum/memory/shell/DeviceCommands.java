@@ -25,6 +25,7 @@ import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.GlobalMemoryMonitor;
 import io.ferrum.memory.api.MemoryHandleInfo;
 import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryPressure;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.StreamHandle;
 import io.ferrum.memory.api.StreamManager;
@@ -143,15 +144,22 @@ public final class DeviceCommands {
     public Reply pressure(@Descriptor("none") String... args) {
         return Reply.attempt(() -> {
             PRESSURE.parse(args);
-            GlobalMemoryMonitor m = Services.monitor(monitor);
-            Map<Device, MemoryInfo> all = m.globalMemoryInfo();
-            if (all.isEmpty()) { // the monitor's overall level would read LOW: there is no pressure to speak of
+            Map<Device, MemoryInfo> all = Services.monitor(monitor).globalMemoryInfo();
+            if (all.isEmpty()) { // the overall level would read LOW: there is no pressure to speak of
                 return Reply.line("No memory devices: no pressure to show. " + Services.START_A_BACKEND);
             }
             Table t = new Table("DEVICE", "USED", "UTILISATION", "PRESSURE");
-            all.forEach((d, i) -> t.row(d, Sizes.human(i.usedBytes()),
-                    percent(i.utilizationPercent()), i.pressureLevel()));
-            return Reply.lines(List.of(t.toString(), "overall: " + m.globalMemoryPressure()));
+            MemoryPressure overall = MemoryPressure.LOW;
+            for (Map.Entry<Device, MemoryInfo> e : all.entrySet()) {
+                MemoryInfo i = e.getValue();
+                t.row(e.getKey(), Sizes.human(i.usedBytes()), percent(i.utilizationPercent()), i.pressureLevel());
+                // The rows' reading, as the monitor's globalMemoryPressure sums it up: asked again, a
+                // device that changed meanwhile would read LOW in its row and HIGH overall.
+                if (i.pressureLevel().isAtLeast(overall)) {
+                    overall = i.pressureLevel();
+                }
+            }
+            return Reply.lines(List.of(t.toString(), "overall: " + overall));
         });
     }
 

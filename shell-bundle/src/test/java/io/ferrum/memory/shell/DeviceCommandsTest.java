@@ -18,6 +18,7 @@ import org.osgi.framework.BundleContext;
 import org.osgi.framework.ServiceReference;
 
 import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.GlobalMemoryMonitor;
 import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.StreamHandle;
@@ -171,6 +172,33 @@ class DeviceCommandsTest {
         assertTrue(lines.get(0).startsWith("DEVICE"), lines.toString());
         assertEquals(4, lines.size(), lines.toString());
         assertEquals("overall: LOW", lines.get(3));
+    }
+
+    /**
+     * mem:pressure's overall level sums up the rows above it. It was read anew (the monitor's
+     * globalMemoryPressure, a second reading of every device), so a device that changed between the
+     * two readings showed LOW in its row and HIGH overall. Forced: right after the rows' reading,
+     * another thread takes cpu:0 to HIGH.
+     */
+    @Test
+    void theOverallPressureIsThatOfTheRowsAboveIt() throws Exception {
+        long total = fixture.cpu0.memoryInfo().totalBytes();
+        GlobalMemoryMonitor real = fixture.directory;
+        GlobalMemoryMonitor between = (GlobalMemoryMonitor) Proxy.newProxyInstance(getClass().getClassLoader(),
+                new Class<?>[] {GlobalMemoryMonitor.class}, (proxy, method, args) -> {
+                    Object result = method.invoke(real, args);
+                    if (method.getName().equals("globalMemoryInfo")) {
+                        Thread other = new Thread(() -> fixture.cpu0.allocate(total * 9 / 10 & -256L, CPU0), "allocates");
+                        other.start();
+                        other.join();
+                    }
+                    return result;
+                });
+        DeviceCommands c = new DeviceCommands(fixture.framework());
+        c.monitor = between;
+        List<String> lines = lines(c.pressure());
+        assertTrue(lines.get(1).startsWith("cpu:0") && lines.get(1).endsWith("LOW"), lines.toString());
+        assertEquals("overall: LOW", lines.get(3), "the rows above all say LOW: " + lines);
     }
 
     @Test
