@@ -30,6 +30,7 @@ import io.ferrum.memory.api.MemoryObserver;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryPressure;
 import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.api.OutOfDeviceMemoryException;
 import io.ferrum.memory.pool.HookedUpstream.Call;
 import io.ferrum.memory.pool.HookedUpstream.Pause;
 
@@ -454,6 +455,31 @@ class AttackRacesTest extends RaceHarness {
         growing.get(30, TimeUnit.SECONDS);
         assertEquals(5 * MiB, m.quickInfo().reservedBytes());
         assertEquals(m.memoryInfo().reservedBytes(), m.quickInfo().reservedBytes());
+    }
+
+    /**
+     * The same for the reason an allocation is refused: "the device's pools already hold X" counted
+     * a chunk still being asked for (which the upstream may yet refuse) as held, where memoryInfo
+     * reports what the pools hold. Forced: another thread's growth paused inside the reserve.
+     */
+    @Test
+    void aDeviceFullRefusalSaysWhatThePoolsHoldNotWhatIsBeingAskedFor() throws Exception {
+        HookedUpstream up = new HookedUpstream(8 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults().withThreadCache(0),
+                null);
+        Pause reserve = up.pauseNext(Call.RESERVE);
+        CompletableFuture<MemoryHandle> growing = start("grow", () -> m.allocate(4 * MiB, CPU));
+        try {
+            reserve.awaitArrival();
+            OutOfDeviceMemoryException e = assertThrows(OutOfDeviceMemoryException.class,
+                    () -> m.allocate(5 * MiB, MemoryType.TENSOR, CPU));
+            assertEquals(0, m.memoryInfo().reservedBytes());
+            assertTrue(e.getMessage().contains("the device's pools already hold 0 B of its 8.0 MiB capacity"
+                    + " (4.0 MiB more being reserved)"), e.getMessage());
+        } finally {
+            reserve.release();
+        }
+        growing.get(30, TimeUnit.SECONDS);
     }
 
     /**

@@ -353,10 +353,16 @@ final class Checks {
                 : "the pool holds " + Bytes.human(pool.reserved) + " and may not grow (enableAutoExpansion=false)";
     }
 
-    /** @return why a pool may not grow: the device's capacity */
-    String deviceFull(long deviceReserved) {
-        return "the device's pools already hold " + Bytes.human(deviceReserved) + " of its "
-                + Bytes.human(capacity) + " capacity";
+    /**
+     * @param held   bytes of the pools' chunks (what memoryInfo reports as reserved)
+     * @param booked bytes of capacity booked: those chunks and the ones being asked for right now
+     * @return why a pool may not grow: the device's capacity, the chunks being asked for apart (the
+     *         upstream may yet refuse them)
+     */
+    String deviceFull(long held, long booked) {
+        long asked = booked - held;
+        return "the device's pools already hold " + Bytes.human(held) + " of its " + Bytes.human(capacity) + " capacity"
+                + (asked > 0 ? " (" + Bytes.human(asked) + " more being reserved)" : "");
     }
 
     /** @return why a pool did not grow: the upstream refused */

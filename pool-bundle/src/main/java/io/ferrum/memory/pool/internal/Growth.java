@@ -81,7 +81,7 @@ final class Growth {
         try {
             long size = account.book(planned, needed);
             if (size == 0) {
-                failure = checks.deviceFull(account.reserved());
+                failure = checks.deviceFull(account.held(), account.reserved());
             } else {
                 try {
                     DeviceChunk c = upstream.reserve(size, pool.type);
