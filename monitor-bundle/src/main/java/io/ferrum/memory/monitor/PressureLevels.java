@@ -82,6 +82,8 @@ final class PressureLevels {
     private final class Follower implements MemoryObserver {
         private final Device device;
         volatile boolean on = true;
+        /** Guarded by this: the manager told a change (the subscription's catch-up then has nothing to add). */
+        private boolean heard;
 
         Follower(Device device) {
             this.device = device;
@@ -89,12 +91,39 @@ final class PressureLevels {
 
         @Override
         public void pressureChanged(Device d, MemoryPressure previous, MemoryPressure current, MemoryInfo now) {
-            // Runs in the allocating thread, under the manager's notification lock: record and hand off.
-            if (!on) {
-                return; // a tell that was under way when the manager stopped being followed
+            // Runs in the allocating thread, under the manager's notification lock: record and hand off
+            // (the lock of this follower is taken by nothing else but the subscription's catch-up).
+            synchronized (this) {
+                if (!on) {
+                    return; // a tell that was under way when the manager stopped being followed
+                }
+                heard = true;
+                levels.put(device, current);
+                notifier.pressureChanged(device, previous, current, now);
             }
-            levels.put(device, current);
-            notifier.pressureChanged(device, previous, current, now);
+        }
+
+        /**
+         * Just after this follower was added: a change the manager made after the figures the device
+         * came with were read, but before it had this follower, was told to no one, and the manager
+         * tells nothing more until its next change. Figures read now (any change after them is told)
+         * set the level, unless a tell came meanwhile, which is as new.
+         */
+        void catchUp(DeviceMemoryManager manager) {
+            MemoryInfo now = DeviceSampler.safeInfo(manager);
+            if (now == null) {
+                return;
+            }
+            synchronized (this) {
+                if (heard || !on) {
+                    return;
+                }
+                MemoryPressure level = now.pressureLevel();
+                MemoryPressure before = levels.put(device, level);
+                if (before != null && before != level) {
+                    notifier.pressureChanged(device, before, level, now);
+                }
+            }
         }
     }
 
@@ -121,6 +150,7 @@ final class PressureLevels {
         if (reports) {
             reporting.put(manager, listener);
             derived.remove(device);
+            listener.catchUp(manager);
         } else {
             derived.put(device, new Source(manager));
         }

@@ -147,6 +147,39 @@ class PressureLevelsTest {
     }
 
     /**
+     * The other side of that window: a reporting manager that changes level after the monitor read
+     * the figures the device came with, but before it has the monitor's observer, tells nobody, and
+     * tells nothing more until its next change (edge-triggered). The monitor kept the level of those
+     * figures, LOW for a device at HIGH, for as long as the device stayed there. Forced: the real
+     * pool manager is taken to HIGH by another thread just before the observer is added.
+     */
+    @Test
+    void aChangeMadeJustBeforeTheObserverIsAddedIsNotMissed() throws Exception {
+        long mib = 1 << 20;
+        PooledMemoryManager real = PooledMemoryManager.create(new ArenaUpstream(CPU1, 8 * mib, true),
+                MemoryManagerConfig.defaults().withAutoGc(false, 0.85), PoolSettings.defaults(), null);
+        try {
+            MemoryInfo came = real.memoryInfo();
+            DeviceMemoryManager seen = (DeviceMemoryManager) Proxy.newProxyInstance(getClass().getClassLoader(),
+                    new Class<?>[] {DeviceMemoryManager.class}, (proxy, method, args) -> {
+                        if (method.getName().equals("addPressureObserver")) {
+                            Thread other = new Thread(() -> real.allocate(7 * mib, CPU1), "allocates-to-HIGH");
+                            other.start();
+                            other.join();
+                        }
+                        return method.invoke(real, args);
+                    });
+            levels.subscribe(CPU1, seen, came);
+
+            assertEquals("cpu:1 LOW>HIGH", nextTold());
+            assertEquals(Map.of(CPU1, MemoryPressure.HIGH), levels.snapshot(), "the level the device is at");
+            assertNothingMoreTold();
+        } finally {
+            real.close();
+        }
+    }
+
+    /**
      * A derived level follows the newest figures read, not the last ones to arrive: the sampler read a
      * device's full figures (HIGH) and, before it derived from them, a routing refresh read its cheap
      * figures (LOW, the device had freed meanwhile) and derived from those. The sampler then derived
