@@ -30,7 +30,9 @@ public final class LogMonitor implements MemoryObserver {
     @Override
     public void pressureChanged(Device device, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
         String message = String.format(Locale.ROOT, "Memory pressure on %s: %s -> %s (%.1f %% used, %d of %d bytes, %d allocations)",
-                device, previous, current, info == null ? 0.0 : info.utilizationPercent(),
+                // Rounded down: 84.97 % (MEDIUM) must not read as 85.0 %, the threshold of HIGH (the
+                // nudge keeps 1.1 %, computed as 1.0999999999999999, from reading 1.0 %).
+                device, previous, current, info == null ? 0.0 : Math.floor(info.utilizationPercent() * 10 + 1e-9) / 10,
                 info == null ? 0 : info.usedBytes(), info == null ? 0 : info.totalBytes(),
                 info == null ? 0 : info.activeAllocations());
         if (current.isAtLeast(MemoryPressure.HIGH)) {
