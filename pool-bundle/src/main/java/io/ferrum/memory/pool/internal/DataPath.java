@@ -27,7 +27,8 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * their bytes and its write-back, which also runs when only a nested view wrote, keeps them.
  *
  * <p>Bandwidth figures count copies of {@value #TIMED_BYTES} bytes or more only: a clock read costs
- * as much as a small copy (PERFORMANCE item 15). Access statistics, when on, record every call that
+ * as much as a small copy (PERFORMANCE item 15); and only of blocks with statistics on (enableStats
+ * keeps "access statistics and bandwidth figures"). Access statistics, when on, record every call that
  * reached the bytes (a view once it exists: not one whose staging copy the device failed).
  */
 final class DataPath {
@@ -98,7 +99,7 @@ final class DataPath {
             if (n == 0) {
                 return;
             }
-            long t0 = n >= TIMED_BYTES ? clock.getAsLong() : 0;
+            long t0 = n >= TIMED_BYTES && b.access != null ? clock.getAsLong() : 0; // statistics off: no bandwidth
             MemorySegment host = b.chunk.host;
             if (host != null) {
                 MemorySegment.copy(src, 0, host, b.offset + offset, n);
@@ -125,7 +126,7 @@ final class DataPath {
             if (n == 0) {
                 return;
             }
-            long t0 = n >= TIMED_BYTES ? clock.getAsLong() : 0;
+            long t0 = n >= TIMED_BYTES && b.access != null ? clock.getAsLong() : 0; // statistics off: no bandwidth
             MemorySegment host = b.chunk.host;
             if (host != null) {
                 MemorySegment.copy(host, b.offset + offset, dst, 0, n);

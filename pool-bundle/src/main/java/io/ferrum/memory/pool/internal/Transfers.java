@@ -29,8 +29,9 @@ import io.ferrum.memory.pool.StreamExecutor;
  * <p><b>Aliases.</b> A block may be a peer's, named here by an alias: pins and unpins go to its
  * own manager ({@link Reclaimer#unpin}), and upstream calls on it to its own upstream.
  *
- * <p>Each copy of {@link DataPath#TIMED_BYTES} or more with a measurable duration counts in the
- * bandwidth of the {@link Figures}; a block with access statistics records the read and the write.
+ * <p>With statistics on (a block with an {@link AccessTracker}), each copy of {@link DataPath#TIMED_BYTES}
+ * or more with a measurable duration counts in the bandwidth of the {@link Figures}, and the block
+ * records the read and the write.
  */
 final class Transfers {
     private final Reclaimer reclaimer;
@@ -94,8 +95,12 @@ final class Transfers {
         Reclaimer owner = s.pool.reclaimer;
         Reclaimer dOwner = d.pool.reclaimer;
         DeviceUpstream up = owner == dOwner || (owner != reclaimer && dOwner != reclaimer) ? owner.upstream() : upstream;
-        // A clock read costs as much as a small copy: only copies of DataPath.TIMED_BYTES or more are timed.
-        boolean timed = size >= DataPath.TIMED_BYTES;
+        AccessTracker sa = s.access;
+        AccessTracker da = d.access;
+        // A clock read costs as much as a small copy: only copies of DataPath.TIMED_BYTES or more are
+        // timed, and only with statistics on for either block (enableStats: "access statistics and
+        // bandwidth figures"; off, neither is kept and no clock is read).
+        boolean timed = size >= DataPath.TIMED_BYTES && (sa != null || da != null);
         long t0 = timed ? clock.getAsLong() : 0;
         DeviceUpstream sUp = owner.upstream();
         DeviceUpstream dUp = dOwner.upstream();
@@ -110,8 +115,6 @@ final class Transfers {
                 figures.copied(size, t1 - t0);
             }
         }
-        AccessTracker sa = s.access;
-        AccessTracker da = d.access;
         if (sa != null || da != null) {
             long now = accessClock.getAsLong();
             if (sa != null) {
@@ -238,7 +241,8 @@ final class Transfers {
                 DeviceUpstream up = b.pool.reclaimer.upstream();
                 // Timed as the synchronous copies are: only from DataPath.TIMED_BYTES on (the time of
                 // a smaller one is mostly the clock's, and would drag the figure down).
-                boolean timed = n >= DataPath.TIMED_BYTES;
+                AccessTracker t = b.access;
+                boolean timed = n >= DataPath.TIMED_BYTES && t != null; // statistics off: no bandwidth either
                 long t0 = timed ? clock.getAsLong() : 0;
                 if (write) {
                     up.copyFromHost(seg, b.chunk.device, b.offset + offset, n);
@@ -251,7 +255,6 @@ final class Transfers {
                         figures.copied(n, t1 - t0);
                     }
                 }
-                AccessTracker t = b.access;
                 if (t != null) {
                     // The access clock, as every other record of the block: with the coarse clock,
                     // an exact time here would put a later synchronous access before this one.
