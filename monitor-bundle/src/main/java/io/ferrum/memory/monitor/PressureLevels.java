@@ -136,7 +136,13 @@ final class PressureLevels {
         if (info != null) {
             // Before the observer is added: a reporting manager may tell a change as soon as it has it,
             // and that change is newer than these figures, which must not overwrite it.
-            levels.put(device, info.pressureLevel());
+            MemoryPressure level = info.pressureLevel();
+            MemoryPressure was = levels.put(device, level);
+            if (was != null && was != level) {
+                // Another manager took over the device at another level: a change like any other, or
+                // the newcomer's next one would reach the observers from a level they were never told.
+                notifier.pressureChanged(device, was, level, info);
+            }
         }
         Follower listener = new Follower(device);
         boolean reports;

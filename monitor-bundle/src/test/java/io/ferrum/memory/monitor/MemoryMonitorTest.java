@@ -885,4 +885,31 @@ class MemoryMonitorTest {
         assertTrue(result.get(CPU1).blocksMoved() > 0);
         assertTrue(result.get(CPU1).fragmentationAfter() < result.get(CPU1).fragmentationBefore());
     }
+
+    /**
+     * Another manager takes over a device (a higher service ranking) at another pressure level: the
+     * monitor's level of the device becomes the newcomer's, and observers must hear that change, or
+     * the newcomer's next change reaches them from a level they were never told (here "HIGH>LOW"
+     * after nothing but LOW), and the global callback never hears the device at HIGH.
+     */
+    @Test
+    void observersHearTheLevelChangeWhenAnotherManagerTakesOverADevice() throws Exception {
+        MemoryMonitor mon = monitor("best-fit");
+        List<String> heard = new CopyOnWriteArrayList<>();
+        mon.addObserver(new MemoryObserver() {
+            @Override
+            public void pressureChanged(Device d, MemoryPressure p, MemoryPressure c, MemoryInfo info) {
+                heard.add(d + " " + p + ">" + c);
+            }
+        }, Map.of());
+        PooledMemoryManager first = device(CPU1, 8 * MiB);
+        PooledMemoryManager next = device(CPU1, 8 * MiB);
+        MemoryHandle h = next.allocate(7 * MiB, CPU1); // 87.5 %: HIGH before it serves
+        mon.addManager(first, props(CPU1, 0));
+        mon.addManager(next, props(CPU1, 10)); // takes over cpu:1
+        assertSame(next, mon.manager(CPU1).orElseThrow());
+        next.deallocate(h); // its own change, told by it
+        await(() -> heard.contains("cpu:1 HIGH>LOW"), "the newcomer's change");
+        assertEquals(List.of("cpu:1 LOW>HIGH", "cpu:1 HIGH>LOW"), heard, "each change from the level told before it");
+    }
 }
