@@ -19,6 +19,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 
+import io.ferrum.memory.api.DefragmentationStats;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.MemoryAccess;
@@ -480,6 +481,39 @@ class AttackRacesTest extends RaceHarness {
             reserve.release();
         }
         growing.get(30, TimeUnit.SECONDS);
+    }
+
+    /**
+     * A defragmentation's memoryFreed is what it gave back. It was the drop of the device's reserved
+     * bytes from its start to its end, so a pool another thread grew meanwhile took its growth off:
+     * TENSOR's chunk B (4 MiB) went back, GENERAL grew by 2 MiB, and the stats said 2 MiB freed.
+     * Forced: the compaction's first copy (TENSOR's slide) paused while GENERAL grows.
+     */
+    @Test
+    void aDefragmentationSaysWhatItGaveBackWhateverAnotherPoolDidMeanwhile() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(MiB, 4 * MiB, 256)), PoolSettings.defaults().withThreadCache(0),
+                null);
+        MemoryHandle a1 = m.allocate(MiB / 4, MemoryType.TENSOR, CPU); // chunk A, 1 MiB, four quarters
+        for (int i = 0; i < 3; i++) {
+            m.allocate(MiB / 4, MemoryType.TENSOR, CPU);
+        }
+        MemoryHandle b1 = m.allocate(MiB / 4, MemoryType.TENSOR, CPU); // A is full: chunk B, 4 MiB
+        m.allocate(MiB / 4, MemoryType.TENSOR, CPU);
+        m.deallocate(a1);
+        m.deallocate(b1); // compaction slides A's and B's blocks down, then empties B into A
+        Pause copy = up.pauseNext(Call.COPY);
+        CompletableFuture<DefragmentationStats> defrag = start("defragment",
+                () -> m.defragment(CPU).toCompletableFuture().get());
+        try {
+            copy.awaitArrival();
+            m.allocate(2 * MiB, CPU); // GENERAL grows meanwhile: a chunk of its own, 2 MiB
+        } finally {
+            copy.release();
+        }
+        DefragmentationStats stats = defrag.get(30, TimeUnit.SECONDS);
+        assertEquals(MiB + 2 * MiB, m.memoryInfo().reservedBytes(), "B went back");
+        assertEquals(4 * MiB, stats.memoryFreed(), "the bytes this defragmentation gave back");
     }
 
     /**

@@ -39,7 +39,6 @@ final class Maintenance implements OutOfMemoryHook {
     private final Reclaimer reclaimer;
     private final Lifecycle lifecycle;
     private final Compactor compactor;
-    private final DeviceAccount account;
     private final Checks checks;
     private final Figures figures;
     private final boolean autoGc;
@@ -47,13 +46,12 @@ final class Maintenance implements OutOfMemoryHook {
     private final PoolLog log;
 
     Maintenance(Pool[] pools, ThreadCaches caches, Reclaimer reclaimer, Lifecycle lifecycle, Compactor compactor,
-                DeviceAccount account, Checks checks, Figures figures, boolean autoGc, Device device, PoolLog log) {
+                Checks checks, Figures figures, boolean autoGc, Device device, PoolLog log) {
         this.pools = pools;
         this.caches = caches;
         this.reclaimer = reclaimer;
         this.lifecycle = lifecycle;
         this.compactor = compactor;
-        this.account = account;
         this.checks = checks;
         this.figures = figures;
         this.autoGc = autoGc;
@@ -128,15 +126,15 @@ final class Maintenance implements OutOfMemoryHook {
         try {
             long t0 = System.nanoTime();
             double before = figures.memoryInfo().fragmentationRatio();
-            long reservedBefore = account.held();
             caches.drainAll();
             long moved = 0;
             for (Pool pool : pools) {
                 moved += compact(pool);
             }
-            trim();
+            // What this call gave back: not the drop of the device's reserved bytes, which a pool
+            // another thread grows (or trims) meanwhile changes too.
+            long freed = trim();
             double after = figures.memoryInfo().fragmentationRatio();
-            long freed = Math.max(0, reservedBefore - account.held());
             long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
             return CompletableFuture.completedFuture(new DefragmentationStats(freed, moved, ms, before, after));
         } catch (RuntimeException e) {

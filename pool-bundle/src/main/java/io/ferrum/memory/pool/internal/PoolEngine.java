@@ -137,7 +137,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         }
         this.growth = new Growth(upstream, account, checks, lifecycle, caches, zeroOnFree);
         this.maintenance = new Maintenance(pools, caches, reclaimer, lifecycle, new Compactor(upstream, zeroOnFree, settings.log()),
-                account, checks, figures, config.enableAutoGc(), device, settings.log());
+                checks, figures, config.enableAutoGc(), device, settings.log());
         this.allocator = new Allocator(this.handles, caches, reclaimer, growth, maintenance, pressure, checks, account,
                 lifecycle, upstream, settings.nanoClock(), coarseClock, config.enableTracking(), config.enableDebug(),
                 zeroing == ZeroingPolicy.ON_ALLOCATE);
