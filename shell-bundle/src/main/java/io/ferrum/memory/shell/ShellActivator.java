@@ -25,6 +25,7 @@ import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryHandleInfo;
 import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryPressure;
 import io.ferrum.memory.api.MemoryRouter;
 import io.ferrum.memory.api.MemoryTransfer;
 import io.ferrum.memory.api.MemoryType;
@@ -58,7 +59,8 @@ public final class ShellActivator implements BundleActivator {
             DefragmentationStats.class, Device.class, DeviceMemoryManager.class, DeviceUnavailableException.class,
             GlobalMemoryMonitor.class, InvalidMemoryRequestException.class, MemoryAccess.class, MemoryHandle.class,
             MemoryHandleInfo.class, MemoryInfo.class, MemoryPoolConfig.class, MemoryPoolConfig.Builder.class,
-            MemoryRouter.class, MemoryTransfer.class, MemoryType.class, StreamHandle.class, StreamManager.class,
+            MemoryPressure.class, MemoryRouter.class, MemoryTransfer.class, MemoryType.class, StreamHandle.class,
+            StreamManager.class,
             CommandSession.class, Job.class, Job.Utils.class);
 
     /** Config Admin's classes the shell names where its optional import is wired (only mem:strategy needs them). */
