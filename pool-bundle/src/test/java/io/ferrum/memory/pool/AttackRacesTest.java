@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -292,42 +291,11 @@ class AttackRacesTest extends RaceHarness {
     }
 
     /** An upstream whose next copy fails once armed, as a device that reports an error would; else {@code real}. */
-    static final class FailingCopies implements DeviceUpstream {
-        final HookedUpstream real;
+    static final class FailingCopies extends ForwardingUpstream {
         volatile boolean failNextCopy;
 
         FailingCopies(HookedUpstream real) {
-            this.real = real;
-        }
-
-        @Override
-        public Device device() {
-            return real.device();
-        }
-
-        @Override
-        public String backendName() {
-            return real.backendName();
-        }
-
-        @Override
-        public long physicalCapacity() {
-            return real.physicalCapacity();
-        }
-
-        @Override
-        public long chunkAlignment() {
-            return real.chunkAlignment();
-        }
-
-        @Override
-        public DeviceChunk reserve(long bytes) {
-            return real.reserve(bytes);
-        }
-
-        @Override
-        public void release(DeviceChunk chunk) {
-            real.release(chunk);
+            super(real);
         }
 
         @Override
@@ -337,31 +305,6 @@ class AttackRacesTest extends RaceHarness {
                 throw new IllegalStateException("test: the device reports a copy error");
             }
             real.copy(src, srcOffset, dst, dstOffset, bytes);
-        }
-
-        @Override
-        public void copyToHost(DeviceChunk src, long srcOffset, MemorySegment dst, long bytes) {
-            real.copyToHost(src, srcOffset, dst, bytes);
-        }
-
-        @Override
-        public void copyFromHost(MemorySegment src, DeviceChunk dst, long dstOffset, long bytes) {
-            real.copyFromHost(src, dst, dstOffset, bytes);
-        }
-
-        @Override
-        public void fill(DeviceChunk chunk, long offset, long bytes, byte value) {
-            real.fill(chunk, offset, bytes, value);
-        }
-
-        @Override
-        public Optional<MemorySegment> hostSegment(DeviceChunk chunk) {
-            return real.hostSegment(chunk);
-        }
-
-        @Override
-        public void close() {
-            real.close();
         }
     }
 

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Instant;
-import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.junit.jupiter.api.Test;
@@ -127,47 +126,11 @@ class EngineStatisticsTest extends EngineTestSupport {
     }
 
     /** A device the CPU cannot address ({@code real}), whose next copy to the host fails once armed. */
-    static final class FailingHostCopies implements DeviceUpstream {
-        final ArenaUpstream real;
+    static final class FailingHostCopies extends ForwardingUpstream {
         volatile boolean failNext;
 
         FailingHostCopies(ArenaUpstream real) {
-            this.real = real;
-        }
-
-        @Override
-        public Device device() {
-            return real.device();
-        }
-
-        @Override
-        public String backendName() {
-            return real.backendName();
-        }
-
-        @Override
-        public long physicalCapacity() {
-            return real.physicalCapacity();
-        }
-
-        @Override
-        public long chunkAlignment() {
-            return real.chunkAlignment();
-        }
-
-        @Override
-        public DeviceChunk reserve(long bytes) {
-            return real.reserve(bytes);
-        }
-
-        @Override
-        public void release(DeviceChunk chunk) {
-            real.release(chunk);
-        }
-
-        @Override
-        public void copy(DeviceChunk src, long srcOffset, DeviceChunk dst, long dstOffset, long bytes) {
-            real.copy(src, srcOffset, dst, dstOffset, bytes);
+            super(real);
         }
 
         @Override
@@ -177,26 +140,6 @@ class EngineStatisticsTest extends EngineTestSupport {
                 throw new IllegalStateException("test: the device reports a copy error");
             }
             real.copyToHost(src, srcOffset, dst, bytes);
-        }
-
-        @Override
-        public void copyFromHost(MemorySegment src, DeviceChunk dst, long dstOffset, long bytes) {
-            real.copyFromHost(src, dst, dstOffset, bytes);
-        }
-
-        @Override
-        public void fill(DeviceChunk chunk, long offset, long bytes, byte value) {
-            real.fill(chunk, offset, bytes, value);
-        }
-
-        @Override
-        public Optional<MemorySegment> hostSegment(DeviceChunk chunk) {
-            return real.hostSegment(chunk);
-        }
-
-        @Override
-        public void close() {
-            real.close();
         }
     }
 
