@@ -3,12 +3,8 @@ package io.ferrum.memory.launcher;
 import java.util.Collections;
 import java.util.Dictionary;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 
-import org.osgi.service.cm.Configuration;
 import org.osgi.service.cm.ConfigurationAdmin;
-import org.osgi.service.cm.ConfigurationEvent;
 import org.osgi.service.cm.ConfigurationListener;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
@@ -27,50 +23,21 @@ import org.osgi.service.log.LoggerFactory;
  * plugin's file as it breaks ours.
  */
 @Component(service = ConfigurationListener.class)
-public final class ByteOrderMarks implements ConfigurationListener {
+public final class ByteOrderMarks extends FileWarnings {
     /** A UTF-8 mark (EF BB BF) as ISO-8859-1 reads it, and as UTF-8 reads it. */
     private static final List<String> UTF_8 = List.of("\u00ef\u00bb\u00bf", "\ufeff");
     /** A UTF-16 mark (FF FE or FE FF) as ISO-8859-1 reads it. */
     private static final List<String> UTF_16 = List.of("\u00ff\u00fe", "\u00fe\u00ff");
 
-    private final ConfigurationAdmin configAdmin;
-    private final Logger log;
-    /**
-     * The files named, to the PID of their configuration, while they keep their mark: a file saved
-     * without it, or deleted, is named again when it comes back with a mark.
-     */
-    private final Map<String, String> named = new ConcurrentHashMap<>();
-
     @Activate
     public ByteOrderMarks(@Reference ConfigurationAdmin configAdmin, @Reference(service = LoggerFactory.class) Logger log) {
-        this.configAdmin = configAdmin;
-        this.log = log;
-        // FileInstall (before SCR at its start level) reads config/ before this listener exists.
-        ConfigFiles.forEach(configAdmin, log, "files with a byte order mark", this::check);
+        super(configAdmin, log, "files with a byte order mark");
+        checkAll();
     }
 
     @Override
-    public void configurationEvent(ConfigurationEvent event) {
-        if (event.getType() == ConfigurationEvent.CM_DELETED) {
-            named.values().removeIf(event.getPid()::equals);
-        } else if (event.getType() == ConfigurationEvent.CM_UPDATED) {
-            ConfigFiles.forPid(configAdmin, log, event.getPid(), this::check);
-        }
-    }
-
-    private void check(Configuration c) {
-        Dictionary<String, Object> props = c.getProperties();
-        Object name = props == null ? null : props.get(ConfigFiles.FILENAME);
-        if (name == null) {
-            return;
-        }
-        String file = ConfigFiles.file(name);
-        String warning = warning(file, Collections.list(props.keys()));
-        if (warning == null) {
-            named.remove(file);
-        } else if (named.putIfAbsent(file, c.getPid()) == null) {
-            log.warn(warning);
-        }
+    String warningFor(String file, Dictionary<String, Object> properties) {
+        return warning(file, Collections.list(properties.keys()));
     }
 
     /**

@@ -11,12 +11,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Collectors;
 
-import org.osgi.service.cm.Configuration;
 import org.osgi.service.cm.ConfigurationAdmin;
-import org.osgi.service.cm.ConfigurationEvent;
 import org.osgi.service.cm.ConfigurationListener;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
@@ -33,53 +30,16 @@ import org.osgi.service.log.LoggerFactory;
  * that applies. Any PID's file is checked: a plugin's file is read the same way.
  */
 @Component(service = ConfigurationListener.class)
-public final class DuplicateKeys implements ConfigurationListener {
-    private final ConfigurationAdmin configAdmin;
-    private final Logger log;
-    /** The warning given for each file, with its configuration's PID, while the file gives a key twice. */
-    private final Map<String, Named> named = new ConcurrentHashMap<>();
-
-    private record Named(String pid, String warning) {
-    }
-
+public final class DuplicateKeys extends FileWarnings {
     @Activate
     public DuplicateKeys(@Reference ConfigurationAdmin configAdmin, @Reference(service = LoggerFactory.class) Logger log) {
-        this.configAdmin = configAdmin;
-        this.log = log;
-        // FileInstall (before SCR at its start level) reads config/ before this listener exists.
-        ConfigFiles.forEach(configAdmin, log, "files that give a key twice", this::check);
+        super(configAdmin, log, "files that give a key twice");
+        checkAll();
     }
 
     @Override
-    public void configurationEvent(ConfigurationEvent event) {
-        if (event.getType() == ConfigurationEvent.CM_DELETED) {
-            named.values().removeIf(n -> n.pid().equals(event.getPid()));
-        } else if (event.getType() == ConfigurationEvent.CM_UPDATED) {
-            ConfigFiles.forPid(configAdmin, log, event.getPid(), this::check);
-        }
-    }
-
-    private void check(Configuration c) {
-        Dictionary<String, Object> props = c.getProperties();
-        Object name = props == null ? null : props.get(ConfigFiles.FILENAME);
-        if (name == null) {
-            return;
-        }
-        String file = ConfigFiles.file(name);
-        String warning;
-        try {
-            warning = warning(file, repeated(Path.of(file)));
-        } catch (IOException | RuntimeException unreadable) {
-            return; // gone or changed since FileInstall read it: its next read brings a new event
-        }
-        if (warning == null) {
-            named.remove(file);
-            return;
-        }
-        Named before = named.put(file, new Named(c.getPid(), warning));
-        if (before == null || !before.warning().equals(warning)) {
-            log.warn(warning);
-        }
+    String warningFor(String file, Dictionary<String, Object> properties) throws IOException {
+        return warning(file, repeated(Path.of(file)));
     }
 
     /**
