@@ -109,6 +109,27 @@ class EnginePoolConfigTest extends EngineTestSupport {
     }
 
     /**
+     * An alignment above the device's capacity was taken (the shell attack: {@code mem:pool cpu:0
+     * alignment=1t}): every block then rounded up past the device, and each allocation was refused
+     * with figures saying the device was free. It is refused as an initial size above the capacity
+     * is, and nothing changes.
+     */
+    @Test
+    void anAlignmentAboveTheDevicesCapacityIsRefusedAndChangesNothing() {
+        ArenaUpstream up = new ArenaUpstream(16 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, MiB));
+        MemoryPoolConfig before = m.poolConfig(MemoryType.GENERAL);
+        InvalidMemoryRequestException e = assertRejected(m, InvalidMemoryRequestException.class,
+                () -> m.configurePool(CPU, MemoryType.GENERAL, before.toBuilder().alignment(32 * MiB).build()));
+        assertEquals("Cannot set alignment of the GENERAL pool on cpu:0 to 33554432 bytes (32.0 MiB): the device has"
+                + " 16777216 bytes (16.0 MiB)", e.getMessage());
+        assertEquals(before, m.poolConfig(MemoryType.GENERAL));
+        MemoryHandle h = m.allocate(4096, CPU);
+        assertTrue(m.owns(h), "the pool still serves");
+        m.deallocate(h);
+    }
+
+    /**
      * A start pre-allocates only the pools its configuration names (GENERAL here); the others
      * inherit GENERAL's values with preAllocate, so trim kept as much as GENERAL's initialSize of
      * each, memory they had grown into, not pre-allocated: a start and the same configuration

@@ -178,14 +178,24 @@ final class Checks {
                 + ": it is not a live stream of the StreamManager of " + device + "; create it there");
     }
 
-    /** A pool configuration is given and its initial size fits the device. */
+    /**
+     * A pool configuration is given, and fits the device: an initial size above the capacity could
+     * never be reserved, and an alignment above it would round every block up past the device (each
+     * allocation then refused with figures that say the device is free). A growth step above it is
+     * taken: growth stops at the capacity (the default step, 512 MiB, is above a small device's).
+     */
     void poolConfig(MemoryType type, MemoryPoolConfig cfg) {
         if (cfg == null) {
             throw new InvalidMemoryRequestException("Pool configuration is null for the " + type + " pool on " + device);
         }
-        if (cfg.initialSize() > capacity) {
-            throw new InvalidMemoryRequestException("Cannot set initialSize of the " + type + " pool on " + device
-                    + " to " + Bytes.exact(cfg.initialSize()) + ": the device has " + Bytes.exact(capacity));
+        fits(type, "initialSize", cfg.initialSize());
+        fits(type, "alignment", cfg.alignment());
+    }
+
+    private void fits(MemoryType type, String attribute, long bytes) {
+        if (bytes > capacity) {
+            throw new InvalidMemoryRequestException("Cannot set " + attribute + " of the " + type + " pool on " + device
+                    + " to " + Bytes.exact(bytes) + ": the device has " + Bytes.exact(capacity));
         }
     }
 
