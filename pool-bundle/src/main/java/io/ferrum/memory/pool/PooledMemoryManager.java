@@ -1,12 +1,8 @@
 package io.ferrum.memory.pool;
 
-import java.util.EnumMap;
-import java.util.Map;
-
 import org.osgi.annotation.versioning.ProviderType;
 
 import io.ferrum.memory.api.AdvancedMemoryManager;
-import io.ferrum.memory.api.MemoryException;
 import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
@@ -54,7 +50,8 @@ public interface PooledMemoryManager extends AdvancedMemoryManager {
      * Gives every pool its configuration in {@code next}, or none: a backend applying an edited
      * device configuration to a running device. Every pool is checked first ({@link
      * #checkPoolConfig}); a pool that refuses after that (a block allocated since the check) or
-     * cannot pre-allocate its new initial size puts back the pools already changed. A pool that
+     * cannot pre-allocate its new initial size puts back the pools already changed, and gives back
+     * what they reserved for it. A pool that
      * {@code next} does not name takes GENERAL's values without pre-allocating, as {@link #create}
      * sets it up.
      *
@@ -62,36 +59,7 @@ public interface PooledMemoryManager extends AdvancedMemoryManager {
      * @throws io.ferrum.memory.api.MemoryException naming the pool that refused; no pool changed
      * @since 2.7
      */
-    default void configurePools(MemoryManagerConfig next) {
-        for (MemoryType type : MemoryType.values()) {
-            checkPoolConfig(type, poolOf(next, type));
-        }
-        Map<MemoryType, MemoryPoolConfig> before = new EnumMap<>(MemoryType.class);
-        try {
-            for (MemoryType type : MemoryType.values()) {
-                before.put(type, poolConfig(type));
-                configurePool(device(), type, poolOf(next, type));
-            }
-        } catch (MemoryException e) {
-            before.forEach((type, previous) -> {
-                try {
-                    configurePool(device(), type, previous);
-                } catch (MemoryException stillRefused) {
-                    // its previous limit held its blocks before; nothing else can refuse it
-                }
-            });
-            throw e;
-        }
-    }
-
-    /**
-     * @return {@code type}'s pool configuration in {@code next}, as {@link #create} would set it up: a
-     *         pool that only inherits GENERAL's values does not pre-allocate
-     */
-    private static MemoryPoolConfig poolOf(MemoryManagerConfig next, MemoryType type) {
-        MemoryPoolConfig cfg = next.poolConfig(type);
-        return cfg.preAllocate() && !next.poolConfigs().containsKey(type) ? cfg.toBuilder().preAllocate(false).build() : cfg;
-    }
+    void configurePools(MemoryManagerConfig next);
 
     /** @return the backend name of the upstream ({@code ffm}, ...) */
     String backendName();

@@ -130,6 +130,24 @@ class EnginePoolConfigTest extends EngineTestSupport {
     }
 
     /**
+     * configurePools is all or none: a later pool whose pre-allocation the device cannot hold puts
+     * back the pools already changed, and what they pre-allocated for the refused configuration goes
+     * back too. Only their configurations went back: GENERAL kept the 8 MiB it reserved for the
+     * refused edit, which the device then held for nothing.
+     */
+    @Test
+    void aRefusedConfigurePoolsGivesBackWhatAnEarlierPoolPreAllocated() {
+        ArenaUpstream up = new ArenaUpstream(16 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, MiB));
+        MemoryPoolConfig generalBefore = m.poolConfig(MemoryType.GENERAL);
+        io.ferrum.memory.api.MemoryManagerConfig next = config(pool(8 * MiB, MiB).toBuilder().preAllocate(true).build())
+                .withPoolConfig(MemoryType.TENSOR, pool(16 * MiB, MiB).toBuilder().preAllocate(true).build());
+        assertRejected(m, OutOfDeviceMemoryException.class, () -> m.configurePools(next));
+        assertEquals(generalBefore, m.poolConfig(MemoryType.GENERAL));
+        assertEquals(0, up.liveBytes(), "the device holds nothing for the refused configuration");
+    }
+
+    /**
      * A start pre-allocates only the pools its configuration names (GENERAL here); the others
      * inherit GENERAL's values with preAllocate, so trim kept as much as GENERAL's initialSize of
      * each, memory they had grown into, not pre-allocated: a start and the same configuration

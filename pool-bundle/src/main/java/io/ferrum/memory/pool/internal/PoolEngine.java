@@ -2,6 +2,7 @@ package io.ferrum.memory.pool.internal;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Instant;
+import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -16,6 +17,7 @@ import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.HandleSpace;
 import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryAccessStats;
+import io.ferrum.memory.api.MemoryException;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryHandleInfo;
 import io.ferrum.memory.api.MemoryInfo;
@@ -431,6 +433,46 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
                 // them, so that reserved does not stand above the limit just set (a chunk with live
                 // blocks stays: the check above made sure they fit).
                 maintenance.trim(pool, cfg.maxSize().getAsLong());
+            }
+        }
+    }
+
+    @Override
+    public void configurePools(MemoryManagerConfig next) {
+        for (MemoryType type : MemoryType.values()) {
+            checkPoolConfig(type, startConfig(next, type));
+        }
+        synchronized (configuring) {
+            Map<MemoryType, MemoryPoolConfig> before = new EnumMap<>(MemoryType.class);
+            long[] reservedBefore = new long[pools.length];
+            try {
+                for (MemoryType type : MemoryType.values()) {
+                    Pool pool = pools[type.ordinal()];
+                    pool.acquire();
+                    try {
+                        before.put(type, pool.config);
+                        reservedBefore[type.ordinal()] = pool.reserved;
+                    } finally {
+                        pool.lock.unlock();
+                    }
+                    configurePool(device, type, startConfig(next, type));
+                }
+            } catch (MemoryException e) {
+                // The pools changed so far go back as they were: their configuration, and what an earlier
+                // pool pre-allocated for the refused one (the device held it for nothing until a trim).
+                before.forEach((type, previous) -> {
+                    try {
+                        configurePool(device, type, previous);
+                    } catch (MemoryException stillRefused) {
+                        // its previous limit held its blocks before; nothing else can refuse it
+                    }
+                    try {
+                        maintenance.giveBackAbove(pools[type.ordinal()], reservedBefore[type.ordinal()]);
+                    } catch (MemoryException closedMeanwhile) {
+                        // a close gave every chunk back
+                    }
+                });
+                throw e;
             }
         }
     }
