@@ -26,7 +26,7 @@ final class ConfigFiles {
         try {
             Configuration[] present = configAdmin.listConfigurations("(" + FILENAME + "=*)");
             for (Configuration c : present == null ? new Configuration[0] : present) {
-                check.accept(c);
+                checkUnlessDeleted(c, check);
             }
         } catch (IOException | InvalidSyntaxException e) {
             log.warn("Cannot list the configurations to look for {}: {}", lookingFor, e.toString());
@@ -38,10 +38,28 @@ final class ConfigFiles {
         try {
             Configuration[] found = configAdmin.listConfigurations("(service.pid=" + escape(pid) + ")");
             if (found != null) {
-                check.accept(found[0]);
+                checkUnlessDeleted(found[0], check);
             }
         } catch (IOException | InvalidSyntaxException e) {
             log.warn("Cannot look at configuration {}: {}", pid, e.toString());
+        }
+    }
+
+    /**
+     * Hands {@code c} to {@code check}, unless it was deleted since it was listed: Config Admin then
+     * answers its getters with IllegalStateException (its file removed as a check starts), which threw
+     * out of a check's activation, and the check never ran. Its CM_DELETED event follows.
+     */
+    private static void checkUnlessDeleted(Configuration c, Consumer<Configuration> check) {
+        try {
+            check.accept(c);
+        } catch (IllegalStateException e) {
+            try {
+                c.getPid(); // throws as well if it was deleted: nothing to check, the file and its configuration are gone
+            } catch (IllegalStateException deletedMeanwhile) {
+                return;
+            }
+            throw e;
         }
     }
 

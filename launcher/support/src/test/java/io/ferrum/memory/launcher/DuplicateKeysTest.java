@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 
 import java.io.InputStreamReader;
+import java.lang.reflect.Proxy;
 import java.io.Reader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -14,6 +15,11 @@ import java.util.Map;
 import org.apache.felix.fileinstall.shaded.util.properties.TypedProperties;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.osgi.framework.ServiceReference;
+import org.osgi.service.cm.Configuration;
+import org.osgi.service.cm.ConfigurationAdmin;
+import org.osgi.service.cm.ConfigurationEvent;
+import org.osgi.service.log.Logger;
 
 /** What FileInstall 3.7.4 keeps of a file is read with its own parser, as its ConfigInstaller reads a {@code .cfg} file. */
 class DuplicateKeysTest {
@@ -56,5 +62,45 @@ class DuplicateKeysTest {
             p.load(r);
         }
         return p;
+    }
+
+    /**
+     * A configuration deleted between Config Admin's listing and the check (its file removed as the
+     * check starts) answers getProperties with IllegalStateException, as Felix's Config Admin does for
+     * a deleted one. That threw out of the constructor: SCR did not activate the check, and no file
+     * given afterwards was looked at. The deleted one is skipped; the others are still checked.
+     */
+    @Test
+    void aConfigurationDeletedWhileListedIsSkippedAndTheOthersAreChecked() throws Exception {
+        Path file = Files.writeString(dir.resolve("io.ferrum.memory.cpu.cfg"), "capacity=64m\ncapacity=1g\n",
+                StandardCharsets.ISO_8859_1);
+        Configuration deleted = proxy(Configuration.class, (p, m, a) -> {
+            throw new IllegalStateException("Configuration io.ferrum.memory.cuda deleted");
+        });
+        java.util.Hashtable<String, Object> props = new java.util.Hashtable<>();
+        props.put(ConfigFiles.FILENAME, file.toUri().toString());
+        Configuration present = proxy(Configuration.class, (p, m, a) -> switch (m.getName()) {
+            case "getProperties" -> props;
+            case "getPid" -> "io.ferrum.memory.cpu";
+            default -> null;
+        });
+        ConfigurationAdmin admin = proxy(ConfigurationAdmin.class, (p, m, a) -> m.getName().equals("listConfigurations")
+                ? new Configuration[] {deleted, present} : null);
+        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Logger log = proxy(Logger.class, (p, m, a) -> {
+            if (m.getName().equals("warn") && a.length == 1) {
+                warnings.add((String) a[0]);
+            }
+            return null;
+        });
+        DuplicateKeys check = new DuplicateKeys(admin, log);
+        assertEquals(List.of(DuplicateKeys.warning(file.toString(), DuplicateKeys.repeated(file))), warnings);
+        check.configurationEvent(new ConfigurationEvent(proxy(ServiceReference.class, (p, m, a) -> null),
+                ConfigurationEvent.CM_UPDATED, null, "io.ferrum.memory.cuda"));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> T proxy(Class<T> type, java.lang.reflect.InvocationHandler h) {
+        return (T) Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type}, h);
     }
 }
