@@ -145,16 +145,10 @@ class EngineFiguresTest extends EngineTestSupport {
     }
 
     /**
-     * A block another thread freed into its own cache is not live (activeAllocations leaves it out)
-     * but compaction may still slide it: it moved, yet it is no live block relocated. Layout before:
-     * x (freed, a hole) - y (in the other thread's cache) - z (live) - the rest free.
+     * Starts a thread that frees a 64 KiB block into its own cache, opens {@code cached}, and keeps
+     * the block there (the thread alive) until {@code end} opens.
      */
-    @Test
-    void defragmentationCountsOnlyLiveBlocksAsMovedNotOnesInAThreadCache() throws Exception {
-        PooledMemoryManager m = manager(new ArenaUpstream(256 * MiB), config(pool(MiB, MiB)), PoolSettings.defaults());
-        MemoryHandle x = m.allocate(64 * KiB, CPU);
-        CountDownLatch cached = new CountDownLatch(1);
-        CountDownLatch end = new CountDownLatch(1);
+    private static Thread keepACachedBlock(PooledMemoryManager m, CountDownLatch cached, CountDownLatch end) {
         Thread other = new Thread(() -> {
             m.deallocate(m.allocate(64 * KiB, CPU)); // stays in this thread's cache while it lives
             cached.countDown();
@@ -165,6 +159,21 @@ class EngineFiguresTest extends EngineTestSupport {
             }
         }, "keeps-a-cached-block");
         other.start();
+        return other;
+    }
+
+    /**
+     * A block another thread freed into its own cache is not live (activeAllocations leaves it out)
+     * but compaction may still slide it: it moved, yet it is no live block relocated. Layout before:
+     * x (freed, a hole) - y (in the other thread's cache) - z (live) - the rest free.
+     */
+    @Test
+    void defragmentationCountsOnlyLiveBlocksAsMovedNotOnesInAThreadCache() throws Exception {
+        PooledMemoryManager m = manager(new ArenaUpstream(256 * MiB), config(pool(MiB, MiB)), PoolSettings.defaults());
+        MemoryHandle x = m.allocate(64 * KiB, CPU);
+        CountDownLatch cached = new CountDownLatch(1);
+        CountDownLatch end = new CountDownLatch(1);
+        Thread other = keepACachedBlock(m, cached, end);
         try {
             assertTrue(cached.await(30, TimeUnit.SECONDS));
             MemoryHandle z = m.allocate(64 * KiB, CPU);
@@ -192,16 +201,7 @@ class EngineFiguresTest extends EngineTestSupport {
         PooledMemoryManager m = manager(new ArenaUpstream(8 * MiB), config(pool(MiB, MiB)), PoolSettings.defaults());
         CountDownLatch cached = new CountDownLatch(1);
         CountDownLatch end = new CountDownLatch(1);
-        Thread other = new Thread(() -> {
-            m.deallocate(m.allocate(64 * KiB, CPU)); // stays in this thread's cache while it lives
-            cached.countDown();
-            try {
-                end.await();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }, "keeps-a-cached-block");
-        other.start();
+        Thread other = keepACachedBlock(m, cached, end);
         try {
             assertTrue(cached.await(30, TimeUnit.SECONDS));
             MemoryHandle live = m.allocate(MiB, CPU);
