@@ -33,6 +33,37 @@ class InputLinesTest {
         assertNull(lines.next());
     }
 
+    /**
+     * A UTF-16 script (stdin.encoding UTF-16BE) holding a lone surrogate, as a program cutting a pair in
+     * two writes it: the Reader put U+FFFD in its place, and {@code mem:write --text} wrote that
+     * character's three bytes as data without a word. The line is refused by number and position, as
+     * a UTF-8 line is, and the next line is read, even when the lone half stands right before the line
+     * end (the decoder takes four bytes for a half and what follows it).
+     */
+    @Test
+    void aLoneSurrogateInAnEncodingReadAsTextIsRefusedByPosition() throws Exception {
+        java.io.ByteArrayOutputStream script = new java.io.ByteArrayOutputStream();
+        script.writeBytes("mem:write --text $h 0 'a".getBytes(StandardCharsets.UTF_16BE));
+        script.writeBytes(new byte[] {(byte) 0xd8, 0x3d}); // the high half of U+1F600, alone
+        script.writeBytes("b'\nmem:gc\n#x".getBytes(StandardCharsets.UTF_16BE));
+        script.writeBytes(new byte[] {(byte) 0xdc, 0x00}); // a low half, alone, in a comment
+        script.writeBytes("\nmem:devices ".getBytes(StandardCharsets.UTF_16BE));
+        script.writeBytes(new byte[] {(byte) 0xd8, 0x3d}); // a high half right before the line end
+        script.writeBytes("\nmem:backends\n\ud83d\ude00\n".getBytes(StandardCharsets.UTF_16BE));
+        InputLines lines = new InputLines(new ByteArrayInputStream(script.toByteArray()), StandardCharsets.UTF_16BE);
+        InputLines.Malformed refused = assertThrows(InputLines.Malformed.class, lines::next);
+        assertEquals("line 1 of standard input is not valid UTF-16BE (stdin.encoding): d8 3d at byte 49; it was not run."
+                + " Save the script in UTF-16BE, or start Java with -Dstdin.encoding=UTF-8 for a UTF-8 script", refused.getMessage());
+        assertEquals("mem:gc", lines.next());
+        assertEquals("#x\ufffd", lines.next(), "a comment is given as read: the console skips it");
+        refused = assertThrows(InputLines.Malformed.class, lines::next);
+        assertEquals("line 4 of standard input is not valid UTF-16BE (stdin.encoding): d8 3d at byte 25; it was not run."
+                + " Save the script in UTF-16BE, or start Java with -Dstdin.encoding=UTF-8 for a UTF-8 script", refused.getMessage());
+        assertEquals("mem:backends", lines.next(), "the line end after a lone half ends its line");
+        assertEquals("\ud83d\ude00", lines.next(), "a whole pair is a character");
+        assertNull(lines.next());
+    }
+
     @Test
     void aLoneCarriageReturnEndsALineAsAReaderEndsIt() throws Exception {
         // A script saved with classic Mac line ends (\r alone), or written by printf 'a\rb': a
