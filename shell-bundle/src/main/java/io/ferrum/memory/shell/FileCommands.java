@@ -36,7 +36,7 @@ import io.ferrum.memory.api.MemoryType;
  *
  * <p>Invariants: every check that can fail before the first byte moves is made before it moves (the
  * file, by {@link FilePaths}; it fits the block), so a refused command changes nothing; a new block
- * of a load that fails later is freed again; a save writes a hidden temporary file beside the target
+ * of a load that fails later (or is interrupted: Ctrl-C) is freed again; a save writes a hidden temporary file beside the target
  * and renames it over the target only when every byte is written, so a failed save leaves no file
  * and an existing file unchanged. Relative paths are resolved against the framework's working
  * folder, and replies name the absolute path.
@@ -139,7 +139,7 @@ public final class FileCommands {
         });
     }
 
-    private Reply loadNew(String device, String type, String file) throws IOException {
+    private Reply loadNew(String device, String type, String file) throws IOException, InterruptedException {
         MemoryRouter r = Services.router(router);
         MemoryType t = type == null ? MemoryType.GENERAL : Arguments.memoryType(type);
         Device d = device == null ? null : Device.parse(device);
@@ -156,7 +156,7 @@ public final class FileCommands {
             try {
                 Device on = d != null ? d : r.owner(h).orElse(null);
                 return loaded(r, in, p, size, h, 0, on, true);
-            } catch (RuntimeException | IOException | Error e) {
+            } catch (RuntimeException | IOException | InterruptedException | Error e) {
                 try {
                     r.deallocate(h);
                 } catch (RuntimeException freeFailed) {
@@ -168,12 +168,17 @@ public final class FileCommands {
     }
 
     private Reply loaded(MemoryRouter r, FileChannel in, Path p, long size, MemoryHandle h, long at, Device on,
-                         boolean newBlock) throws IOException {
+                         boolean newBlock) throws IOException, InterruptedException {
         TransferProgress progress = new TransferProgress(progressOutput.get(), "loading", size, clock);
         // A new block is freed by the caller; an existing one keeps what arrived before a failure.
         String leftBehind = newBlock ? "; nothing loaded" : "; block " + h + " may hold part of it";
         try {
             new FileTransfer(r, chunk).load(in, p, size, h, at, progress, leftBehind);
+        } catch (FileTransfer.Interrupted e) {
+            // Ctrl-C: how far it got and what is left, as mem:fill says it; the interrupt stays set.
+            throw new InterruptedException("interrupted: " + Sizes.amount(e.loaded) + " of the " + Sizes.count(size) + " of "
+                    + p + " were loaded into " + (newBlock ? "a new block on " + on + ", which was freed; nothing loaded"
+                    : h + " at offset " + at + "; the rest of the block is as it was"));
         } catch (IOException e) {
             throw new InvalidMemoryRequestException("Cannot read " + p + ": " + FilePaths.why(e) + leftBehind);
         } finally {

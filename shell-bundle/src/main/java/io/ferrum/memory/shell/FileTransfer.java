@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedByInterruptException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 
@@ -19,9 +20,24 @@ import io.ferrum.memory.api.MemoryRouter;
  * reverse; the buffer is confined to the calling thread and freed when the transfer returns.
  *
  * <p>A transfer checks nothing about sizes: its callers ({@link FileCommands}) check the file
- * against the block before the first byte moves.
+ * against the block before the first byte moves. A load stops between two chunks when its thread is
+ * interrupted (Ctrl-C at the console), and says how many bytes it wrote ({@link Interrupted}).
  */
 final class FileTransfer {
+    /**
+     * A load stopped by an interrupt of its thread, before a chunk or while the file was read (the
+     * channel then closed itself); the interrupt stays set.
+     */
+    static final class Interrupted extends InterruptedException {
+        private static final long serialVersionUID = 1L;
+        /** The bytes written into the block before it stopped, from its offset. */
+        final long loaded;
+
+        Interrupted(long loaded) {
+            this.loaded = loaded;
+        }
+    }
+
     /** Default chunk: large enough that a call's fixed cost is lost in its copy, small enough to be a modest fixed buffer. */
     static final int CHUNK = 8 << 20;
 
@@ -51,14 +67,18 @@ final class FileTransfer {
      * @throws InvalidMemoryRequestException if the file ends before {@code size} bytes (before the
      *                                       first write: nothing loaded) or has more after them (it
      *                                       changed while loading)
+     * @throws Interrupted                   if the thread was interrupted, saying how many bytes it wrote
      */
     void load(FileChannel in, Path file, long size, MemoryHandle dst, long offset, TransferProgress progress,
-              String leftBehind) throws IOException {
+              String leftBehind) throws IOException, Interrupted {
+        long done = 0;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buffer = arena.allocate(Math.max(1, Math.min(size, chunk)), 64);
             ByteBuffer io = buffer.asByteBuffer();
-            long done = 0;
             while (done < size) {
+                if (Thread.currentThread().isInterrupted()) {
+                    throw new Interrupted(done);
+                }
                 int n = (int) Math.min(buffer.byteSize(), size - done);
                 io.clear().limit(n);
                 while (io.hasRemaining()) {
@@ -75,6 +95,8 @@ final class FileTransfer {
                 throw new InvalidMemoryRequestException("File " + file + " grew past " + Sizes.count(size) + ": it changed"
                         + " while loading" + leftBehind);
             }
+        } catch (ClosedByInterruptException e) {
+            throw new Interrupted(done);
         }
     }
 

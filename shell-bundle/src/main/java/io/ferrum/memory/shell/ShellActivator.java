@@ -51,7 +51,8 @@ public final class ShellActivator implements BundleActivator {
     /** Every class of the shell, and every class of its mandatory imports that a class of it names. */
     static final List<Class<?>> LOADED_EARLY = List.of(
             AllocationCommands.class, Arguments.class, BackendCommands.class, BlockAccess.class, BytesCommands.class,
-            DeviceCommands.class, FileCommands.class, FilePaths.class, FileTransfer.class, MaintenanceCommands.class,
+            DeviceCommands.class, FileCommands.class, FilePaths.class, FileTransfer.class, FileTransfer.Interrupted.class,
+            MaintenanceCommands.class,
             MemCommand.class, Reply.class, Reply.Body.class, Reply.Failure.class, Reply.Text.class, Services.class,
             ShellWording.class, ShellWording.Rule.class, Sizes.class, StrategyCommands.class, Syntax.class,
             Syntax.Option.class, Syntax.Words.class, Table.class, TransferProgress.class,

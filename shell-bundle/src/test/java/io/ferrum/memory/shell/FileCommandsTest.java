@@ -236,6 +236,58 @@ class FileCommandsTest {
         assertEquals(handles, handles());
     }
 
+    /** A router that passes every call to the fixture's, and interrupts the calling thread (Ctrl-C) in each {@code method}. */
+    private MemoryRouter interrupting(String method) {
+        return (MemoryRouter) Proxy.newProxyInstance(MemoryRouter.class.getClassLoader(), new Class<?>[] {MemoryRouter.class},
+                (proxy, m, args) -> {
+                    if (m.getName().equals(method)) {
+                        Thread.currentThread().interrupt();
+                    }
+                    try {
+                        return m.invoke(fixture.directory, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
+
+    /**
+     * Ctrl-C in the middle of a load (it lands while the first chunk is written): into a block, the
+     * answer said the block "may hold part of" the file, not which part, though the transfer knew;
+     * into a new block, that the file could not be read. The answer now says how far the load got and
+     * what it left: that part in the block and the rest as it was, or the new block freed.
+     */
+    @Test
+    void aLoadInterruptedBetweenTwoChunksSaysHowFarItGotAndWhatItLeft() throws IOException {
+        byte[] file = random((int) (3 * MiB), 16);
+        Path in = file("three.bin", file);
+        MemoryHandle block = fixture.cpu0.allocate(4 * MiB, CPU0);
+        List<MemoryHandle> handles = handles();
+        commands.router = interrupting("write");
+        try {
+            assertEquals("error: interrupted: 1.0 MiB (1048576 bytes) of the 3145728 bytes of " + in + " were loaded into "
+                    + block + " at offset 100; the rest of the block is as it was",
+                    commands.load(in.toString(), block.toString(), "100").toString());
+            assertTrue(Thread.interrupted(), "the interrupt stays for the shell to see");
+            assertEquals("error: interrupted: 1.0 MiB (1048576 bytes) of the 3145728 bytes of " + in + " were loaded into"
+                    + " a new block on cpu:1, which was freed; nothing loaded",
+                    commands.load(in.toString(), "--device", "cpu:1").toString());
+            assertTrue(Thread.interrupted(), "the interrupt stays for the shell to see");
+            commands.router = interrupting("read");
+            Path out = dir.resolve("out.bin");
+            assertEquals("error: Cannot save to " + out + ": interrupted; nothing saved",
+                    commands.save(block.toString(), out.toString()).toString());
+        } finally {
+            Thread.interrupted();
+        }
+        assertEquals(List.of("three.bin"), folder(), "an interrupted save leaves no file");
+        assertEquals(handles, handles(), "the new block is freed");
+        byte[] got = contents(block);
+        assertEquals(file[0], got[100]);
+        assertEquals(file[(int) MiB - 1], got[100 + (int) MiB - 1]);
+        assertEquals(0, got[100 + (int) MiB], "nothing written after the interrupt (a new block reads zeros here)");
+    }
+
     /** A router that passes every call to the fixture's, but fails the {@code failAt}-th call of {@code method}. */
     private MemoryRouter failing(String method, int failAt) {
         AtomicInteger calls = new AtomicInteger();
