@@ -20,8 +20,9 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
  * {@code index=N} (a FileInstall file {@code io.ferrum.memory.cuda.device-big.cfg}, say) restarts
  * {@code cuda:N} with them; deleting it restarts {@code cuda:N} with the defaults of {@code
  * io.ferrum.memory.cuda}. An index the driver does not report, or another bad value, is refused with
- * one error line naming every bad value (no stack trace): at activation {@code cuda:N} keeps the
- * settings of {@code io.ferrum.memory.cuda}, on an update it keeps running as it was.
+ * one error line naming every bad value (no stack trace), shown in {@code mem:backends} until a
+ * configuration of it applies or it is deleted: at activation {@code cuda:N} keeps the settings of
+ * {@code io.ferrum.memory.cuda}, on an update it keeps running as it was.
  */
 @Component(configurationPid = ConfiguredCudaDevice.FACTORY_PID, configurationPolicy = ConfigurationPolicy.REQUIRE,
         immediate = true, service = {}, property = CudaBackend.REQUIRES_GPU)
@@ -32,6 +33,8 @@ public final class ConfiguredCudaDevice {
 
     private final CudaDevices devices;
     private final Logger log;
+    /** The configuration's PID: what its refusal in mem:backends is kept under. */
+    private final String pid;
     /** The configuration applied, or null while none of this component's applied. */
     private CudaDeviceConfig config;
 
@@ -40,17 +43,24 @@ public final class ConfiguredCudaDevice {
                                 @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger log) {
         this.devices = devices;
         this.log = log;
+        this.pid = String.valueOf(properties.getOrDefault("service.pid", FACTORY_PID));
         Integer index = CudaDeviceConfigs.index(config);
         try {
             devices.configure(index, config, properties);
             this.config = config;
         } catch (InvalidMemoryRequestException refused) {
             // No exception: DS would log it with a stack trace. One error line naming every bad value.
-            if (log != null) {
-                log.error("{}; {}", refused.getMessage(), index == null ? "no GPU was configured"
-                        : "cuda:" + index + " keeps the settings of " + CudaBackend.PID);
-            }
+            reject(refused.getMessage() + "; " + (index == null ? "no GPU was configured"
+                    : "cuda:" + index + " keeps the settings of " + CudaBackend.PID) + Rejections.file(properties));
         }
+    }
+
+    /** Logs a refusal as one error line and shows it in mem:backends until a configuration of this PID applies. */
+    private void reject(String reason) {
+        if (log != null) {
+            log.error("{}", reason);
+        }
+        devices.rejections().reject(pid, reason);
     }
 
     @Modified
@@ -59,12 +69,11 @@ public final class ConfiguredCudaDevice {
         try {
             devices.configure(index, changed, properties);
         } catch (InvalidMemoryRequestException refused) {
-            if (log != null) {
-                log.error("{}; {}", refused.getMessage(), config == null ? "no GPU was configured"
-                        : "cuda:" + CudaDeviceConfigs.index(config) + " keeps running as it was");
-            }
+            reject(refused.getMessage() + "; " + (config == null ? "no GPU was configured"
+                    : "cuda:" + CudaDeviceConfigs.index(config) + " keeps running as it was") + Rejections.file(properties));
             return;
         }
+        devices.rejections().clear(pid);
         if (config != null && !index.equals(CudaDeviceConfigs.index(config))) {
             devices.unconfigure(CudaDeviceConfigs.index(config), config);
         }
@@ -73,6 +82,7 @@ public final class ConfiguredCudaDevice {
 
     @Deactivate
     void deactivate() {
+        devices.rejections().clear(pid);
         if (config != null) {
             devices.unconfigure(CudaDeviceConfigs.index(config), config);
         }

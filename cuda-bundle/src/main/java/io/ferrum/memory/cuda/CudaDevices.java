@@ -32,7 +32,8 @@ import io.ferrum.memory.api.MemoryException;
  * block; see {@link CudaDevice#stopIfUnused}): otherwise the GPU keeps running as it was and one
  * error line says what it holds. A change of pool attributes only is applied to the running pools
  * instead, keeping every block, as the CPU backend does. A refused configuration changes nothing and
- * says why (see {@link CudaDeviceConfigs#refusal}).
+ * says why (see {@link CudaDeviceConfigs#refusal}): in one log line, and in {@code mem:backends}
+ * while it stands ({@link Rejections}).
  */
 @Component(service = CudaDevices.class, configurationPid = CudaBackend.PID,
         configurationPolicy = ConfigurationPolicy.OPTIONAL, immediate = true, property = CudaBackend.REQUIRES_GPU)
@@ -44,19 +45,24 @@ public final class CudaDevices {
     private final PinnedRanges pinned = new PinnedRanges();
     private final Map<Integer, CudaDevice> running = new TreeMap<>();
     private final Map<Integer, CudaDeviceConfig> own = new HashMap<>();
+    private final Rejections rejections;
     private CudaDeviceConfig defaults;
 
     @Activate
     public CudaDevices(BundleContext context, CudaDeviceConfig config, Map<String, Object> properties,
                        @Reference(service = LoggerFactory.class, cardinality = ReferenceCardinality.OPTIONAL) Logger log) {
+        this(context, config, properties, log, deviceCount());
+    }
+
+    /** @param count the GPUs the driver reports (tests without a driver: 0, so that none starts) */
+    CudaDevices(BundleContext context, CudaDeviceConfig config, Map<String, Object> properties, Logger log, int count) {
         this.context = context;
         this.log = log;
-        int[] n = new int[1];
-        Cu.check(JCudaDriver.cuDeviceGetCount(n), null, "cuDeviceGetCount");
-        this.count = n[0];
+        this.count = count;
+        this.rejections = new Rejections(context);
         String refusal = CudaDeviceConfigs.defaultsRefusal(config, properties);
-        if (refusal != null && log != null) {
-            log.error("{}; the GPUs start with their defaults", refusal);
+        if (refusal != null) {
+            reject(CudaBackend.PID, refusal + "; the GPUs start with their defaults" + Rejections.file(properties));
         }
         synchronized (this) {
             defaults = refusal == null ? config : CudaDeviceConfigs.DEFAULTS;
@@ -66,21 +72,39 @@ public final class CudaDevices {
         }
     }
 
+    private static int deviceCount() {
+        int[] n = new int[1];
+        Cu.check(JCudaDriver.cuDeviceGetCount(n), null, "cuDeviceGetCount");
+        return n[0];
+    }
+
+    /** Logs a refusal as one error line and shows it in mem:backends until {@code subject} applies. */
+    private void reject(String subject, String reason) {
+        if (log != null) {
+            log.error("{}", reason);
+        }
+        rejections.reject(subject, reason);
+    }
+
+    /** @return the refusals that stand, which {@link ConfiguredCudaDevice} adds its own to */
+    Rejections rejections() {
+        return rejections;
+    }
+
     @Modified
     synchronized void modified(CudaDeviceConfig config, Map<String, Object> properties) {
         String refusal = CudaDeviceConfigs.defaultsRefusal(config, properties);
         if (refusal != null) {
-            if (log != null) {
-                log.error("{}; the GPUs keep running as they were", refusal);
-            }
+            reject(CudaBackend.PID, refusal + "; the GPUs keep running as they were" + Rejections.file(properties));
             return;
         }
+        rejections.clear(CudaBackend.PID);
         defaults = config;
         for (int i = 0; i < count; i++) {
             String refused = own.containsKey(i) ? null : restart(i);
-            if (refused != null && log != null) {
-                log.error("Configuration {} (every GPU) not applied to cuda:{}: {}; cuda:{} keeps running as it was,"
-                        + " and takes the new settings at its next restart", CudaBackend.PID, i, refused, i);
+            if (refused != null) {
+                reject("cuda:" + i, "Configuration " + CudaBackend.PID + " (every GPU) not applied to cuda:" + i + ": " + refused
+                        + "; cuda:" + i + " keeps running as it was, and takes the new settings at its next restart");
             }
         }
     }
@@ -113,10 +137,10 @@ public final class CudaDevices {
     synchronized void unconfigure(int index, CudaDeviceConfig config) {
         if (own.get(index) == config && own.remove(index) != null) {
             String refused = restart(index);
-            if (refused != null && log != null) {
-                log.error("The configuration of cuda:{} was removed: going back to the settings of {} restarts it, but {};"
-                        + " cuda:{} keeps running with the removed settings until its next restart (a change of {})",
-                        index, CudaBackend.PID, refused, index, CudaBackend.PID);
+            if (refused != null) {
+                reject("cuda:" + index, "The configuration of cuda:" + index + " was removed: going back to the settings of "
+                        + CudaBackend.PID + " restarts it, but " + refused + "; cuda:" + index + " keeps running with the"
+                        + " removed settings until its next restart (a change of " + CudaBackend.PID + ")");
             }
         }
     }
@@ -144,6 +168,7 @@ public final class CudaDevices {
             if (log != null) {
                 log.info("cuda:{}: pool configuration applied without a restart", index);
             }
+            rejections.clear("cuda:" + index); // it runs with the settings it should have now
             return null;
         }
         if (d != null) {
@@ -154,6 +179,7 @@ public final class CudaDevices {
             running.remove(index);
         }
         startQuietly(index);
+        rejections.clear("cuda:" + index);
         return null;
     }
 
@@ -171,6 +197,7 @@ public final class CudaDevices {
 
     @Deactivate
     synchronized void deactivate() {
+        rejections.clearAll();
         for (CudaDevice d : running.values()) {
             try {
                 d.stop();
