@@ -47,7 +47,7 @@ public final class MaintenanceCommands {
     private static final Syntax GC = Syntax.of("gc");
     private static final Syntax POOL = Syntax.of("pool").required("DEVICE").optional("TYPE").rest("KEY=VALUE");
 
-    @Descriptor("Defragment every device, one after the other, or one: mem:defrag [DEVICE]")
+    @Descriptor("Defragment every device, one after the other (Ctrl-C stops before the next), or one: mem:defrag [DEVICE]")
     public Reply defrag(@Descriptor("[DEVICE], e.g. cpu:0") String... args) {
         return Reply.attempt(() -> {
             String device = DEFRAG.parse(args).get("DEVICE", null);
@@ -58,7 +58,18 @@ public final class MaintenanceCommands {
             // Each in turn; a device that fails gets its error line and the others are still defragmented.
             GlobalMemoryMonitor mon = Services.monitor(monitor);
             List<String> lines = new ArrayList<>();
-            for (Device d : new TreeSet<>(mon.devices())) {
+            List<Device> devices = new ArrayList<>(new TreeSet<>(mon.devices()));
+            for (int k = 0; k < devices.size(); k++) {
+                Device d = devices.get(k);
+                if (Thread.currentThread().isInterrupted()) {
+                    // Ctrl-C: stop before the next device (each may take minutes), say which were left;
+                    // the interrupt stays set for the shell, as mem:fill leaves it.
+                    List<Device> left = devices.subList(k, devices.size());
+                    lines.add(Reply.Failure.counted("interrupted: " + left.stream().map(Device::toString)
+                            .collect(java.util.stream.Collectors.joining(", ")) + (left.size() == 1 ? " was" : " were")
+                            + " not defragmented").toString());
+                    break;
+                }
                 Optional<DeviceMemoryManager> m = mon.manager(d);
                 if (m.isPresent()) { // else gone since devices() answered
                     try {

@@ -84,6 +84,37 @@ class MaintenanceCommandsTest {
         assertTrue(all.get(1).startsWith("cpu:1: moved"), all.toString());
     }
 
+    /**
+     * Ctrl-C (the interrupt of the command's thread) while mem:defrag of every device works on the
+     * first: it went on with every other device, minutes for large ones, and answered as if nothing
+     * had happened. It now stops before the next device, and says which were not defragmented.
+     */
+    @Test
+    void defragOfEveryDeviceInterruptedStopsBeforeTheNextDeviceAndSaysWhich() {
+        commands.monitor = (io.ferrum.memory.api.GlobalMemoryMonitor) java.lang.reflect.Proxy.newProxyInstance(
+                io.ferrum.memory.api.GlobalMemoryMonitor.class.getClassLoader(),
+                new Class<?>[] {io.ferrum.memory.api.GlobalMemoryMonitor.class}, (proxy, m, args) -> {
+                    if (m.getName().equals("manager") && ShellFixture.CPU0.equals(args[0])) {
+                        Thread.currentThread().interrupt(); // Ctrl-C as cpu:0 is defragmented
+                    }
+                    try {
+                        return m.invoke(fixture.directory, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        List<String> all;
+        try {
+            all = lines(commands.defrag());
+            assertTrue(Thread.currentThread().isInterrupted(), "the interrupt stays for the shell to see");
+        } finally {
+            Thread.interrupted();
+        }
+        assertEquals(2, all.size(), all.toString());
+        assertTrue(all.get(0).startsWith("cpu:0: moved"), all.toString());
+        assertEquals("error: interrupted: cpu:1 was not defragmented", all.get(1));
+    }
+
     @Test
     void poolShowsTheGeneralPoolOfADevice() {
         List<String> pool = lines(commands.pool("cpu:0"));
