@@ -1,10 +1,19 @@
 package io.ferrum.memory.distribution;
 
 import java.io.File;
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.Charset;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.MalformedInputException;
+import java.nio.charset.UnmappableCharacterException;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -87,6 +96,12 @@ public final class Main {
             return null;
         }
         if (args.length == 2 && "-c".equals(args[0])) {
+            String bad = args[1].indexOf('\ufffd') < 0 ? null : notValid(commandLineEnd(), System.getProperty("sun.jnu.encoding"));
+            if (bad != null) {
+                System.err.println("error: the -c script is not valid " + bad + "; nothing was run. Give it in that"
+                        + " encoding, or pipe it to standard input (a UTF-8 script is read as UTF-8 there)");
+                System.exit(EXIT_USAGE);
+            }
             return args[1];
         }
         String wrong = args[0].equals("-c") ? "-c needs exactly one SCRIPT argument, got " + (args.length - 1)
@@ -94,6 +109,63 @@ public final class Main {
         System.err.println("error: " + wrong + "; " + USAGE);
         System.exit(EXIT_USAGE);
         return null;
+    }
+
+    /**
+     * @return the bytes of this process's last argument as the kernel holds them ({@code
+     *         /proc/self/cmdline}: the arguments, each ended by a NUL; the jar's own come last), or
+     *         null where they cannot be read (no {@code /proc})
+     */
+    private static byte[] commandLineEnd() {
+        try {
+            byte[] all = Files.readAllBytes(Paths.get("/proc/self/cmdline"));
+            int end = all.length > 0 && all[all.length - 1] == 0 ? all.length - 1 : all.length;
+            int start = end;
+            while (start > 0 && all[start - 1] != 0) {
+                start--;
+            }
+            return Arrays.copyOfRange(all, start, end);
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /**
+     * The JVM decodes its arguments in the locale's encoding ({@code sun.jnu.encoding}) and puts a
+     * U+FFFD in place of bytes not valid in it (a Latin-1 {@code é} under a UTF-8 locale, any byte
+     * over 127 under {@code LC_ALL=C}, whose encoding is US-ASCII): the script would run with that
+     * character where the user wrote something else, as {@code mem:write --text} data. So a script
+     * with a U+FFFD is checked against its bytes, and refused, as a piped line is, when they are
+     * not valid; a U+FFFD that was written (its own three bytes in UTF-8) passes.
+     *
+     * @param bytes    the script's bytes, or null when they cannot be read (then it is not refused)
+     * @param encoding the locale's encoding, as the JVM names it
+     * @return e.g. {@code UTF-8 (the locale's encoding): e9 at byte 27}, or null when the bytes are valid
+     */
+    static String notValid(byte[] bytes, String encoding) {
+        if (bytes == null) {
+            return null;
+        }
+        Charset charset;
+        try {
+            charset = encoding == null ? Charset.defaultCharset() : Charset.forName(encoding);
+        } catch (RuntimeException unknown) {
+            return null;
+        }
+        ByteBuffer in = ByteBuffer.wrap(bytes);
+        try {
+            charset.newDecoder().onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .decode(in);
+            return null;
+        } catch (CharacterCodingException e) {
+            int length = e instanceof MalformedInputException ? ((MalformedInputException) e).getInputLength()
+                    : e instanceof UnmappableCharacterException ? ((UnmappableCharacterException) e).getInputLength() : 1;
+            StringBuilder hex = new StringBuilder();
+            for (int i = in.position(); i < Math.min(bytes.length, in.position() + length); i++) {
+                hex.append(hex.length() == 0 ? "" : " ").append(String.format("%02x", bytes[i] & 0xff));
+            }
+            return charset.name() + " (the locale's encoding): " + hex + " at byte " + (in.position() + 1);
+        }
     }
 
     /** Runs this jar again in a child JVM with the options it needs; returns the child's exit code. */

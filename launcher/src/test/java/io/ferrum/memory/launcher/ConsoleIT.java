@@ -369,6 +369,33 @@ class ConsoleIT {
         }
     }
 
+    /**
+     * A {@code -c} script whose bytes are not valid in the locale's encoding (a Latin-1 {@code é}
+     * under a UTF-8 locale; any byte over 127 under {@code LC_ALL=C}, whose encoding is US-ASCII):
+     * the JVM hands {@code main} a U+FFFD in their place, and {@code mem:write --text} wrote that
+     * character's bytes without a word, where a piped line with such bytes is refused. The script
+     * is refused in one line naming the bytes and their place, and nothing runs.
+     */
+    @Test
+    void aScriptArgumentNotValidInTheLocalesEncodingIsRefusedAndNothingRuns() throws Exception {
+        assumeTrue(Files.isReadable(Path.of("/proc/self/cmdline")), "no /proc: the bytes of the arguments cannot be read");
+        Path dir = DistributionIT.freshDir("script-bytes");
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        for (String[] locale : List.of(new String[] {"C.UTF-8", "\\351", "UTF-8", "e9"},
+                new String[] {"C", "\\303\\251", "US-ASCII", "c3"})) {
+            // Through sh, so that the bytes reach the JVM as they are: Java would encode a String argument.
+            ProcessBuilder b = new ProcessBuilder("sh", "-c", "exec \"$0\" -jar \"$1\" -c \"$(printf 'h = mem:alloc 1m; mem:write"
+                    + " --text $h 0 caf" + locale[1] + "')\"", java, DistributionIT.jar().toString()).directory(dir.toFile());
+            b.environment().put("LC_ALL", locale[0]);
+            Run r = run(b, "");
+            assertEquals(2, r.code(), locale[0] + ": " + r);
+            assertEquals(1, r.errLines().size(), r.err());
+            assertTrue(r.errLines().get(0).startsWith("error: the -c script is not valid " + locale[2] + " (the locale's"
+                    + " encoding): " + locale[3] + " at byte 44; nothing was run"), r.err());
+            assertEquals("", r.out(), "nothing ran");
+        }
+    }
+
     @Test
     void anOlderJavaIsToldWhichJavaIsNeededInOneLine() throws Exception {
         Optional<Path> old = olderJava();
