@@ -58,17 +58,25 @@ public final class BackendCommands {
                 if (kind == null) {
                     continue;
                 }
-                List<String> devices = devices(b);
-                List<String> notes = new ArrayList<>(rejections(b));
-                String note = note(b, devices, status(b));
-                if (note.isEmpty()) {
-                    note = standingBy(b, devices);
+                try {
+                    List<String> devices = devices(b);
+                    List<String> notes = new ArrayList<>(rejections(b));
+                    String note = note(b, devices, status(b));
+                    if (note.isEmpty()) {
+                        note = standingBy(b, devices);
+                    }
+                    if (!note.isEmpty() || notes.isEmpty()) {
+                        notes.add(0, note);
+                    }
+                    t.row(b.getBundleId(), b.getSymbolicName(), kind, state(b),
+                            devices.isEmpty() ? "-" : String.join(",", devices), String.join(" | ", notes));
+                } catch (IllegalStateException e) {
+                    // Uninstalled since the listing (its services are asked of it, and it answers so):
+                    // left out, as a device gone meanwhile is, rather than the whole table one error.
+                    if (b.getState() != Bundle.UNINSTALLED) {
+                        throw e;
+                    }
                 }
-                if (!note.isEmpty() || notes.isEmpty()) {
-                    notes.add(0, note);
-                }
-                t.row(b.getBundleId(), b.getSymbolicName(), kind, state(b),
-                        devices.isEmpty() ? "-" : String.join(",", devices), String.join(" | ", notes));
             }
             return t.isEmpty() ? Reply.line("No backend bundles are installed (bundles with a " + BACKEND_HEADER
                     + " header); install one, e.g. io.ferrum.memory.cpu.") : t;

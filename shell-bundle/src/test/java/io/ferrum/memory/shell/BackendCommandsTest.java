@@ -75,4 +75,34 @@ class BackendCommandsTest {
         assertEquals(List.of("cpu:0,cpu:1"), serving.column("DEVICES"));
         assertEquals(List.of(""), serving.column("NOTE"));
     }
+
+    /**
+     * A backend uninstalled while mem:backends lists the bundles (just after the framework answered
+     * {@code getBundles}): Felix answers {@code getRegisteredServices} of an uninstalled bundle with
+     * IllegalStateException, and the whole command was one line, {@code error: The bundle is
+     * uninstalled.}, naming no backend and showing none of the others. A backend gone meanwhile is
+     * left out, as mem:handles leaves out a device gone meanwhile.
+     */
+    @Test
+    void aBackendUninstalledWhileListedIsLeftOutAndTheOthersShown() throws Exception {
+        BundleContext context = fixture.framework();
+        Bundle stays = context.installBundle("test:stays", backendJar("arena"));
+        Bundle goes = context.installBundle("test:goes", backendJar("other"));
+        BundleContext listing = (BundleContext) java.lang.reflect.Proxy.newProxyInstance(BundleContext.class.getClassLoader(),
+                new Class<?>[] {BundleContext.class}, (proxy, m, args) -> {
+                    Object answer;
+                    try {
+                        answer = m.invoke(context, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                    if (m.getName().equals("getBundles") && goes.getState() != Bundle.UNINSTALLED) {
+                        goes.uninstall(); // its uninstall lands just after the listing
+                    }
+                    return answer;
+                });
+        Reply r = new BackendCommands(listing).backends();
+        Table t = assertInstanceOf(Table.class, r, r.toString());
+        assertEquals(List.of(Long.toString(stays.getBundleId())), t.column("ID"));
+    }
 }
