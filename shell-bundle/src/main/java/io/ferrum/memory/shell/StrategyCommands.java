@@ -161,7 +161,16 @@ public final class StrategyCommands {
             MemoryRouter r = Services.router(router);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(SWITCH_WAIT_SECONDS);
             while (!r.activeStrategy().equals(Optional.of(name)) && System.nanoTime() < deadline) {
-                Thread.sleep(10);
+                try {
+                    Thread.sleep(10);
+                } catch (InterruptedException e) {
+                    // Ctrl-C: the choice is saved all the same, and the router takes it on the monitor's
+                    // thread; say so, not the JDK's "sleep interrupted". The interrupt stays set.
+                    throw new InterruptedException("interrupted: " + name + " is saved in the monitor's configuration"
+                            + " (PID " + MONITOR_PID + "), and the router takes it when the monitor applies it; it still"
+                            + " ran " + r.activeStrategy().orElse("no strategy") + " when the wait stopped (mem:strategy shows"
+                            + " the active one)");
+                }
             }
             return Reply.line("active strategy: " + r.activeStrategy().orElse("none"));
         });

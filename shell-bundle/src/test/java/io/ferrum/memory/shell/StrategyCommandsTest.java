@@ -122,6 +122,50 @@ class StrategyCommandsTest {
         assertEquals(List.of(), calls, "the monitor's configuration was not read or changed");
     }
 
+    /**
+     * Ctrl-C while mem:strategy waits for the router to take the saved choice (the monitor takes a
+     * configuration on its own thread): the answer was the JDK's words for the wait's sleep, {@code
+     * error: sleep interrupted}, as if nothing had been done, though the choice was saved and the
+     * router would switch. It now says what was done and what is left.
+     */
+    @Test
+    void aSwitchInterruptedWhileWaitingForTheRouterSaysTheChoiceIsSaved() throws Exception {
+        register(fixture.framework(), "most-free", 0);
+        Hashtable<String, Object> saved = new Hashtable<>();
+        org.osgi.service.cm.Configuration monitorConfiguration = (org.osgi.service.cm.Configuration) java.lang.reflect.Proxy
+                .newProxyInstance(getClass().getClassLoader(), new Class<?>[] {org.osgi.service.cm.Configuration.class},
+                        (proxy, method, args) -> switch (method.getName()) {
+                            case "getProperties" -> null;
+                            case "update" -> {
+                                @SuppressWarnings("unchecked")
+                                java.util.Dictionary<String, Object> d = (java.util.Dictionary<String, Object>) args[0];
+                                saved.put("strategy", d.get("strategy"));
+                                Thread.currentThread().interrupt(); // Ctrl-C as the choice is saved
+                                yield null;
+                            }
+                            default -> throw new UnsupportedOperationException(method.getName());
+                        });
+        StrategyCommands c = commands();
+        c.configAdmin = (org.osgi.service.cm.ConfigurationAdmin) java.lang.reflect.Proxy.newProxyInstance(getClass().getClassLoader(),
+                new Class<?>[] {org.osgi.service.cm.ConfigurationAdmin.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("getConfiguration")) {
+                        return monitorConfiguration;
+                    }
+                    throw new UnsupportedOperationException(method.getName());
+                });
+        String reply;
+        try {
+            reply = c.strategy("most-free").toString();
+            assertTrue(Thread.currentThread().isInterrupted(), "the interrupt stays for the shell to see");
+        } finally {
+            Thread.interrupted();
+        }
+        assertEquals("most-free", saved.get("strategy"));
+        assertEquals("error: interrupted: most-free is saved in the monitor's configuration (PID io.ferrum.memory.monitor),"
+                + " and the router takes it when the monitor applies it; it still ran first-device when the wait"
+                + " stopped (mem:strategy shows the active one)", reply);
+    }
+
     @Test
     void switchingNeedsConfigAdminToSaveTheChoice() throws Exception {
         assertEquals("error: Config Admin is not running: the strategy cannot be saved",
