@@ -20,6 +20,7 @@ import org.osgi.framework.ServiceReference;
 import io.ferrum.memory.api.AllocationStrategy;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.GlobalMemoryMonitor;
 import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandleInfo;
@@ -113,12 +114,19 @@ final class ShellCompleter implements Completer {
                         devices.forEach(d -> words.add(d.toString()));
                     }
                     for (Device d : takes.contains(Word.HANDLE) ? devices : Set.<Device>of()) {
-                        monitor.manager(d).map(DeviceMemoryManager::handles).ifPresent(hs -> {
-                            for (MemoryHandleInfo i : hs) {
-                                words.add(i.handle().toString());
-                            }
-                        });
+                        try {
+                            monitor.manager(d).map(DeviceMemoryManager::handles).ifPresent(hs -> {
+                                for (MemoryHandleInfo i : hs) {
+                                    words.add(i.handle().toString());
+                                }
+                            });
+                        } catch (DeviceUnavailableException goneMeanwhile) {
+                            // Its backend stopped since the listing: no blocks to offer. Thrown out of
+                            // here, JLine would drop every candidate, the other devices' too.
+                        }
                     }
+                } catch (DeviceUnavailableException monitorStopped) {
+                    // The monitor stopped under Tab: no devices or blocks to offer; the kinds below still are.
                 } finally {
                     context.ungetService(ref);
                 }

@@ -91,4 +91,37 @@ class ShellCompleterTest {
     void strategyOffersStrategyNames() {
         assertEquals(List.of("best-fit"), completer.arguments("mem:strategy"));
     }
+
+    /**
+     * Tab after {@code mem:free} while a backend stops: cpu:1's manager, listed, is closed before
+     * its blocks are asked for. The completer threw, JLine dropped every candidate (and logged the
+     * stack trace, which the console silences), and Tab offered nothing, not even cpu:0's blocks.
+     * A device gone meanwhile is left out, as {@code mem:handles} leaves it out.
+     */
+    @Test
+    void aDeviceWhoseManagerClosedWhileListedIsLeftOutAndTheOthersOffered() {
+        Device cpu1 = Device.cpu(1);
+        DeviceMemoryManager cpu0 = proxy(DeviceMemoryManager.class, m -> m.equals("handles")
+                ? List.of(new MemoryHandleInfo(BLOCK, 64, CPU0, 256, Instant.now(), false, MemoryType.GENERAL)) : null);
+        DeviceMemoryManager closed = (DeviceMemoryManager) Proxy.newProxyInstance(DeviceMemoryManager.class.getClassLoader(),
+                new Class<?>[] {DeviceMemoryManager.class}, (p, m, args) -> {
+                    throw new io.ferrum.memory.api.DeviceUnavailableException(cpu1, "The memory manager of cpu:1 is closed");
+                });
+        GlobalMemoryMonitor monitor = (GlobalMemoryMonitor) Proxy.newProxyInstance(GlobalMemoryMonitor.class.getClassLoader(),
+                new Class<?>[] {GlobalMemoryMonitor.class}, (p, m, args) -> switch (m.getName()) {
+                    case "devices" -> Set.of(CPU0, cpu1);
+                    case "manager" -> Optional.of(CPU0.equals(args[0]) ? cpu0 : closed);
+                    default -> null;
+                });
+        ServiceReference<?> ref = proxy(ServiceReference.class, m -> null);
+        BundleContext context = proxy(BundleContext.class, m -> switch (m) {
+            case "getServiceReference" -> ref;
+            case "getService" -> monitor;
+            case "ungetService" -> true;
+            default -> null;
+        });
+        assertEquals(List.of(BLOCK.toString()), new ShellCompleter(context, null).arguments("mem:free"));
+        assertEquals(List.of("cpu:0", "cpu:1", BLOCK.toString()), new ShellCompleter(context, null).arguments("mem:load")
+                .subList(0, 3));
+    }
 }
