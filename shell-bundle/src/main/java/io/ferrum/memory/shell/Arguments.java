@@ -114,8 +114,8 @@ final class Arguments {
      * @param text  true to take the words as text even when they look like hex
      * @param words the data words as the shell passed them
      * @return the bytes, at least one
-     * @throws InvalidMemoryRequestException if there are no bytes, or hex data has a word that is
-     *                                       not hex (naming it)
+     * @throws InvalidMemoryRequestException if there are no bytes, hex data has a word that is not
+     *                                       hex (naming it), or text holds half of a surrogate pair alone
      */
     static byte[] data(boolean text, String... words) {
         List<String> tokens = new ArrayList<>();
@@ -142,12 +142,34 @@ final class Arguments {
                 bytes[i] = (byte) Integer.parseInt(digits, 2 * i, 2 * i + 2, 16);
             }
         } else {
-            bytes = String.join(" ", words).getBytes(StandardCharsets.UTF_8);
+            String joined = String.join(" ", words);
+            loneSurrogate(joined);
+            bytes = joined.getBytes(StandardCharsets.UTF_8);
         }
         if (bytes.length == 0) {
             throw new InvalidMemoryRequestException("No data to write: give hex bytes (de ad be ef, 0xdeadbeef) or a"
                     + " quoted string");
         }
         return bytes;
+    }
+
+    /**
+     * Half of a surrogate pair without its other half (Gogo's {@code "\\ud83d"} escape, a variable
+     * set from another answer) has no bytes in UTF-8: {@code getBytes} would write a {@code ?} in its
+     * place, a byte nobody typed.
+     *
+     * @throws InvalidMemoryRequestException naming the character's place (in characters, from 1) and code
+     */
+    private static void loneSurrogate(String text) {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {
+                i++; // a whole pair: one character
+            } else if (Character.isSurrogate(c)) {
+                throw new InvalidMemoryRequestException(String.format(Locale.ROOT, "Invalid text: character %d is U+%04X,"
+                        + " half of a surrogate pair without its other half, which UTF-8 cannot write; give the whole"
+                        + " character, or its bytes in hex; nothing written", text.codePointCount(0, i) + 1, (int) c));
+            }
+        }
     }
 }

@@ -136,6 +136,27 @@ class BytesCommandsTest {
         assertFalse(mapped(block), "write maps nothing");
     }
 
+    /**
+     * Text holding half of a surrogate pair alone (Gogo's {@code "\\ud83d"} escape, a variable set
+     * from another command's answer): String.getBytes wrote a {@code ?} (0x3f) in its place and
+     * answered "wrote", a byte nobody typed. UTF-8 has no bytes for it: the write is refused naming
+     * the character's place and code, and nothing is written.
+     */
+    @Test
+    void textWithALoneSurrogateIsRefusedNotWrittenAsAQuestionMark() {
+        String h = block.toString();
+        byte[] before = contents(block);
+        assertEquals("error: Invalid text: character 4 is U+D83D, half of a surrogate pair without its other half, which"
+                + " UTF-8 cannot write; give the whole character, or its bytes in hex; nothing written",
+                commands.write("--text", h, "0", "ab", "\ud83dc").toString());
+        assertEquals("error: Invalid text: character 1 is U+DE00, half of a surrogate pair without its other half, which"
+                + " UTF-8 cannot write; give the whole character, or its bytes in hex; nothing written",
+                commands.write(h, "0", "\ude00").toString());
+        assertArrayEquals(before, contents(block));
+        assertEquals("wrote 4 bytes to " + h + " at offset 0", commands.write(h, "0", "\ud83d\ude00").toString(),
+                "a whole pair is one character of 4 bytes");
+    }
+
     /** The first 8 bytes of the block after {@code mem:write [--text] h 0 words...} over a block of zeros. */
     private byte[] written(boolean text, String... words) {
         commands.fill(block.toString(), "0");
