@@ -534,7 +534,12 @@ class ConsoleIT {
         }
 
         void type(String text) throws IOException {
-            keys.write(text.getBytes(StandardCharsets.UTF_8));
+            type(text.getBytes(StandardCharsets.UTF_8));
+        }
+
+        /** Types bytes as they are: a terminal set to another encoding than the locale's sends such. */
+        void type(byte[] bytes) throws IOException {
+            keys.write(bytes);
             keys.flush();
         }
 
@@ -572,6 +577,34 @@ class ConsoleIT {
      * code; Ctrl-C while a command runs interrupts that command, not the process (JLine's default
      * would end the JVM, and every live block with it).
      */
+    /**
+     * A terminal that sends bytes not valid in the locale's encoding (a Latin-1 terminal's {@code é},
+     * 0xe9, under a UTF-8 locale): JLine puts U+FFFD in their place, and the line ran with it, {@code
+     * mem:write --text} writing that character's three bytes, as piped lines and {@code -c} scripts no
+     * longer do. The line is refused, naming where, and not run; the session goes on.
+     */
+    @Test
+    void atATerminalALineWithBytesNotValidInItsEncodingIsRefusedAndNotRun() throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/script")), "util-linux 'script' is not installed: no pseudo-terminal to test with");
+        Path dir = DistributionIT.freshDir("terminal-bytes");
+        try (Terminal t = new Terminal(dir, dir.resolve("history"))) {
+            t.await("g! ");
+            t.type("h = mem:alloc 16 cpu:0\r");
+            t.await(" on cpu:0");
+            t.await("g! ");
+            t.type("mem:write --text $h 0 caf".getBytes(StandardCharsets.US_ASCII));
+            t.type(new byte[] {(byte) 0xe9, '\r'});
+            String refused = t.await("it was not run");
+            assertTrue(refused.contains("error: the line holds U+FFFD at character 26"), refused);
+            assertFalse(refused.contains("wrote"), refused);
+            t.type("mem:read $h 0 4\r");
+            String read = t.await("|....|");
+            assertTrue(read.contains("00000000  00 00 00 00 "), "nothing was written: " + read);
+            t.type("exit\r");
+            assertEquals(0, t.exitCode());
+        }
+    }
+
     @Test
     void atATerminalAnUnusableHistoryIsOneLineAndCtrlCStopsOnlyTheRunningCommand() throws Exception {
         assumeTrue(Files.isExecutable(Path.of("/usr/bin/script")), "util-linux 'script' is not installed: no pseudo-terminal to test with");

@@ -292,6 +292,17 @@ public final class Console {
                         // interrupted this thread. The line is dropped, as a Ctrl-C a moment earlier.
                         continue;
                     }
+                    int replaced = line.indexOf('\ufffd');
+                    if (replaced >= 0) {
+                        // JLine puts U+FFFD in place of bytes not valid in the terminal's encoding (a
+                        // Latin-1 terminal under a UTF-8 locale), and cannot say whether it did: the
+                        // line would run with that character as data, as a piped line is not.
+                        runner.fail("error: the line holds U+FFFD at character " + (line.codePointCount(0, replaced) + 1)
+                                + ", which stands for bytes not valid in the terminal's encoding (" + t.encoding().name()
+                                + "); it was not run. Set the terminal to " + t.encoding().name()
+                                + ", or give such bytes in hex (mem:write HANDLE OFFSET e9)");
+                        continue;
+                    }
                     if (runner.runLine(line) == LineRunner.Next.EXIT) {
                         break;
                     }
