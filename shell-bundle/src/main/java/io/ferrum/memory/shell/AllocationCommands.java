@@ -65,7 +65,17 @@ public final class AllocationCommands {
                     req = req.withAlignment(a);
                 }
                 MemoryHandle h = r.allocate(size, req);
-                return Reply.line(h + " on " + r.owner(h).map(Device::toString).orElse("?"));
+                Optional<Device> on = r.owner(h);
+                if (on.isEmpty()) {
+                    // Its device went away as it was allocated (its backend stopped): no success to
+                    // report. The router says why, as for any handle no device knows.
+                    try {
+                        on = Optional.of(BlockAccess.info(r, h).device());
+                    } catch (RuntimeException gone) {
+                        throw new DeviceUnavailableException(null, h + " was allocated, but is gone already: " + gone.getMessage());
+                    }
+                }
+                return Reply.line(h + " on " + on.get());
             }
             Device d = Device.parse(device);
             DeviceMemoryManager m = Services.manager(monitor, d);

@@ -169,4 +169,34 @@ class AllocationCommandsTest {
         fixture.cpu1.deallocate(b);
         assertEquals("No live blocks.", commands.handles("cpu:1").toString());
     }
+
+    /**
+     * mem:alloc through the router while the chosen device's backend stops: the block is allocated,
+     * then its device goes (and its memory with it) before the router is asked whose it is. The
+     * answer was {@code 0x… on ?}, a success line for a block that no longer exists. It now says
+     * the block is gone already, in the router's words, as a failure.
+     */
+    @Test
+    void aBlockWhoseDeviceWentAwayAsItWasAllocatedIsNoSuccess() {
+        MemoryHandle[] allocated = new MemoryHandle[1];
+        commands.router = (io.ferrum.memory.api.MemoryRouter) java.lang.reflect.Proxy.newProxyInstance(
+                io.ferrum.memory.api.MemoryRouter.class.getClassLoader(), new Class<?>[] {io.ferrum.memory.api.MemoryRouter.class},
+                (proxy, m, args) -> {
+                    Object answer;
+                    try {
+                        answer = m.invoke(fixture.directory, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                    if (m.getName().equals("allocate")) {
+                        allocated[0] = (MemoryHandle) answer;
+                        fixture.directory.remove(ShellFixture.CPU0); // its backend stops just after
+                    }
+                    return answer;
+                });
+        String reply = commands.alloc("64k").toString();
+        assertEquals("error: " + allocated[0] + " was allocated, but is gone already: Handle " + allocated[0] + " belongs"
+                + " to cpu:0, which went away (its backend stopped or its configuration was deleted); its memory was"
+                + " released", reply);
+    }
 }
