@@ -148,6 +148,54 @@ class EnginePoolConfigTest extends EngineTestSupport {
     }
 
     /**
+     * A refused configurePools changes nothing, the chunks an earlier pool's lower maxSize would give
+     * back included: GENERAL gave back its empty 4 MiB increment for the new maxSize, TENSOR's
+     * pre-allocation was then refused, and the rollback put back GENERAL's configuration but not the
+     * chunk: the pool held 1 MiB instead of 5 and would grow again on its next allocation.
+     */
+    @Test
+    void aRefusedConfigurePoolsKeepsTheChunksALowerMaxSizeWouldGiveBack() {
+        ArenaUpstream up = new ArenaUpstream(16 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, 4 * MiB));
+        MemoryHandle kept = m.allocate(768 * KiB, CPU);
+        MemoryHandle big = m.allocate(512 * KiB, CPU); // does not fit the first chunk's rest: a 4 MiB increment
+        m.deallocate(big);
+        assertEquals(5 * MiB, up.liveBytes(), "the first chunk and an empty growth increment");
+        int releasesBefore = up.releases.get();
+        MemoryPoolConfig generalBefore = m.poolConfig(MemoryType.GENERAL);
+        io.ferrum.memory.api.MemoryManagerConfig next = config(pool(MiB, MiB).toBuilder().maxSize(2 * MiB).build())
+                .withPoolConfig(MemoryType.TENSOR, pool(16 * MiB, MiB).toBuilder().preAllocate(true).build());
+        assertRejected(m, OutOfDeviceMemoryException.class, () -> m.configurePools(next));
+        assertEquals(generalBefore, m.poolConfig(MemoryType.GENERAL));
+        assertEquals(java.util.Map.of(MemoryType.GENERAL, 5 * MiB), m.reservedByType());
+        assertEquals(5 * MiB, up.liveBytes(), "the device holds what it held before the refused edit");
+        assertEquals(releasesBefore, up.releases.get(), "no chunk went back to the device");
+        m.deallocate(kept);
+    }
+
+    /**
+     * The rollback put a pool back by configuring it again with its old configuration, whose maxSize
+     * then gave back every empty chunk of a pool that the refused edit had grown above it, those it
+     * held before the edit too: GENERAL held 1 MiB instead of 5.
+     */
+    @Test
+    void aRefusedConfigurePoolsGivesBackOnlyWhatItReserved() {
+        ArenaUpstream up = new ArenaUpstream(16 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, 4 * MiB).toBuilder().maxSize(8 * MiB).build());
+        MemoryHandle kept = m.allocate(768 * KiB, CPU);
+        MemoryHandle big = m.allocate(512 * KiB, CPU); // a 4 MiB increment
+        m.deallocate(big);
+        assertEquals(5 * MiB, up.liveBytes(), "the first chunk and an empty growth increment");
+        io.ferrum.memory.api.MemoryManagerConfig next = config(pool(10 * MiB, MiB).toBuilder().maxSize(10 * MiB)
+                .preAllocate(true).build())
+                .withPoolConfig(MemoryType.TENSOR, pool(8 * MiB, MiB).toBuilder().preAllocate(true).build());
+        assertRejected(m, OutOfDeviceMemoryException.class, () -> m.configurePools(next));
+        assertEquals(java.util.Map.of(MemoryType.GENERAL, 5 * MiB), m.reservedByType());
+        assertEquals(5 * MiB, up.liveBytes(), "the device holds what it held before the refused edit");
+        m.deallocate(kept);
+    }
+
+    /**
      * A start pre-allocates only the pools its configuration names (GENERAL here); the others
      * inherit GENERAL's values with preAllocate, so trim kept as much as GENERAL's initialSize of
      * each, memory they had grown into, not pre-allocated: a start and the same configuration

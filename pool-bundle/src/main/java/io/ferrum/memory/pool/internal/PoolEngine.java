@@ -72,8 +72,9 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
     private final PressureNotifier pressure;
     private final IssuedAliases issuedAliases = new IssuedAliases();
     /**
-     * Held through a whole {@link #configurePool}: a call whose pre-allocation is refused puts back
-     * the configuration it replaced, which must be one that stood, not another call's still being tried.
+     * Held through a whole {@link #configurePool} or {@link #configurePools}: a call whose
+     * pre-allocation is refused puts back the configuration it replaced, which must be one that
+     * stood, not another call's still being tried.
      */
     private final Object configuring = new Object();
     private final Reclaimer reclaimer;
@@ -395,85 +396,118 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
             Pool pool = pools[type.ordinal()];
             // A new alignment changes class sizes: cached blocks go back to their pools first.
             caches.drainAll();
-            MemoryPoolConfig previous;
-            long reservedBefore;
-            pool.acquire();
+            PoolState before = stateOf(pool);
             try {
-                // Closed while this call waited for another on configuring; the manager is closed
-                // before the close proper marks each pool, so both are asked.
-                if (pool.closed || lifecycle.closed) {
-                    throw checks.closed();
-                }
-                previous = pool.config;
-                reservedBefore = pool.reserved;
-                pool.configure(cfg);
-            } finally {
-                pool.lock.unlock();
+                apply(pool, cfg);
+            } catch (RuntimeException refused) {
+                putBack(pool, cfg, before);
+                throw refused;
             }
-            if (cfg.preAllocate() && cfg.initialSize() > 0) {
-                try {
-                    growth.reserveUpTo(pool, cfg.initialSize());
-                } catch (RuntimeException refused) {
-                    // The device cannot hold it: the pool goes back as it was, its configuration (no other
-                    // call set one meanwhile: they wait on configuring) and what it reserved.
-                    pool.acquire();
-                    try {
-                        if (pool.config == cfg) {
-                            pool.configure(previous);
-                        }
-                    } finally {
-                        pool.lock.unlock();
-                    }
-                    maintenance.giveBackAbove(pool, reservedBefore);
-                    throw refused;
-                }
-            }
-            if (cfg.maxSize().isPresent()) {
-                // A maxSize below what the pool holds: its empty chunks go back now, as trim would give
-                // them, so that reserved does not stand above the limit just set (a chunk with live
-                // blocks stays: the check above made sure they fit).
-                maintenance.trim(pool, cfg.maxSize().getAsLong());
-            }
+            trimToMaxSize(pool, cfg);
         }
     }
 
+    /**
+     * Decides the whole edit before it gives anything back: every pool takes its configuration and
+     * pre-allocates first, and only once none refused do the lower maxSizes give back their empty
+     * chunks. A refusal then has only what the edit reserved to give back, exactly: a chunk an
+     * earlier pool's lower maxSize had given back could not be taken back as it was (the device may
+     * refuse it, or give another size), and the pool held less than before the refused edit.
+     */
     @Override
     public void configurePools(MemoryManagerConfig next) {
         for (MemoryType type : MemoryType.values()) {
             checkPoolConfig(type, startConfig(next, type));
         }
         synchronized (configuring) {
-            Map<MemoryType, MemoryPoolConfig> before = new EnumMap<>(MemoryType.class);
-            long[] reservedBefore = new long[pools.length];
+            caches.drainAll();
+            Map<MemoryType, PoolState> before = new EnumMap<>(MemoryType.class);
             try {
                 for (MemoryType type : MemoryType.values()) {
+                    MemoryPoolConfig cfg = startConfig(next, type);
+                    // A block allocated since the check above may make the pool refuse.
+                    checkPoolConfig(type, cfg);
                     Pool pool = pools[type.ordinal()];
-                    pool.acquire();
-                    try {
-                        before.put(type, pool.config);
-                        reservedBefore[type.ordinal()] = pool.reserved;
-                    } finally {
-                        pool.lock.unlock();
-                    }
-                    configurePool(device, type, startConfig(next, type));
+                    before.put(type, stateOf(pool));
+                    apply(pool, cfg);
                 }
-            } catch (MemoryException e) {
-                // The pools changed so far go back as they were: their configuration, and what an earlier
-                // pool pre-allocated for the refused one (the device held it for nothing until a trim).
-                before.forEach((type, previous) -> {
-                    try {
-                        configurePool(device, type, previous);
-                    } catch (MemoryException stillRefused) {
-                        // its previous limit held its blocks before; nothing else can refuse it
-                    }
-                    try {
-                        maintenance.giveBackAbove(pools[type.ordinal()], reservedBefore[type.ordinal()]);
-                    } catch (MemoryException closedMeanwhile) {
-                        // a close gave every chunk back
-                    }
-                });
-                throw e;
+            } catch (RuntimeException refused) {
+                // The pools changed so far go back as they were: their configuration, and what they
+                // pre-allocated for the refused edit (the device held it for nothing until a trim).
+                before.forEach((type, state) -> putBack(pools[type.ordinal()], startConfig(next, type), state));
+                throw refused;
             }
+            for (MemoryType type : MemoryType.values()) {
+                trimToMaxSize(pools[type.ordinal()], startConfig(next, type));
+            }
+        }
+    }
+
+    /** A pool's configuration and reserved bytes before an edit, to put back if the edit is refused. */
+    private record PoolState(MemoryPoolConfig config, long reserved) {
+    }
+
+    private static PoolState stateOf(Pool pool) {
+        pool.acquire();
+        try {
+            return new PoolState(pool.config, pool.reserved);
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    /**
+     * Under {@link #configuring}: gives {@code pool} its configuration and reserves its initial size
+     * if it pre-allocates; gives nothing back.
+     *
+     * @throws MemoryException closed, or the device cannot hold the pre-allocation
+     */
+    private void apply(Pool pool, MemoryPoolConfig cfg) {
+        pool.acquire();
+        try {
+            // Closed while this call waited for another on configuring; the manager is closed
+            // before the close proper marks each pool, so both are asked.
+            if (pool.closed || lifecycle.closed) {
+                throw checks.closed();
+            }
+            pool.configure(cfg);
+        } finally {
+            pool.lock.unlock();
+        }
+        if (cfg.preAllocate() && cfg.initialSize() > 0) {
+            growth.reserveUpTo(pool, cfg.initialSize());
+        }
+    }
+
+    /**
+     * Under {@link #configuring}, an edit refused: {@code pool} goes back to its configuration before
+     * it (no other call set one meanwhile: they wait on configuring), and the chunks it reserved for
+     * the edit go back, newest first, never below what it held before.
+     */
+    private void putBack(Pool pool, MemoryPoolConfig applied, PoolState before) {
+        pool.acquire();
+        try {
+            if (pool.config == applied) {
+                pool.configure(before.config());
+            }
+        } finally {
+            pool.lock.unlock();
+        }
+        try {
+            maintenance.giveBackAbove(pool, before.reserved());
+        } catch (MemoryException closedMeanwhile) {
+            // a close gave every chunk back
+        }
+    }
+
+    /**
+     * A maxSize below what the pool holds: its empty chunks go back now, as trim would give them, so
+     * that reserved does not stand above the limit just set (a chunk with live blocks stays: the
+     * check made sure they fit).
+     */
+    private void trimToMaxSize(Pool pool, MemoryPoolConfig cfg) {
+        if (cfg.maxSize().isPresent()) {
+            maintenance.trim(pool, cfg.maxSize().getAsLong());
         }
     }
 
