@@ -295,7 +295,11 @@ public interface DeviceMemoryManager extends AutoCloseable {
      */
     Optional<MemoryHandleInfo> handleInfo(MemoryHandle handle);
 
-    /** @return every live block of this manager, in no particular order; a snapshot */
+    /**
+     * @return every live block of this manager, in no particular order; a snapshot. A block is listed
+     *         under a handle this manager issued, one {@link #handleInfo} answers for: the second
+     *         handle of a mapping across devices by the manager that issued it
+     */
     List<MemoryHandleInfo> handles();
 
     /**

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.List;
 import java.util.Map;
 
 import org.junit.jupiter.api.Test;
@@ -72,6 +73,35 @@ class EngineMappingTest extends EngineTestSupport {
                 () -> gpu.createMapping(Device.cpu(5), Device.cuda(3), 64)).getMessage();
         assertTrue(gpuSays.endsWith("no running cpu:5 is known to it"), gpuSays);
         assertRejected(a, InvalidMemoryRequestException.class, () -> a.createMapping(Device.cpu(3), Device.cpu(2), 64));
+    }
+
+    /**
+     * {@code handles()} lists every live block of a manager, and a handle is one of its live blocks
+     * exactly when its {@code handleInfo} answers for it (API): each manager lists the handles it
+     * issued, the peer its alias too. The peer's listing left its alias out while its handleInfo,
+     * owns and closeIfUnused counted it (mem:handles showed the target of a mapping nowhere); the
+     * owner listed the peer's alias once the source was freed although its handleInfo had nothing
+     * for it.
+     */
+    @Test
+    void eachManagerListsTheHandlesItIssuedAPeersAliasToo() {
+        Map<Device, PooledMemoryManager> running = new java.util.concurrent.ConcurrentHashMap<>();
+        PoolSettings settings = PoolSettings.defaults().withPeers(running::get);
+        PooledMemoryManager a = manager(new ArenaUpstream(Device.cpu(1), 64 * MiB, true), config(pool(MiB, MiB)), settings);
+        PooledMemoryManager b = manager(new ArenaUpstream(Device.cpu(2), 64 * MiB, true), config(pool(MiB, MiB)), settings);
+        running.put(Device.cpu(1), a);
+        running.put(Device.cpu(2), b);
+        var mapping = a.createMapping(Device.cpu(1), Device.cpu(2), 4096);
+        assertEquals(List.of(a.handleInfo(mapping.source()).orElseThrow()), a.handles());
+        assertEquals(List.of(b.handleInfo(mapping.target()).orElseThrow()), b.handles(),
+                "cpu:2 lists the alias it issued, as its handleInfo answers for it");
+        a.deallocate(mapping.source());
+        assertEquals(List.of(), a.handles(), "cpu:1 lists no handle it does not answer for");
+        assertEquals(List.of(b.handleInfo(mapping.target()).orElseThrow()), b.handles());
+        assertEquals(4096, a.memoryInfo().usedBytes(), "the memory is still cpu:1's");
+        b.deallocate(mapping.target());
+        assertEquals(List.of(), b.handles());
+        assertEquals(0, a.memoryInfo().usedBytes());
     }
 
     /**

@@ -364,8 +364,10 @@ class EngineRacesTest extends RaceHarness {
         running.put(Device.cpu(2), b);
         MemoryMapping mapping = a.createMapping(Device.cpu(1), Device.cpu(2), 4096);
         a.deallocate(mapping.source());
-        assertEquals(List.of(mapping.target()), a.handles().stream().map(MemoryHandleInfo::handle).toList(),
-                "a block that only an alias names is still listed by the device that holds it");
+        assertEquals(List.of(mapping.target()), b.handles().stream().map(MemoryHandleInfo::handle).toList(),
+                "a block that only an alias names is still listed, by the manager that issued the alias");
+        assertEquals(List.of(), a.handles(), "the device that holds it answers nothing for the alias");
+        assertEquals(4096, a.memoryInfo().usedBytes(), "its bytes are still the device's");
         b.close();
         assertEquals(0, a.memoryInfo().usedBytes(), "the alias died with its manager and took the block with it");
         assertEquals(List.of(), a.handles());

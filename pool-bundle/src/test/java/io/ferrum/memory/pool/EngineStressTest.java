@@ -361,12 +361,17 @@ class EngineStressTest {
                             lo += l.lo;
                             hi += l.hi;
                             count++;
-                            if (l.primaryAlive()) {
-                                listed.put(l.primary, (long) l.bytes.length);
-                            } else if (!l.names.isEmpty()) {
-                                // Named by its alias alone: the device that holds it lists it under the alias.
-                                listed.put(l.names.get(0).handle, (long) l.bytes.length);
+                        }
+                        // Each manager lists the handles it issued: the device that holds a block, its
+                        // first handle (or, that freed, its own alias); the peer that issued an alias, the alias.
+                        Name own = null;
+                        for (Name n : l.names) {
+                            if (n.manager == m && (own == null || n.handle.equals(l.primary))) {
+                                own = n;
                             }
+                        }
+                        if (own != null) {
+                            listed.put(own.handle, (long) l.bytes.length);
                         }
                     }
                 }

@@ -21,7 +21,8 @@ import io.ferrum.memory.api.MemoryUsageHint;
 /**
  * What a manager reports: the full figures ({@link #memoryInfo}, every pool lock at once), the
  * cheap ones ({@link #quickInfo}, lock-free from the {@link DeviceAccount}), one handle's
- * ({@link #handleInfo}, {@link #accessStats}, {@link #usageHint}) and the list of live handles.
+ * ({@link #handleInfo}, {@link #accessStats}, {@link #usageHint}) and the list of live handles
+ * (those {@link #handleInfo} answers for: the handles this manager issued).
  *
  * <p><b>Definitions.</b> used = bytes of the pools' non-free blocks less those in thread caches
  * (free for their threads' next allocations); live = those blocks' count, likewise; reserved = the
@@ -164,7 +165,14 @@ final class Figures {
         return b == null ? Optional.empty() : Optional.ofNullable(info(b, handle.id()));
     }
 
-    List<MemoryHandleInfo> handles() {
+    /**
+     * @param issuedAliases the aliases this manager issued for peers' blocks
+     * @return one entry per live block for each handle of this manager that names it, as {@link
+     *         #handleInfo} answers them: a block of the pools under its first handle, or under its
+     *         alias once that is freed if this manager issued the alias; a peer's block under the
+     *         alias issued here. A block of the pools named by a peer's alias alone is the peer's to list.
+     */
+    List<MemoryHandleInfo> handles(IssuedAliases issuedAliases) {
         List<MemoryHandleInfo> out = new ArrayList<>();
         for (Pool pool : pools) {
             pool.acquire();
@@ -172,13 +180,21 @@ final class Figures {
                 for (Block b : pool.liveBlocks()) {
                     // A mapping's block may be named by its alias alone (its first handle was freed).
                     long id = b.handleId != 0 ? b.handleId : b.aliasId;
-                    MemoryHandleInfo i = id != 0 ? info(b, id) : null;
+                    MemoryHandleInfo i = id != 0 && handles.isOwn(id) ? info(b, id) : null;
                     if (i != null) {
                         out.add(i);
                     }
                 }
             } finally {
                 pool.lock.unlock();
+            }
+        }
+        for (long alias : issuedAliases.ids()) {
+            // A peer's block, read as handleInfo reads one: the answer stands only if the alias still names it.
+            Block b = handles.lookup(alias);
+            MemoryHandleInfo i = b == null ? null : info(b, alias);
+            if (i != null) {
+                out.add(i);
             }
         }
         return out;

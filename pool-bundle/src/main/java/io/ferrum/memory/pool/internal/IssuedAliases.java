@@ -29,6 +29,11 @@ final class IssuedAliases {
         issued.put(b, alias);
     }
 
+    /** @return the ids of the aliases issued here and not yet freed or dropped; a snapshot */
+    long[] ids() {
+        return issued.values().stream().mapToLong(Long::longValue).toArray();
+    }
+
     /** @return true if no alias issued here is live */
     boolean isEmpty() {
         return issued.isEmpty();

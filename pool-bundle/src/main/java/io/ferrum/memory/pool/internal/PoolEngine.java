@@ -363,7 +363,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
     @Override
     public List<MemoryHandleInfo> handles() {
         checkOpen();
-        return figures.handles();
+        return figures.handles(issuedAliases);
     }
 
     @Override
