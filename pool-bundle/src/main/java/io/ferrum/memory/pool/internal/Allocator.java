@@ -106,6 +106,13 @@ final class Allocator {
             // Blocks that other threads freed for this one came in.
             b = tc.pop(p, blockSize);
         }
+        if (b != null && b.alignment < unit) {
+            // Cached by a free that read the pool's alignment just before configurePool raised it (after
+            // the edit drained the caches): its address need not honour the new one. It goes back to the
+            // pool, and the allocation carves there.
+            reclaimer.returnToPool(b);
+            return null;
+        }
         if (b != null) {
             if (b.cachedBy != tc.home) {
                 b.cachedBy = tc.home; // written only when it changes: the same-thread path stores nothing

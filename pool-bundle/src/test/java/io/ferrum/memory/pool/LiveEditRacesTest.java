@@ -1,0 +1,73 @@
+package io.ferrum.memory.pool;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryType;
+
+/**
+ * Live configuration edits ({@code configurePool}, {@code configurePools}) racing the traffic of
+ * other threads: each test holds the edit at one step (a pool lock the test holds, a paused upstream
+ * call) while another thread makes its call, then asserts what the edit promises.
+ */
+class LiveEditRacesTest extends RaceHarness {
+    /** A platform thread that keeps its own thread cache from one step to the next. */
+    private final ExecutorService worker = Executors.newSingleThreadExecutor(r -> new Thread(r, "worker"));
+
+    @AfterEach
+    void stopWorker() throws InterruptedException {
+        worker.shutdown();
+        worker.awaitTermination(30, TimeUnit.SECONDS);
+    }
+
+    private <T> T onWorker(java.util.concurrent.Callable<T> step) throws Exception {
+        return worker.submit(step).get(30, TimeUnit.SECONDS);
+    }
+
+    /**
+     * A free that read the pool's alignment just before configurePool raised it put a block of the
+     * old alignment into its thread's cache after the edit drained the caches; the thread's next
+     * allocation took it from there under the new alignment: a 4 KiB block 256 bytes into its chunk,
+     * its handleInfo saying 4096.
+     */
+    @Test
+    void aBlockCachedAsTheAlignmentIsRaisedIsNotHandedOutUnderTheNewOne() throws Exception {
+        PooledMemoryManager m = manager(new HookedUpstream(CPU, 64 * MiB), PoolSettings.defaults());
+        MemoryHandle block = onWorker(() -> {
+            m.allocate(256, CPU); // the 4 KiB block starts 256 bytes into the chunk
+            return m.allocate(4 * KiB, CPU);
+        });
+        assertNotEquals(0, address(m, block) % (4 * KiB), "the block is 256-aligned only");
+        ReentrantLock lock = poolLock(m, MemoryType.GENERAL);
+        CompletableFuture<Void> edit;
+        lock.lock();
+        try {
+            edit = start("configure", () -> {
+                m.configurePool(CPU, MemoryType.GENERAL, pool(MiB, MiB, 4 * KiB));
+                return null;
+            });
+            // The edit drained the caches and waits for the lock to set the new alignment.
+            awaitQueued(lock, threads.getLast());
+            onWorker(() -> {
+                m.deallocate(block); // into the worker's cache: the pool's alignment is still 256
+                return null;
+            });
+        } finally {
+            lock.unlock();
+        }
+        edit.get(30, TimeUnit.SECONDS);
+        MemoryHandle again = onWorker(() -> m.allocate(4 * KiB, CPU));
+        assertEquals(0, address(m, again) % (4 * KiB), "a block allocated under an alignment of 4096 is 4096-aligned");
+        assertEquals(4 * KiB, m.handleInfo(again).orElseThrow().alignment());
+    }
+}
