@@ -1,9 +1,12 @@
 package io.ferrum.memory.pool;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -12,8 +15,12 @@ import java.util.concurrent.locks.ReentrantLock;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.pool.HookedUpstream.Call;
+import io.ferrum.memory.pool.HookedUpstream.Pause;
 
 /**
  * Live configuration edits ({@code configurePool}, {@code configurePools}) racing the traffic of
@@ -28,6 +35,22 @@ class LiveEditRacesTest extends RaceHarness {
     void stopWorker() throws InterruptedException {
         worker.shutdown();
         worker.awaitTermination(30, TimeUnit.SECONDS);
+    }
+
+    /** Waits (at most 30 s) until {@code t} is blocked entering a configuring turn (PoolEngine's monitor). */
+    private static void awaitBlockedForItsTurn(Thread t) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (true) {
+            StackTraceElement[] stack = t.getStackTrace();
+            if (t.getState() == Thread.State.BLOCKED && stack.length > 0
+                    && stack[0].getClassName().endsWith(".PoolEngine") && stack[0].getMethodName().startsWith("configurePool")) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(t.getName() + " never waited for its configuring turn: " + t.getState());
+            }
+            Thread.onSpinWait();
+        }
     }
 
     private <T> T onWorker(java.util.concurrent.Callable<T> step) throws Exception {
@@ -69,5 +92,40 @@ class LiveEditRacesTest extends RaceHarness {
         MemoryHandle again = onWorker(() -> m.allocate(4 * KiB, CPU));
         assertEquals(0, address(m, again) % (4 * KiB), "a block allocated under an alignment of 4096 is 4096-aligned");
         assertEquals(4 * KiB, m.handleInfo(again).orElseThrow().alignment());
+    }
+
+    /**
+     * configurePool checked the new maxSize against the pool's live blocks, then waited for another
+     * edit (configurePool calls run one at a time) before it set it: a block allocated meanwhile
+     * was not looked at, and the pool took a maxSize of 1 MiB with 2 MiB live. The pool refuses it
+     * then, as the javadoc of configurePools promised.
+     */
+    @Test
+    void aBlockAllocatedSinceTheMaxSizeWasCheckedMakesThePoolRefuseIt() throws Exception {
+        HookedUpstream up = new HookedUpstream(CPU, 64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        Pause reserve = up.pauseNext(Call.RESERVE);
+        CompletableFuture<Void> first = start("pre-allocating edit", () -> {
+            m.configurePool(CPU, MemoryType.TENSOR, pool(MiB, MiB, 256).toBuilder().preAllocate(true).build());
+            return null;
+        });
+        reserve.awaitArrival(); // the first edit holds the configuring turn
+        MemoryPoolConfig before = m.poolConfig(MemoryType.GENERAL);
+        CompletableFuture<Void> second = start("maxSize edit", () -> {
+            m.configurePool(CPU, MemoryType.GENERAL, pool(MiB, MiB, 256).toBuilder().maxSize(MiB).build());
+            return null;
+        });
+        awaitBlockedForItsTurn(threads.getLast()); // checked, waits for its turn
+        MemoryHandle big = m.allocate(2 * MiB, CPU);
+        reserve.release();
+        first.get(30, TimeUnit.SECONDS);
+        ExecutionException e = assertThrows(ExecutionException.class, () -> second.get(30, TimeUnit.SECONDS),
+                () -> "the GENERAL pool took maxSize " + m.poolConfig(MemoryType.GENERAL).maxSize() + " with "
+                        + m.memoryInfo().usedBytes() + " bytes live");
+        InvalidMemoryRequestException refused = assertInstanceOf(InvalidMemoryRequestException.class, e.getCause());
+        assertEquals("Cannot set maxSize of the GENERAL pool on cpu:0 to 1048576 bytes (1.0 MiB): its live blocks"
+                + " already use 2097152 bytes (2.0 MiB)", refused.getMessage());
+        assertEquals(before, m.poolConfig(MemoryType.GENERAL));
+        m.deallocate(big);
     }
 }

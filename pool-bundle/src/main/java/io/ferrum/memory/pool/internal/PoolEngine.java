@@ -424,12 +424,10 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
             Map<MemoryType, PoolState> before = new EnumMap<>(MemoryType.class);
             try {
                 for (MemoryType type : MemoryType.values()) {
-                    MemoryPoolConfig cfg = startConfig(next, type);
-                    // A block allocated since the check above may make the pool refuse.
-                    checkPoolConfig(type, cfg);
                     Pool pool = pools[type.ordinal()];
                     before.put(type, stateOf(pool));
-                    apply(pool, cfg);
+                    // A block allocated since the check above may make the pool refuse.
+                    apply(pool, startConfig(next, type));
                 }
             } catch (RuntimeException refused) {
                 // The pools changed so far go back as they were: their configuration, and what they
@@ -460,7 +458,8 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
      * Under {@link #configuring}: gives {@code pool} its configuration and reserves its initial size
      * if it pre-allocates; gives nothing back.
      *
-     * @throws MemoryException closed, or the device cannot hold the pre-allocation
+     * @throws MemoryException closed, a maxSize below the pool's live blocks, or the device cannot
+     *                         hold the pre-allocation
      */
     private void apply(Pool pool, MemoryPoolConfig cfg) {
         pool.acquire();
@@ -469,6 +468,14 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
             // before the close proper marks each pool, so both are asked.
             if (pool.closed || lifecycle.closed) {
                 throw checks.closed();
+            }
+            if (cfg.maxSize().isPresent()) {
+                // The caller's check ran before it waited for its turn: a block allocated since counts
+                // here, where no carve runs (the caches were drained just before).
+                long live = figures.liveBytes(pool);
+                if (cfg.maxSize().getAsLong() < live) {
+                    throw checks.maxSizeBelowUse(pool.type, cfg, live);
+                }
             }
             pool.configure(cfg);
         } finally {
