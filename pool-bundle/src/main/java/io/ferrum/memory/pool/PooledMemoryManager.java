@@ -49,11 +49,12 @@ public interface PooledMemoryManager extends AdvancedMemoryManager {
     /**
      * Gives every pool its configuration in {@code next}, or none: a backend applying an edited
      * device configuration to a running device. Every pool is checked first ({@link
-     * #checkPoolConfig}); a pool that refuses after that (a block allocated since the check) or
-     * cannot pre-allocate its new initial size puts back the pools already changed, and gives back
-     * what they reserved for it. A maxSize below what a pool holds gives back its empty chunks only
-     * once every pool took its configuration, so a refusal leaves every pool holding what it held
-     * (and an edit that needs the room a lower maxSize would free is refused). A pool that
+     * #checkPoolConfig}); the pre-allocations of the new initial sizes are reserved next, outside
+     * the pools; then every pool is checked again (a block allocated since the first check refuses)
+     * and takes its configuration and pre-allocation at once. A refusal gives back what was
+     * reserved for the edit and changes nothing else. A maxSize below what a pool holds gives back
+     * its empty chunks only once every pool took its configuration (an edit that needs the room a
+     * lower maxSize would free is refused). A pool that
      * {@code next} does not name takes GENERAL's values without pre-allocating, as {@link #create}
      * sets it up.
      *

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -19,6 +20,7 @@ import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.api.OutOfDeviceMemoryException;
 import io.ferrum.memory.pool.HookedUpstream.Call;
 import io.ferrum.memory.pool.HookedUpstream.Pause;
 
@@ -127,5 +129,55 @@ class LiveEditRacesTest extends RaceHarness {
                 + " already use 2097152 bytes (2.0 MiB)", refused.getMessage());
         assertEquals(before, m.poolConfig(MemoryType.GENERAL));
         m.deallocate(big);
+    }
+
+    /**
+     * configurePool set the new configuration, then pre-allocated under it: while the device was
+     * asked for the chunk, another thread's allocation grew the pool under the new maxSize of 16
+     * MiB; the device then refused the pre-allocation, the edit was refused and the old maxSize of 2
+     * MiB came back, with an 8 MiB block in a pool that it does not admit. The pool takes the
+     * configuration only once its pre-allocation is there.
+     */
+    @Test
+    void aRefusedPreAllocationAdmitsNoBlockMeanwhile() throws Exception {
+        HookedUpstream hooked = new HookedUpstream(CPU, 64 * MiB);
+        long refusedSize = 7 * MiB;
+        DeviceUpstream up = new ForwardingUpstream(hooked) {
+            @Override
+            public DeviceChunk reserve(long bytes) {
+                DeviceChunk c = real.reserve(bytes);
+                if (bytes == refusedSize) {
+                    real.release(c);
+                    throw new OutOfDeviceMemoryException(device(), bytes, 0, "test: the pre-allocation is refused");
+                }
+                return c;
+            }
+        };
+        MemoryPoolConfig small = pool(MiB, MiB, 256).toBuilder().maxSize(2 * MiB).build();
+        PooledMemoryManager m = manager(up, config(small), PoolSettings.defaults(), null);
+        MemoryHandle first = m.allocate(KiB, CPU); // the pool's first chunk: 1 MiB
+        Pause reserve = hooked.pauseNext(Call.RESERVE);
+        CompletableFuture<Void> edit = start("edit", () -> {
+            m.configurePool(CPU, MemoryType.GENERAL,
+                    pool(8 * MiB, MiB, 256).toBuilder().maxSize(16 * MiB).preAllocate(true).build());
+            return null;
+        });
+        reserve.awaitArrival(); // the edit asks the device for the 7 MiB it lacks
+        CompletableFuture<MemoryHandle> big = start("allocate", () -> m.allocate(8 * MiB, CPU));
+        try {
+            big.get(30, TimeUnit.SECONDS);
+        } catch (ExecutionException refusedUnderTheOldMaxSize) {
+            assertInstanceOf(InvalidMemoryRequestException.class, refusedUnderTheOldMaxSize.getCause(),
+                    "8 MiB is above the pool's maxSize while the edit is not decided");
+        } finally {
+            reserve.release();
+        }
+        ExecutionException e = assertThrows(ExecutionException.class, () -> edit.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(OutOfDeviceMemoryException.class, e.getCause());
+        assertEquals(small, m.poolConfig(MemoryType.GENERAL));
+        assertTrue(m.memoryInfo().usedBytes() <= 2 * MiB && m.reservedByType().get(MemoryType.GENERAL) <= 2 * MiB,
+                () -> "the GENERAL pool holds " + m.reservedByType() + ", " + m.memoryInfo().usedBytes()
+                        + " bytes used, under a maxSize of 2 MiB");
+        m.deallocate(first);
     }
 }

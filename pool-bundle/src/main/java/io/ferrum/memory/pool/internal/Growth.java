@@ -170,6 +170,89 @@ final class Growth {
         }
     }
 
+    /**
+     * A live edit's pre-allocation ({@code configurePool}, {@code configurePools}): reserves what
+     * {@code pool} lacks to hold {@code bytes}, as one chunk kept outside the pool. The pool keeps
+     * its configuration meanwhile, so no allocation carves from the chunk, nor grows under the
+     * edit's limits, before the edit is decided. Counted as the pool's in-flight work (a close waits
+     * for it, and the upstream stays open); the caller ends it with {@link #addReserved} or
+     * {@link #releaseReserved}.
+     *
+     * @return the chunk, or null (nothing counted) when the pool holds {@code bytes} already
+     * @throws io.ferrum.memory.api.MemoryException closed, or the device cannot hold the chunk
+     */
+    DeviceChunk reserveFor(Pool pool, long bytes) {
+        long size;
+        pool.acquire();
+        try {
+            if (pool.closed || lifecycle.closed) {
+                throw checks.closed();
+            }
+            if (bytes <= pool.reserved) {
+                return null;
+            }
+            size = Pool.alignUp(bytes - pool.reserved, account.chunkAlignment());
+            pool.inflight++;
+        } finally {
+            pool.lock.unlock();
+        }
+        DeviceChunk chunk = null;
+        try {
+            if (account.book(size, size) == 0) {
+                throw checks.preAllocationFailed(bytes, pool.type, checks.deviceFull(account.held(), account.reserved()),
+                        caches.reportedUsed(account));
+            }
+            try {
+                DeviceChunk c = upstream.reserve(size, pool.type);
+                if (zeroOnFree) {
+                    try {
+                        upstream.fill(c, 0, c.size(), (byte) 0);
+                    } catch (RuntimeException | Error e) {
+                        upstream.release(c);
+                        throw e;
+                    }
+                }
+                chunk = c;
+            } catch (OutOfDeviceMemoryException e) {
+                throw checks.preAllocationFailed(bytes, pool.type, Checks.chunkRefused(size, e),
+                        caches.reportedUsed(account));
+            } catch (LinkageError e) {
+                throw checks.backendGone(e);
+            } finally {
+                if (chunk == null) {
+                    account.unbook(size);
+                }
+            }
+        } finally {
+            if (chunk == null) {
+                lifecycle.leaveLocking(pool);
+            }
+        }
+        return chunk;
+    }
+
+    /**
+     * Under {@code pool}'s lock, its edit taken: adds a chunk of {@link #reserveFor} if the pool's
+     * (new) limit admits it, and ends that in-flight work.
+     *
+     * @return true if the pool took it; false: the caller gives it back with {@link #releaseReserved}
+     *         (a growth since filled the pool), and the work is not ended yet
+     */
+    boolean addReserved(Pool pool, DeviceChunk chunk) {
+        if (pool.reserved + chunk.size() > pool.limit()) {
+            return false;
+        }
+        pool.addChunk(chunk, hostView(chunk));
+        Lifecycle.leave(pool); // the pool is open (the caller checked): nothing to release
+        return true;
+    }
+
+    /** Outside the locks: gives back a chunk of {@link #reserveFor} that no pool took, and ends its in-flight work. */
+    void releaseReserved(Pool pool, DeviceChunk chunk) {
+        lifecycle.releaseChunks(List.of(chunk));
+        lifecycle.leaveLocking(pool);
+    }
+
     /** @return the chunk as host memory, or null when the CPU cannot address it (then views stage through copies) */
     private MemorySegment hostView(DeviceChunk chunk) {
         try {

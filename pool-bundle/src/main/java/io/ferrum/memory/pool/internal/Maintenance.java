@@ -77,21 +77,6 @@ final class Maintenance implements OutOfMemoryHook {
      * @return bytes given back to the upstream
      */
     long trim(Pool pool, long above) {
-        return release(pool, above, -1);
-    }
-
-    /**
-     * Gives back {@code pool}'s newest empty chunks while it holds more than {@code keepBytes}, and
-     * never below it: what a refused pre-allocation reserved goes back, and what was there before stays.
-     *
-     * @return bytes given back to the upstream
-     */
-    long giveBackAbove(Pool pool, long keepBytes) {
-        return release(pool, keepBytes, keepBytes);
-    }
-
-    /** @param keep the reservation to keep, or -1 for the pool's pre-allocated initial size (a trim) */
-    private long release(Pool pool, long above, long keep) {
         List<DeviceChunk> empty;
         pool.acquire();
         try {
@@ -102,7 +87,7 @@ final class Maintenance implements OutOfMemoryHook {
                 return 0;
             }
             MemoryPoolConfig cfg = pool.config;
-            empty = pool.takeEmptyChunks(keep >= 0 ? keep : cfg.preAllocate() ? cfg.initialSize() : 0);
+            empty = pool.takeEmptyChunks(cfg.preAllocate() ? cfg.initialSize() : 0);
             if (empty.isEmpty()) {
                 return 0;
             }

@@ -2,7 +2,6 @@ package io.ferrum.memory.pool.internal;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Instant;
-import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -31,6 +30,7 @@ import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.MemoryUsageHint;
 import io.ferrum.memory.api.StreamHandle;
 import io.ferrum.memory.pool.BundleClasses;
+import io.ferrum.memory.pool.DeviceChunk;
 import io.ferrum.memory.pool.DeviceUpstream;
 import io.ferrum.memory.pool.HostStreamManager;
 import io.ferrum.memory.pool.PoolSettings;
@@ -72,9 +72,9 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
     private final PressureNotifier pressure;
     private final IssuedAliases issuedAliases = new IssuedAliases();
     /**
-     * Held through a whole {@link #configurePool} or {@link #configurePools}: a call whose
-     * pre-allocation is refused puts back the configuration it replaced, which must be one that
-     * stood, not another call's still being tried.
+     * Held through a whole {@link #configurePool} or {@link #configurePools}: one edit is decided at
+     * a time, so that what one reserves for its pre-allocations is measured against configurations
+     * that stand, not another edit's still being tried.
      */
     private final Object configuring = new Object();
     private final Reclaimer reclaimer;
@@ -393,117 +393,104 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         // Validated before anything changes: a refused call leaves the caches, and so every figure, as they were.
         checkPoolConfig(type, cfg);
         synchronized (configuring) {
-            Pool pool = pools[type.ordinal()];
-            // A new alignment changes class sizes: cached blocks go back to their pools first.
-            caches.drainAll();
-            PoolState before = stateOf(pool);
-            try {
-                apply(pool, cfg);
-            } catch (RuntimeException refused) {
-                putBack(pool, cfg, before);
-                throw refused;
-            }
-            trimToMaxSize(pool, cfg);
+            edit(new MemoryType[] {type}, new MemoryPoolConfig[] {cfg});
         }
     }
 
-    /**
-     * Decides the whole edit before it gives anything back: every pool takes its configuration and
-     * pre-allocates first, and only once none refused do the lower maxSizes give back their empty
-     * chunks. A refusal then has only what the edit reserved to give back, exactly: a chunk an
-     * earlier pool's lower maxSize had given back could not be taken back as it was (the device may
-     * refuse it, or give another size), and the pool held less than before the refused edit.
-     */
     @Override
     public void configurePools(MemoryManagerConfig next) {
-        for (MemoryType type : MemoryType.values()) {
-            checkPoolConfig(type, startConfig(next, type));
+        MemoryType[] types = MemoryType.values();
+        MemoryPoolConfig[] cfgs = new MemoryPoolConfig[types.length];
+        for (MemoryType type : types) {
+            cfgs[type.ordinal()] = startConfig(next, type);
+            checkPoolConfig(type, cfgs[type.ordinal()]);
         }
         synchronized (configuring) {
+            edit(types, cfgs);
+        }
+    }
+
+    /**
+     * Under {@link #configuring}: gives each pool of {@code types} its configuration in {@code cfgs},
+     * or none. The edit is decided before anything shows, so a refusal has nothing to put back:
+     * <ol>
+     *   <li>the chunks the pre-allocating pools lack are reserved outside the pools ({@link
+     *       Growth#reserveFor}): no allocation carves from them, nor grows under the new limits,
+     *       while the device is asked (a refused edit would leave what it admitted meanwhile);</li>
+     *   <li>under every pool's lock at once, each pool is checked again (closed; a maxSize below a
+     *       block allocated since the caller's check) and, none refusing, takes its configuration
+     *       and its chunk ({@link #take});</li>
+     *   <li>only then do lower maxSizes give back their empty chunks: an earlier pool's chunk given
+     *       back could not be taken back as it was had a later pool refused.</li>
+     * </ol>
+     * A refusal gives back the chunks reserved for the edit and changes nothing else. An edit that
+     * needs the room a lower maxSize would free is refused.
+     */
+    private void edit(MemoryType[] types, MemoryPoolConfig[] cfgs) {
+        DeviceChunk[] reservedFor = new DeviceChunk[types.length];
+        try {
+            for (int i = 0; i < types.length; i++) {
+                if (cfgs[i].preAllocate() && cfgs[i].initialSize() > 0) {
+                    reservedFor[i] = growth.reserveFor(pools[types[i].ordinal()], cfgs[i].initialSize());
+                }
+            }
+            // A new alignment changes class sizes: cached blocks go back to their pools first.
             caches.drainAll();
-            Map<MemoryType, PoolState> before = new EnumMap<>(MemoryType.class);
-            try {
-                for (MemoryType type : MemoryType.values()) {
-                    Pool pool = pools[type.ordinal()];
-                    before.put(type, stateOf(pool));
-                    // A block allocated since the check above may make the pool refuse.
-                    apply(pool, startConfig(next, type));
+            take(types, cfgs, reservedFor);
+        } finally {
+            // What no pool took: a refusal's, or a chunk a growth since made needless.
+            for (int i = 0; i < types.length; i++) {
+                if (reservedFor[i] != null) {
+                    growth.releaseReserved(pools[types[i].ordinal()], reservedFor[i]);
                 }
-            } catch (RuntimeException refused) {
-                // The pools changed so far go back as they were: their configuration, and what they
-                // pre-allocated for the refused edit (the device held it for nothing until a trim).
-                before.forEach((type, state) -> putBack(pools[type.ordinal()], startConfig(next, type), state));
-                throw refused;
-            }
-            for (MemoryType type : MemoryType.values()) {
-                trimToMaxSize(pools[type.ordinal()], startConfig(next, type));
             }
         }
-    }
-
-    /** A pool's configuration and reserved bytes before an edit, to put back if the edit is refused. */
-    private record PoolState(MemoryPoolConfig config, long reserved) {
-    }
-
-    private static PoolState stateOf(Pool pool) {
-        pool.acquire();
-        try {
-            return new PoolState(pool.config, pool.reserved);
-        } finally {
-            pool.lock.unlock();
+        for (int i = 0; i < types.length; i++) {
+            trimToMaxSize(pools[types[i].ordinal()], cfgs[i]);
         }
     }
 
     /**
-     * Under {@link #configuring}: gives {@code pool} its configuration and reserves its initial size
-     * if it pre-allocates; gives nothing back.
+     * Under every pool's lock, taken in pool order as {@link Figures#memoryInfo} takes them: checks
+     * each pool of the edit, then, none refusing, sets its configuration and adds its chunk (each
+     * chunk taken is cleared from {@code chunks}).
      *
-     * @throws MemoryException closed, a maxSize below the pool's live blocks, or the device cannot
-     *                         hold the pre-allocation
+     * @throws MemoryException closed, or a maxSize below the pool's live blocks; nothing changed
      */
-    private void apply(Pool pool, MemoryPoolConfig cfg) {
-        pool.acquire();
+    private void take(MemoryType[] types, MemoryPoolConfig[] cfgs, DeviceChunk[] chunks) {
+        int locked = 0;
         try {
-            // Closed while this call waited for another on configuring; the manager is closed
-            // before the close proper marks each pool, so both are asked.
-            if (pool.closed || lifecycle.closed) {
-                throw checks.closed();
+            for (Pool pool : pools) {
+                pool.acquire();
+                locked++;
             }
-            if (cfg.maxSize().isPresent()) {
-                // The caller's check ran before it waited for its turn: a block allocated since counts
-                // here, where no carve runs (the caches were drained just before).
-                long live = figures.liveBytes(pool);
-                if (cfg.maxSize().getAsLong() < live) {
-                    throw checks.maxSizeBelowUse(pool.type, cfg, live);
+            for (int i = 0; i < types.length; i++) {
+                Pool pool = pools[types[i].ordinal()];
+                // Closed while this call waited for another on configuring; the manager is closed
+                // before the close proper marks each pool, so both are asked.
+                if (pool.closed || lifecycle.closed) {
+                    throw checks.closed();
+                }
+                if (cfgs[i].maxSize().isPresent()) {
+                    // The caller's check ran before it waited for its turn: a block allocated since
+                    // counts here, where no carve runs (the caches were drained just before).
+                    long live = figures.liveBytes(pool);
+                    if (cfgs[i].maxSize().getAsLong() < live) {
+                        throw checks.maxSizeBelowUse(pool.type, cfgs[i], live);
+                    }
                 }
             }
-            pool.configure(cfg);
-        } finally {
-            pool.lock.unlock();
-        }
-        if (cfg.preAllocate() && cfg.initialSize() > 0) {
-            growth.reserveUpTo(pool, cfg.initialSize());
-        }
-    }
-
-    /**
-     * Under {@link #configuring}, an edit refused: {@code pool} goes back to its configuration before
-     * it (no other call set one meanwhile: they wait on configuring), and the chunks it reserved for
-     * the edit go back, newest first, never below what it held before.
-     */
-    private void putBack(Pool pool, MemoryPoolConfig applied, PoolState before) {
-        pool.acquire();
-        try {
-            if (pool.config == applied) {
-                pool.configure(before.config());
+            for (int i = 0; i < types.length; i++) {
+                Pool pool = pools[types[i].ordinal()];
+                pool.configure(cfgs[i]);
+                if (chunks[i] != null && growth.addReserved(pool, chunks[i])) {
+                    chunks[i] = null;
+                }
             }
         } finally {
-            pool.lock.unlock();
-        }
-        try {
-            maintenance.giveBackAbove(pool, before.reserved());
-        } catch (MemoryException closedMeanwhile) {
-            // a close gave every chunk back
+            for (int i = locked - 1; i >= 0; i--) {
+                pools[i].lock.unlock();
+            }
         }
     }
 
