@@ -214,6 +214,29 @@ class EnginePoolConfigTest extends EngineTestSupport {
         assertEquals(false, m.poolConfig(MemoryType.TENSOR).preAllocate(), "TENSOR does not pre-allocate");
     }
 
+    /**
+     * A fixed pool (enableAutoExpansion=false) may hold its initialSize and no more: made fixed below
+     * the bytes of its live blocks, it was taken as a maxSize below them is not, and the pool then
+     * held 4 MiB under a limit of 1 MiB (mem:pool showed a pool fuller than full). It is refused
+     * as such a maxSize is, and nothing changes.
+     */
+    @Test
+    void aFixedSizeBelowThePoolsLiveBlocksIsRefused() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, MiB));
+        MemoryHandle h = m.allocate(3 * MiB, CPU);
+        MemoryPoolConfig before = m.poolConfig(MemoryType.GENERAL);
+        InvalidMemoryRequestException e = assertRejected(m, InvalidMemoryRequestException.class,
+                () -> m.configurePool(CPU, MemoryType.GENERAL, pool(MiB, MiB).toBuilder().autoExpansion(false).build()));
+        assertEquals("Cannot fix the GENERAL pool on cpu:0 at its initialSize of 1048576 bytes (1.0 MiB)"
+                + " (enableAutoExpansion=false): its live blocks already use 3145728 bytes (3.0 MiB)", e.getMessage());
+        assertEquals(before, m.poolConfig(MemoryType.GENERAL));
+        m.deallocate(h);
+        m.configurePool(CPU, MemoryType.GENERAL, pool(MiB, MiB).toBuilder().autoExpansion(false).build());
+        assertEquals(false, m.poolConfig(MemoryType.GENERAL).enableAutoExpansion(), "fixed once its blocks fit");
+        assertTrue(m.memoryInfo().reservedBytes() <= MiB, "the empty chunks above its fixed size went back, as for a maxSize");
+    }
+
     @Test
     void fixedPoolFailsWhenFullAndStaysConsistent() {
         ArenaUpstream up = new ArenaUpstream(64 * MiB);

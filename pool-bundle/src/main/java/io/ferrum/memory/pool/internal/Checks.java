@@ -199,6 +199,26 @@ final class Checks {
         }
     }
 
+    /**
+     * Refuses a configuration whose limit is below the bytes of the pool's live blocks: a fixed
+     * pool's initialSize (enableAutoExpansion=false, the most it may hold), or a maxSize.
+     */
+    void limitCoversUse(MemoryType type, MemoryPoolConfig cfg, long live) {
+        if (!cfg.enableAutoExpansion() && cfg.initialSize() < live) {
+            throw new InvalidMemoryRequestException("Cannot fix the " + type + " pool on " + device + " at its initialSize"
+                    + " of " + Bytes.exact(cfg.initialSize()) + " (enableAutoExpansion=false): its live blocks already use "
+                    + Bytes.exact(live));
+        }
+        if (cfg.maxSize().isPresent() && cfg.maxSize().getAsLong() < live) {
+            throw maxSizeBelowUse(type, cfg, live);
+        }
+    }
+
+    /** @return whether {@code cfg} sets a limit below which a pool's live blocks refuse it ({@link #limitCoversUse}) */
+    static boolean limits(MemoryPoolConfig cfg) {
+        return cfg.maxSize().isPresent() || !cfg.enableAutoExpansion();
+    }
+
     InvalidMemoryRequestException maxSizeBelowUse(MemoryType type, MemoryPoolConfig cfg, long used) {
         return new InvalidMemoryRequestException("Cannot set maxSize of the " + type + " pool on " + device + " to "
                 + Bytes.exact(cfg.maxSize().getAsLong()) + ": its live blocks already use " + Bytes.exact(used));

@@ -446,7 +446,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
             }
         }
         for (int i = 0; i < types.length; i++) {
-            trimToMaxSize(pools[types[i].ordinal()], cfgs[i]);
+            trimToLimit(pools[types[i].ordinal()], cfgs[i]);
         }
     }
 
@@ -471,13 +471,10 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
                 if (pool.closed || lifecycle.closed) {
                     throw checks.closed();
                 }
-                if (cfgs[i].maxSize().isPresent()) {
+                if (Checks.limits(cfgs[i])) {
                     // The caller's check ran before it waited for its turn: a block allocated since
                     // counts here, where no carve runs (the caches were drained just before).
-                    long live = figures.liveBytes(pool);
-                    if (cfgs[i].maxSize().getAsLong() < live) {
-                        throw checks.maxSizeBelowUse(pool.type, cfgs[i], live);
-                    }
+                    checks.limitCoversUse(pool.type, cfgs[i], figures.liveBytes(pool));
                 }
             }
             for (int i = 0; i < types.length; i++) {
@@ -495,13 +492,13 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
     }
 
     /**
-     * A maxSize below what the pool holds: its empty chunks go back now, as trim would give them, so
-     * that reserved does not stand above the limit just set (a chunk with live blocks stays: the
-     * check made sure they fit).
+     * A limit below what the pool holds (a maxSize, a fixed pool's initialSize): its empty chunks go
+     * back now, as trim would give them, so that reserved does not stand above the limit just set (a
+     * chunk with live blocks stays: the check made sure they fit).
      */
-    private void trimToMaxSize(Pool pool, MemoryPoolConfig cfg) {
-        if (cfg.maxSize().isPresent()) {
-            maintenance.trim(pool, cfg.maxSize().getAsLong());
+    private void trimToLimit(Pool pool, MemoryPoolConfig cfg) {
+        if (Checks.limits(cfg)) {
+            maintenance.trim(pool, cfg.enableAutoExpansion() ? cfg.maxSize().getAsLong() : cfg.initialSize());
         }
     }
 
@@ -510,11 +507,8 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         checkOpen();
         Checks.type(type);
         checks.poolConfig(type, cfg);
-        if (cfg.maxSize().isPresent()) {
-            long live = figures.liveBytes(pools[type.ordinal()]);
-            if (cfg.maxSize().getAsLong() < live) {
-                throw checks.maxSizeBelowUse(type, cfg, live);
-            }
+        if (Checks.limits(cfg)) {
+            checks.limitCoversUse(type, cfg, figures.liveBytes(pools[type.ordinal()]));
         }
     }
 
