@@ -180,4 +180,36 @@ class LiveEditRacesTest extends RaceHarness {
                         + " bytes used, under a maxSize of 2 MiB");
         m.deallocate(first);
     }
+
+    /**
+     * A growth planned under the old limit and still asking the device when configurePool lowered the
+     * maxSize added its chunk anyway, and its allocation carved a 4 MiB block from it: the pool held
+     * 5 MiB under a maxSize of 2 MiB, its used bytes above the limit the edit's check had just
+     * vouched for. A chunk that no longer fits the limit goes back, and the allocation is refused.
+     */
+    @Test
+    void aGrowthInFlightAcrossALowerMaxSizeDoesNotExceedIt() throws Exception {
+        HookedUpstream up = new HookedUpstream(CPU, 64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        MemoryHandle first = m.allocate(KiB, CPU); // the pool's first chunk: 1 MiB
+        Pause reserve = up.pauseNext(Call.RESERVE);
+        CompletableFuture<MemoryHandle> big = start("allocate", () -> m.allocate(4 * MiB, CPU));
+        reserve.awaitArrival(); // its growth asks the device for 4 MiB
+        try {
+            m.configurePool(CPU, MemoryType.GENERAL, pool(MiB, MiB, 256).toBuilder().maxSize(2 * MiB).build());
+        } finally {
+            reserve.release();
+        }
+        try {
+            MemoryHandle h = big.get(30, TimeUnit.SECONDS);
+            m.deallocate(h);
+            throw new AssertionError("a 4 MiB block was allocated under a maxSize of 2 MiB; the pool held "
+                    + m.reservedByType());
+        } catch (ExecutionException refused) {
+            assertInstanceOf(OutOfDeviceMemoryException.class, refused.getCause());
+        }
+        assertEquals(java.util.Map.of(MemoryType.GENERAL, MiB), m.reservedByType());
+        assertEquals(MiB, up.liveBytes(), "the chunk that no longer fit went back to the device");
+        m.deallocate(first);
+    }
 }

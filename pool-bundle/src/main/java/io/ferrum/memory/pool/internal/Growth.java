@@ -20,8 +20,9 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * it as pending and count the growth as in-flight work. 2. Outside the lock: book the chunk in the
  * {@link DeviceAccount} (shrinking towards what the block needs if that is all the device has),
  * reserve it from the upstream, clear it under zeroing on free. 3. Under the lock again: add the
- * chunk (even to a closed pool: the close releases it, now or when this work ends), unbook the
- * pending size, wake the waiters, leave the in-flight work.
+ * chunk (even to a closed pool: the close releases it, now or when this work ends) unless an edit
+ * lowered the pool's limit meanwhile below it (then it goes back and the growth fails: the pool's
+ * limit), unbook the pending size, wake the waiters, leave the in-flight work.
  *
  * <p><b>Invariants.</b> Limits hold under any concurrency: a pool's reserved plus pending bytes
  * never exceed its limit, the account's reserved bytes never exceed the device capacity. Whatever
@@ -106,19 +107,37 @@ final class Growth {
                 }
             }
         } finally {
-            List<DeviceChunk> release;
+            List<DeviceChunk> release = null;
+            DeviceChunk beyondLimit = null;
+            String atLimit = null;
             pool.acquire();
             try {
                 pool.pending -= planned;
-                if (chunk != null) {
+                if (chunk != null && !pool.closed && pool.reserved + chunk.size() > pool.limit()) {
+                    // An edit lowered the pool's limit while the device was asked: planned under the old
+                    // one, the chunk would take the pool above the new one, and its block the used bytes
+                    // above what the edit's check vouched for. It goes back; the allocation tries again
+                    // under the new limit.
+                    beyondLimit = chunk;
+                    atLimit = Checks.poolAtLimit(pool);
+                } else if (chunk != null) {
                     pool.addChunk(chunk, hostView(chunk));
                 }
                 pool.grown.signalAll();
-                release = Lifecycle.leave(pool);
+                if (beyondLimit == null) {
+                    release = Lifecycle.leave(pool);
+                }
             } finally {
                 pool.lock.unlock();
             }
-            lifecycle.releaseDeferred(release);
+            if (beyondLimit != null) {
+                // Released before the work ends: a close waits for it, and the upstream closes after.
+                lifecycle.releaseChunks(List.of(beyondLimit));
+                lifecycle.leaveLocking(pool);
+                failure = atLimit;
+            } else {
+                lifecycle.releaseDeferred(release);
+            }
         }
         return failure;
     }
