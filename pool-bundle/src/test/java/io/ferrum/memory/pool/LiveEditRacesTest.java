@@ -16,6 +16,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryPoolConfig;
@@ -211,5 +212,33 @@ class LiveEditRacesTest extends RaceHarness {
         assertEquals(java.util.Map.of(MemoryType.GENERAL, MiB), m.reservedByType());
         assertEquals(MiB, up.liveBytes(), "the chunk that no longer fit went back to the device");
         m.deallocate(first);
+    }
+
+    /**
+     * A close while a live edit asks the device for its pre-allocation (reserved outside the pool):
+     * the edit is refused as closed, and the chunk it reserved goes back to the device before the
+     * upstream closes; nothing is left behind.
+     */
+    @Test
+    void aCloseDuringAnEditsPreAllocationReleasesItsChunk() throws Exception {
+        HookedUpstream up = new HookedUpstream(CPU, 64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        m.allocate(KiB, CPU);
+        Pause reserve = up.pauseNext(Call.RESERVE);
+        CompletableFuture<Void> edit = start("edit", () -> {
+            m.configurePool(CPU, MemoryType.GENERAL, pool(8 * MiB, MiB, 256).toBuilder().preAllocate(true).build());
+            return null;
+        });
+        reserve.awaitArrival();
+        try {
+            m.close();
+        } finally {
+            reserve.release();
+        }
+        ExecutionException e = assertThrows(ExecutionException.class, () -> edit.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(DeviceUnavailableException.class, e.getCause());
+        assertEquals(0, up.liveBytes(), "every chunk went back");
+        assertTrue(up.closed, "the upstream closed once the edit's chunk was back");
+        assertEquals("", up.violations.toString());
     }
 }
