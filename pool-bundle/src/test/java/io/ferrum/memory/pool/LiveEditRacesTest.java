@@ -230,11 +230,17 @@ class LiveEditRacesTest extends RaceHarness {
             return null;
         });
         reserve.awaitArrival();
+        CompletableFuture<Void> close;
         try {
-            m.close();
+            close = start("close", () -> {
+                m.close();
+                return null;
+            });
+            awaitParkedIn(threads.getLast(), "Lifecycle", "awaitIdle"); // the close waits for the edit's work
         } finally {
             reserve.release();
         }
+        close.get(30, TimeUnit.SECONDS);
         ExecutionException e = assertThrows(ExecutionException.class, () -> edit.get(30, TimeUnit.SECONDS));
         assertInstanceOf(DeviceUnavailableException.class, e.getCause());
         assertEquals(0, up.liveBytes(), "every chunk went back");
