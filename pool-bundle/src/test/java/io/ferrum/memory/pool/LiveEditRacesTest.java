@@ -247,4 +247,35 @@ class LiveEditRacesTest extends RaceHarness {
         assertTrue(up.closed, "the upstream closed once the edit's chunk was back");
         assertEquals("", up.violations.toString());
     }
+
+    /**
+     * A lower maxSize gives back the pool's empty chunks, but another thread's cache kept the blocks
+     * of its chunks, and only a cache's owner drains it: the pool held 2 MiB under a maxSize of 1
+     * MiB with nothing live, and still did once that thread had drained its cache (until a trim).
+     * The drain gives back what the edit could not.
+     */
+    @Test
+    void aLowerMaxSizeGetsTheChunksAnotherThreadsCacheHeldOnceItDrains() throws Exception {
+        HookedUpstream up = new HookedUpstream(CPU, 64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        onWorker(() -> {
+            MemoryHandle[] hs = new MemoryHandle[8];
+            for (int i = 0; i < hs.length; i++) {
+                hs[i] = m.allocate(256 * KiB, CPU);
+            }
+            for (MemoryHandle h : hs) {
+                m.deallocate(h); // into the worker's cache
+            }
+            return null;
+        });
+        assertEquals(2 * MiB, m.memoryInfo().reservedBytes());
+        assertEquals(0, m.memoryInfo().usedBytes(), "the cached blocks are free in the figures");
+        m.configurePool(CPU, MemoryType.GENERAL, pool(MiB, MiB, 256).toBuilder().maxSize(MiB).build());
+        onWorker(() -> {
+            m.deallocate(m.allocate(KiB, CPU)); // the worker's next call drains its cache first
+            return null;
+        });
+        assertTrue(m.memoryInfo().reservedBytes() <= MiB,
+                () -> "the GENERAL pool holds " + m.reservedByType() + " under a maxSize of 1 MiB");
+    }
 }

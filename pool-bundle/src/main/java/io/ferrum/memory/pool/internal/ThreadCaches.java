@@ -7,6 +7,9 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.IntSupplier;
 
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.pool.DeviceChunk;
+
 /**
  * The registry of one manager's per-thread caches ({@link ThreadCache}): finding or making the
  * calling thread's, draining them, sweeping those of threads that died, reading what they hold, and
@@ -231,12 +234,31 @@ final class ThreadCaches {
             if (tc.count() == 0 && !tc.hasInbound(p) && !end) {
                 continue;
             }
+            List<DeviceChunk> aboveLimit = List.of();
             pool.acquire();
             try {
                 tc.drain(p, b -> giveBack(pool, b));
                 giveBackInbound(pool, tc.takeInbound(p, end));
+                if (!end && !pool.closed && pool.reserved > pool.limit()) {
+                    // An edit lowered the pool's limit while this cache held blocks of chunks it could
+                    // not give back (only a cache's owner drains it): they go now, as the edit's trim
+                    // would have given them. A sweep of a dead thread's cache, under the registry's
+                    // monitor, leaves them to the next trim.
+                    MemoryPoolConfig cfg = pool.config;
+                    aboveLimit = pool.takeEmptyChunks(cfg.preAllocate() ? cfg.initialSize() : 0);
+                    if (!aboveLimit.isEmpty()) {
+                        pool.inflight++; // a close waits until they are released: the upstream closes after
+                    }
+                }
             } finally {
                 pool.lock.unlock();
+            }
+            if (!aboveLimit.isEmpty()) {
+                try {
+                    lifecycle.releaseChunks(aboveLimit);
+                } finally {
+                    lifecycle.leaveLocking(pool);
+                }
             }
         }
     }
