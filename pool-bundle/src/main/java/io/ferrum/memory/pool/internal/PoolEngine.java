@@ -417,14 +417,14 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
      *   <li>the chunks the pre-allocating pools lack are reserved outside the pools ({@link
      *       Growth#reserveFor}): no allocation carves from them, nor grows under the new limits,
      *       while the device is asked (a refused edit would leave what it admitted meanwhile);</li>
-     *   <li>under every pool's lock at once, each pool is checked again (closed; a maxSize below a
-     *       block allocated since the caller's check) and, none refusing, takes its configuration
-     *       and its chunk ({@link #take});</li>
-     *   <li>only then do lower maxSizes give back their empty chunks: an earlier pool's chunk given
+     *   <li>under every pool's lock at once, each pool is checked again (closed; a limit below the
+     *       live blocks, one allocated since the caller's check included) and, none refusing, takes
+     *       its configuration and its chunk ({@link #take});</li>
+     *   <li>only then do lower limits give back their empty chunks: an earlier pool's chunk given
      *       back could not be taken back as it was had a later pool refused.</li>
      * </ol>
      * A refusal gives back the chunks reserved for the edit and changes nothing else. An edit that
-     * needs the room a lower maxSize would free is refused.
+     * needs the room a lower limit would free is refused.
      */
     private void edit(MemoryType[] types, MemoryPoolConfig[] cfgs) {
         DeviceChunk[] reservedFor = new DeviceChunk[types.length];
@@ -455,7 +455,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
      * each pool of the edit, then, none refusing, sets its configuration and adds its chunk (each
      * chunk taken is cleared from {@code chunks}).
      *
-     * @throws MemoryException closed, or a maxSize below the pool's live blocks; nothing changed
+     * @throws MemoryException closed, or a limit below the pool's live blocks; nothing changed
      */
     private void take(MemoryType[] types, MemoryPoolConfig[] cfgs, DeviceChunk[] chunks) {
         int locked = 0;
