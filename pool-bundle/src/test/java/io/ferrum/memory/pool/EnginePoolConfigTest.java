@@ -196,6 +196,27 @@ class EnginePoolConfigTest extends EngineTestSupport {
     }
 
     /**
+     * configurePools decides the whole edit before it gives anything back, so an edit whose
+     * pre-allocation needs the room that another pool's lower maxSize would free is refused, and
+     * changes nothing; the same change as two edits (the maxSize first) applies.
+     */
+    @Test
+    void anEditThatNeedsTheRoomALowerMaxSizeWouldFreeIsRefusedAndWorksAsTwo() {
+        ArenaUpstream up = new ArenaUpstream(16 * MiB);
+        PooledMemoryManager m = manager(up, pool(MiB, 12 * MiB));
+        m.deallocate(m.allocate(12 * MiB, CPU)); // GENERAL holds an empty 12 MiB chunk
+        assertEquals(12 * MiB, up.liveBytes());
+        MemoryPoolConfig lower = pool(MiB, MiB).toBuilder().maxSize(2 * MiB).build();
+        io.ferrum.memory.api.MemoryManagerConfig both = config(lower)
+                .withPoolConfig(MemoryType.TENSOR, pool(8 * MiB, MiB).toBuilder().preAllocate(true).build());
+        assertRejected(m, OutOfDeviceMemoryException.class, () -> m.configurePools(both));
+        assertEquals(12 * MiB, up.liveBytes(), "nothing was given back for the refused edit");
+        m.configurePools(config(lower));
+        m.configurePools(both);
+        assertEquals(java.util.Map.of(MemoryType.TENSOR, 8 * MiB), m.reservedByType());
+    }
+
+    /**
      * A start pre-allocates only the pools its configuration names (GENERAL here); the others
      * inherit GENERAL's values with preAllocate, so trim kept as much as GENERAL's initialSize of
      * each, memory they had grown into, not pre-allocated: a start and the same configuration
