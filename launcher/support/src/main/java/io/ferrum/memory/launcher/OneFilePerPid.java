@@ -1,7 +1,6 @@
 package io.ferrum.memory.launcher;
 
 import java.io.File;
-import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -11,7 +10,6 @@ import java.util.List;
 import java.util.Map;
 
 import org.osgi.framework.BundleContext;
-import org.osgi.framework.InvalidSyntaxException;
 import org.osgi.service.cm.Configuration;
 import org.osgi.service.cm.ConfigurationAdmin;
 import org.osgi.service.cm.ConfigurationEvent;
@@ -38,8 +36,6 @@ import org.osgi.service.log.LoggerFactory;
  */
 @Component(service = ConfigurationListener.class)
 public final class OneFilePerPid implements ConfigurationListener {
-    static final String FILENAME = "felix.fileinstall.filename";
-
     private final List<File> watched = new ArrayList<>();
     /** Per PID, the files last found configuring it, when there were two or more. */
     private final Map<String, List<File>> duplicates = new HashMap<>();
@@ -61,20 +57,14 @@ public final class OneFilePerPid implements ConfigurationListener {
             }
         }
         // FileInstall (before SCR at its start level) reads config/ before this listener exists.
-        try {
-            Configuration[] present = configAdmin.listConfigurations("(" + FILENAME + "=*)");
-            for (Configuration c : present == null ? new Configuration[0] : present) {
-                updated(c.getPid());
-            }
-        } catch (IOException | InvalidSyntaxException e) {
-            log.warn("Cannot list the configurations to look for two files of one PID: {}", e.toString());
-        }
+        // ConfigFiles skips a configuration deleted while it is looked at (its file removed meanwhile).
+        ConfigFiles.forEach(configAdmin, log, "two files of one PID", this::updated);
     }
 
     @Override
     public void configurationEvent(ConfigurationEvent event) {
         switch (event.getType()) {
-            case ConfigurationEvent.CM_UPDATED -> updated(event.getPid());
+            case ConfigurationEvent.CM_UPDATED -> ConfigFiles.forPid(configAdmin, log, event.getPid(), this::updated);
             case ConfigurationEvent.CM_DELETED -> deleted(event.getPid());
             default -> {
                 // CM_LOCATION_CHANGED: no file involved
@@ -82,8 +72,9 @@ public final class OneFilePerPid implements ConfigurationListener {
         }
     }
 
-    private void updated(String pid) {
-        File applied = appliedFile(pid);
+    private void updated(Configuration c) {
+        String pid = c.getPid();
+        File applied = appliedFile(c);
         if (applied == null) {
             return;
         }
@@ -124,14 +115,13 @@ public final class OneFilePerPid implements ConfigurationListener {
         }
     }
 
-    /** @return the file FileInstall made {@code pid}'s configuration from, or null when none did */
-    private File appliedFile(String pid) {
+    /** @return the file FileInstall made {@code c} from, or null when none did */
+    private static File appliedFile(Configuration c) {
+        Dictionary<String, Object> props = c.getProperties();
+        Object name = props == null ? null : props.get(ConfigFiles.FILENAME);
         try {
-            Configuration[] found = configAdmin.listConfigurations("(service.pid=" + escape(pid) + ")");
-            Dictionary<String, Object> props = found == null || found.length == 0 ? null : found[0].getProperties();
-            Object name = props == null ? null : props.get(FILENAME);
             return name == null ? null : new File(URI.create(name.toString())).getAbsoluteFile();
-        } catch (IOException | InvalidSyntaxException | IllegalArgumentException e) {
+        } catch (IllegalArgumentException notAFile) {
             return null;
         }
     }
@@ -153,9 +143,5 @@ public final class OneFilePerPid implements ConfigurationListener {
             }
         }
         return files;
-    }
-
-    private static String escape(String value) {
-        return value.replace("\\", "\\\\").replace("*", "\\*").replace("(", "\\(").replace(")", "\\)");
     }
 }
