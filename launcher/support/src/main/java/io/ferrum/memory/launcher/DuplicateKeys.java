@@ -1,16 +1,12 @@
 package io.ferrum.memory.launcher;
 
 import java.io.IOException;
-import java.io.Reader;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Dictionary;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.stream.Collectors;
 
 import org.osgi.service.cm.ConfigurationAdmin;
@@ -43,22 +39,14 @@ public final class DuplicateKeys extends FileWarnings {
     }
 
     /**
-     * @param file a {@code .cfg} or {@code .config} file, read as FileInstall reads its keys (a
-     *             properties file in ISO-8859-1: {@code key=value} or {@code key: value}, {@code #}
-     *             and {@code !} comments, a backslash at the end of a line going on to the next)
+     * @param file a {@code .cfg} or {@code .config} file, read as FileInstall reads its keys ({@link
+     *             ConfigFileEntries}: a properties file, or XML properties when it starts with {@code <})
      * @return each key given more than once, with its values in the order of the file
      */
     static Map<String, List<String>> repeated(Path file) throws IOException {
         Map<String, List<String>> values = new LinkedHashMap<>();
-        Properties reader = new Properties() {
-            @Override
-            public synchronized Object put(Object key, Object value) {
-                values.computeIfAbsent((String) key, k -> new ArrayList<>()).add((String) value);
-                return super.put(key, value);
-            }
-        };
-        try (Reader in = Files.newBufferedReader(file, StandardCharsets.ISO_8859_1)) {
-            reader.load(in);
+        for (ConfigFileEntries.Entry e : ConfigFileEntries.read(file)) {
+            values.computeIfAbsent(e.key(), k -> new ArrayList<>()).add(e.value());
         }
         values.values().removeIf(v -> v.size() < 2);
         return values;

@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 
+import org.apache.felix.fileinstall.shaded.util.properties.Properties;
 import org.apache.felix.fileinstall.shaded.util.properties.TypedProperties;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -54,6 +55,73 @@ class DuplicateKeysTest {
         Path file = Files.writeString(dir.resolve("io.ferrum.memory.cpu.cfg"),
                 "# capacity=1g\ncapacity=64m\n! capacity=2g\ninitialSize=4m\n", StandardCharsets.ISO_8859_1);
         assertNull(DuplicateKeys.warning(file.toString(), DuplicateKeys.repeated(file)));
+    }
+
+    /**
+     * FileInstall reads a file whose first byte is {@code <} as Java's XML properties, a {@code .cfg}
+     * as a {@code .config}: read as lines, every {@code <entry} was a key given again, and a key
+     * given twice in two entries was not named.
+     */
+    @Test
+    void anXmlFileIsReadAsFileInstallReadsIt() throws Exception {
+        String head = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                + "<!DOCTYPE properties SYSTEM \"http://java.sun.com/dtd/properties.dtd\">\n<properties>\n";
+        Path once = Files.writeString(dir.resolve("io.ferrum.memory.cpu.config"), head
+                + "<entry key=\"capacity\">64m</entry>\n<entry key=\"initialSize\">4m</entry>\n</properties>\n");
+        assertEquals(List.of("capacity", "initialSize"), asFileInstallReadsXml(once));
+        assertNull(DuplicateKeys.warning(once.toString(), DuplicateKeys.repeated(once)));
+        Path twice = Files.writeString(dir.resolve("io.ferrum.memory.cpu.device-t1.cfg"), head
+                + "<entry key=\"capacity\">64m</entry>\n<entry key=\"index\">1</entry>\n"
+                + "<entry key=\"capacity\">1g</entry>\n</properties>\n");
+        assertEquals(List.of("capacity", "index", "capacity"), asFileInstallReadsXml(twice));
+        assertEquals(Map.of("capacity", List.of("64m", "1g")), DuplicateKeys.repeated(twice));
+    }
+
+    /**
+     * FileInstall's reader goes on from a line ending in a backslash past blank and comment lines
+     * (java.util.Properties stops at a blank line and takes a comment line as the value's rest), and
+     * drops a last line that goes on to nothing; a typed value ({@code I"3"}) is a value like any other.
+     */
+    @Test
+    void continuedLinesAndTypedValuesAreReadAsFileInstallReadsThem() throws Exception {
+        Path once = Files.writeString(dir.resolve("io.ferrum.memory.cpu.cfg"),
+                "capacity=64m \\\n\n# capacity=2g\ncapacity=1g\n", StandardCharsets.ISO_8859_1);
+        assertEquals(List.of("capacity"), asFileInstallReadsInOrder(once), "one key, '64m capacity=1g'");
+        assertNull(DuplicateKeys.warning(once.toString(), DuplicateKeys.repeated(once)));
+        Path twice = Files.writeString(dir.resolve("io.ferrum.memory.cpu.device-t1.config"),
+                "cap\\\n\n  acity=I\"64\"\n! capacity=I\"3\"\ncapacity = I\"128\"\nindex=I\"1\"\nstray=\\\n",
+                StandardCharsets.ISO_8859_1);
+        assertEquals(List.of("capacity", "capacity", "index"), asFileInstallReadsInOrder(twice));
+        assertEquals(Map.of("capacity", List.of("I\"64\"", "I\"128\"")), DuplicateKeys.repeated(twice));
+        assertEquals(128, asFileInstallReads(twice).get("capacity"), "FileInstall keeps the last, typed");
+    }
+
+    /** @return the keys of a properties file as FileInstall's own reader finds them, in order, repeats included */
+    private static List<String> asFileInstallReadsInOrder(Path file) throws Exception {
+        List<String> keys = new java.util.ArrayList<>();
+        try (Properties.PropertiesReader r = new Properties.PropertiesReader(
+                new InputStreamReader(Files.newInputStream(file), StandardCharsets.ISO_8859_1), true)) {
+            while (r.nextProperty()) {
+                keys.add(r.getPropertyName());
+            }
+        }
+        return keys;
+    }
+
+    /** @return the keys of an XML properties file as {@code loadFromXML} (FileInstall's reader of one) puts them, in order */
+    private static List<String> asFileInstallReadsXml(Path file) throws Exception {
+        List<String> keys = new java.util.ArrayList<>();
+        java.util.Properties p = new java.util.Properties() {
+            @Override
+            public synchronized Object put(Object key, Object value) {
+                keys.add((String) key);
+                return super.put(key, value);
+            }
+        };
+        try (java.io.InputStream in = Files.newInputStream(file)) {
+            p.loadFromXML(in);
+        }
+        return keys;
     }
 
     private static Map<String, Object> asFileInstallReads(Path file) throws Exception {
