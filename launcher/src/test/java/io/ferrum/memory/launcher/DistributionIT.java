@@ -737,6 +737,39 @@ class DistributionIT {
     }
 
     /**
+     * A file that gives two keys differing only in case ({@code capacity} and {@code Capacity}): Config
+     * Admin takes keys in any case as one and refused FileInstall's dictionary, which FileInstall logged
+     * as an error with two stack traces, naming one key. One error line names the file, both keys and
+     * what became of the configuration: none for a new file, the one before the edit for an edited one
+     * (a typed {@code .config} file here). Fixed, the file applies.
+     */
+    @Test
+    void aFileWithKeysDifferingOnlyInCaseIsRefusedInOneLine() throws Exception {
+        Path dir = freshDir("keys-differing-in-case");
+        Path config = Files.createDirectories(dir.resolve("config"));
+        Path atStart = config.resolve("io.ferrum.memory.cpu.device-t1.cfg");
+        Files.writeString(atStart, "index=1\ncapacity=64m\nCapacity=1g\n");
+        Path edited = config.resolve("io.ferrum.memory.cpu.device-t2.config");
+        try (Session s = new Session(dir)) {
+            String first = s.until("log 50 error", atStart.toString());
+            assertTrue(first.contains(atStart + " gives keys that differ only in case, capacity and Capacity: Config Admin"
+                    + " takes them as one key and refuses the file, so no configuration is made of it; give each key once"),
+                    first);
+            Files.writeString(edited, "index=I\"2\"\ncapacity=\"64m\"\n");
+            assertTrue(s.until("mem:devices", "cpu:2").contains("64.0 MiB"), s.output());
+            Files.writeString(edited, "index=I\"2\"\ncapacity=\"64m\"\nCAPACITY=\"128m\"\n");
+            String second = s.until("log 50 error", edited.toString());
+            assertTrue(second.contains(edited + " gives keys that differ only in case, capacity and CAPACITY: Config Admin"
+                    + " takes them as one key and refuses the file, so the configuration made of it"
+                    + " before stays as it was; give each key once"), second);
+            Files.writeString(atStart, "index=1\ncapacity=1g\n");
+            assertTrue(s.until("mem:devices", "cpu:1").contains("64.0 MiB"), "cpu:2 keeps 64 MiB: " + s.output());
+            assertFalse(s.output().contains("Exception"), "no stack trace: " + s.output());
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
      * A file named (a PID nothing designates, a byte order mark), deleted, and saved again as it was
      * (a deployment that copies config/ anew): each warning was given once per file name for the
      * whole run, so the file saved again configured nothing without a word. A file is named again

@@ -1,25 +1,32 @@
 package io.ferrum.memory.launcher;
 
+import org.apache.felix.fileinstall.ArtifactInstaller;
 import org.osgi.framework.BundleActivator;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.ServiceRegistration;
 import org.osgi.framework.hooks.bundle.FindHook;
 
 /**
- * Registers the hooks that must be in place before FileInstall's first scan of {@code plugins/}:
- * this bundle starts at start level 5, FileInstall at 10, and SCR (after FileInstall at that level)
- * too late for a DS component to be there first.
+ * Registers the hooks that must be in place before FileInstall's first scan of {@code plugins/} and
+ * {@code config/}: this bundle starts at start level 5, FileInstall at 10, and SCR (after FileInstall
+ * at that level) too late for a DS component to be there first.
  */
 public final class EarlyHooks implements BundleActivator {
     private ServiceRegistration<FindHook> guard;
+    private KeysDifferingInCase keysDifferingInCase;
+    private ServiceRegistration<ArtifactInstaller> keysInstaller;
 
     @Override
     public void start(BundleContext context) {
         guard = context.registerService(FindHook.class, new BuiltInBundlesGuard(context), null);
+        keysDifferingInCase = new KeysDifferingInCase(context);
+        keysInstaller = keysDifferingInCase.register();
     }
 
     @Override
     public void stop(BundleContext context) {
+        keysInstaller.unregister();
+        keysDifferingInCase.close();
         guard.unregister();
     }
 }
