@@ -5,6 +5,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.pool.ConfigurationCheck;
 
 /**
  * Sizes in device configurations, written as people write them in the shell: bytes with an optional
@@ -26,8 +27,8 @@ final class ConfigSizes {
     static long parse(String attribute, String text) {
         Matcher m = text == null ? null : SIZE.matcher(text.strip());
         if (m == null || !m.matches()) {
-            throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + text
-                    + "': use bytes with an optional unit, e.g. 4096, 64k, 64KiB, 512MiB, 2g"
+            throw new InvalidMemoryRequestException("Invalid " + attribute + " " + ConfigurationCheck.quoted(text)
+                    + ": use bytes with an optional unit, e.g. 4096, 64k, 64KiB, 512MiB, 2g"
                     + (text != null && text.strip().startsWith("-") ? " (zero or more, without a sign)" : ""));
         }
         int shift = switch (m.group(2) == null ? "" : m.group(2).toLowerCase(Locale.ROOT)) {
@@ -44,7 +45,7 @@ final class ConfigSizes {
             }
             return value << shift;
         } catch (NumberFormatException e) {
-            throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + text + "': too large");
+            throw new InvalidMemoryRequestException("Invalid " + attribute + " " + ConfigurationCheck.quoted(text) + ": too large");
         }
     }
 }

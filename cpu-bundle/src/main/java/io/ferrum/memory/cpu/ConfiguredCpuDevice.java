@@ -14,6 +14,8 @@ import org.osgi.service.log.Logger;
 import org.osgi.service.log.LoggerFactory;
 import org.osgi.service.metatype.annotations.Designate;
 
+import io.ferrum.memory.pool.ConfigurationCheck;
+
 /**
  * {@code cpu:1}, {@code cpu:2}, ...: one per factory configuration of {@code io.ferrum.memory.cpu.device}
  * (for example a FileInstall file {@code io.ferrum.memory.cpu.device-tenant1.cfg} with
@@ -55,7 +57,7 @@ public final class ConfiguredCpuDevice extends CpuDevice {
             return null;
         }
         return "A " + CpuBackend.DEVICE_FACTORY_PID + " configuration needs a whole number index >= 1 (got "
-                + (index != null ? index : "'" + config.index() + "'") + "); cpu:0 is configured by the PID " + CpuBackend.DEFAULT_PID;
+                + (index != null ? index : ConfigurationCheck.quoted(config.index())) + "); cpu:0 is configured by the PID " + CpuBackend.DEFAULT_PID;
     }
 
     @Modified

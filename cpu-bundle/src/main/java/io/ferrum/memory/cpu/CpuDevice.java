@@ -384,8 +384,8 @@ abstract class CpuDevice {
             case "none" -> ZeroingPolicy.NONE;
             case "on-allocate" -> ZeroingPolicy.ON_ALLOCATE;
             case "on-free" -> ZeroingPolicy.ON_FREE;
-            default -> throw new InvalidMemoryRequestException("Invalid zeroing '" + value
-                    + "': use none, on-allocate or on-free");
+            default -> throw new InvalidMemoryRequestException("Invalid zeroing " + ConfigurationCheck.quoted(value)
+                    + ": use none, on-allocate or on-free");
         };
     }
 

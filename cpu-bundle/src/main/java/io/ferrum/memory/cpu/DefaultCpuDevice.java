@@ -14,6 +14,8 @@ import org.osgi.service.log.Logger;
 import org.osgi.service.log.LoggerFactory;
 import org.osgi.service.metatype.annotations.Designate;
 
+import io.ferrum.memory.pool.ConfigurationCheck;
+
 /**
  * {@code cpu:0}: always present while the bundle runs; configured by the PID {@code
  * io.ferrum.memory.cpu}. That PID configures {@code cpu:0} only: a configuration with any other
@@ -49,8 +51,8 @@ public final class DefaultCpuDevice extends CpuDevice {
             return null;
         }
         if (index == null) {
-            return "Configuration " + CpuBackend.DEFAULT_PID + " refused: index='" + config.index()
-                    + "', but this PID configures cpu:0 only (leave index out or set it to 0)";
+            return "Configuration " + CpuBackend.DEFAULT_PID + " refused: index=" + ConfigurationCheck.quoted(config.index())
+                    + ", but this PID configures cpu:0 only (leave index out or set it to 0)";
         }
         return "Configuration " + CpuBackend.DEFAULT_PID + " refused: index=" + index
                 + ", but this PID configures cpu:0 only (leave index out or set it to 0); for cpu:" + index

@@ -522,6 +522,34 @@ class DeviceConfigurationTest {
         assertEquals(8, m.maxConcurrentTransfers());
     }
 
+    /**
+     * A bad value holding control characters ({@code capacity=\u001b[31m...} in a file: FileInstall
+     * reads the escape) was named raw in the refusal, which goes to the log and to mem:backends: an
+     * ESC sequence recoloured or cleared the terminal, a line break forged a log line. Every value is
+     * now named with such characters (and any outside ASCII) as Java escapes.
+     */
+    @Test
+    void aBadValueIsNamedWithItsControlCharactersEscaped() {
+        String forged = "\u001b[31m\nINFO ok\u00e9";
+        Map<String, Object> values = new java.util.HashMap<>();
+        for (String attribute : List.of("index", "capacity", "initialSize", "zeroing", "autoGc", "gcThreshold",
+                "maxConcurrentTransfers")) {
+            values.put(attribute, forged);
+        }
+        Map<String, Object> raw = Map.of("alignment", new String[] {forged, "64"}); // DS would hand the first
+        String shown = "\\u001b[31m\\u000aINFO ok\\u00e9";
+        CpuDeviceConfig cfg = TestConfigs.small(values);
+        for (String r : List.of(CpuDevice.refusal(cfg, raw, 1, ConfiguredCpuDevice.indexRefusal(cfg)),
+                CpuDevice.refusal(cfg, raw, 0, DefaultCpuDevice.indexRefusal(cfg)))) {
+            assertTrue(r.chars().allMatch(c -> c >= 0x20 && c < 0x7f), "printable ASCII only: " + r);
+            for (String attribute : List.of("capacity", "initialSize", "zeroing", "autoGc", "gcThreshold", "maxConcurrentTransfers")) {
+                assertTrue(r.contains("Invalid " + attribute + " '" + shown + "'"), attribute + ": " + r);
+            }
+            assertTrue(r.contains("'" + shown + "'"), "the index: " + r);
+            assertTrue(r.contains("Invalid alignment [\"" + shown + "\", \"64\"]"), "a list: " + r);
+        }
+    }
+
     /** Review defect: files took +5 and -0 where the shell refuses any sign. */
     @Test
     void numbersInAFileTakeNoSignAndANegativeOneIsNamedAsBelowZero() {

@@ -61,7 +61,7 @@ final class CudaDeviceConfigs {
         check.singleValues(properties);
         check.knownAttributes(properties, CudaDeviceConfig.class);
         if (index == null) {
-            check.problem("Invalid index '" + cfg.index() + "': use the index of a GPU the driver reports: " + choices(devices));
+            check.problem("Invalid index " + ConfigurationCheck.quoted(cfg.index()) + ": use the index of a GPU the driver reports: " + choices(devices));
         } else if (index < 0 || index >= devices) {
             check.problem("index=" + index + ", but the driver reports " + devices + " CUDA device"
                     + (devices == 1 ? "" : "s") + ": use " + choices(devices));
@@ -185,8 +185,8 @@ final class CudaDeviceConfigs {
             case "none" -> ZeroingPolicy.NONE;
             case "on-allocate" -> ZeroingPolicy.ON_ALLOCATE;
             case "on-free" -> ZeroingPolicy.ON_FREE;
-            default -> throw new InvalidMemoryRequestException("Invalid zeroing '" + value
-                    + "': use none, on-allocate or on-free");
+            default -> throw new InvalidMemoryRequestException("Invalid zeroing " + ConfigurationCheck.quoted(value)
+                    + ": use none, on-allocate or on-free");
         };
     }
 }

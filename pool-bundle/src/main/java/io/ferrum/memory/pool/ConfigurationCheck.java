@@ -56,8 +56,8 @@ public final class ConfigurationCheck {
         return switch (value == null ? "" : value.toString().strip().toLowerCase(Locale.ROOT)) {
             case "true", "yes", "on" -> true;
             case "false", "no", "off" -> false;
-            default -> throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value
-                    + "': use true or false (yes/no and on/off work too)");
+            default -> throw new InvalidMemoryRequestException("Invalid " + attribute + " " + quoted(value)
+                    + ": use true or false (yes/no and on/off work too)");
         };
     }
 
@@ -71,7 +71,7 @@ public final class ConfigurationCheck {
     public static int toInteger(String attribute, Object value) {
         long v = toLong(attribute, value);
         if (v > Integer.MAX_VALUE) {
-            throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': out of range, use at most "
+            throw new InvalidMemoryRequestException("Invalid " + attribute + " " + quoted(value) + ": out of range, use at most "
                     + Integer.MAX_VALUE);
         }
         return (int) v;
@@ -89,24 +89,24 @@ public final class ConfigurationCheck {
         if (value instanceof Long || value instanceof Integer || value instanceof Short || value instanceof Byte) {
             long v = ((Number) value).longValue();
             if (v < 0) {
-                throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': use a whole number, zero or more");
+                throw new InvalidMemoryRequestException("Invalid " + attribute + " " + quoted(value) + ": use a whole number, zero or more");
             }
             return v;
         }
         String text = value instanceof String s ? s.strip() : null;
         if (text != null && SIGNED.matcher(text).matches()) {
-            throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': use a whole number, zero or"
+            throw new InvalidMemoryRequestException("Invalid " + attribute + " " + quoted(value) + ": use a whole number, zero or"
                     + " more, without a sign");
         }
         if (text != null && WHOLE.matcher(text).matches()) {
             try {
                 return Long.parseLong(text);
             } catch (NumberFormatException tooLarge) {
-                throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': out of range, use at most "
+                throw new InvalidMemoryRequestException("Invalid " + attribute + " " + quoted(value) + ": out of range, use at most "
                         + Long.MAX_VALUE);
             }
         }
-        throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': use a whole number");
+        throw new InvalidMemoryRequestException("Invalid " + attribute + " " + quoted(value) + ": use a whole number");
     }
 
     /**
@@ -119,24 +119,24 @@ public final class ConfigurationCheck {
     public static double toDecimal(String attribute, Object value) {
         if (value instanceof Number n) {
             if (Double.isNaN(n.doubleValue()) || Double.isInfinite(n.doubleValue())) {
-                throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': use a finite decimal number");
+                throw new InvalidMemoryRequestException("Invalid " + attribute + " " + quoted(value) + ": use a finite decimal number");
             }
             return n.doubleValue();
         }
         String text = value instanceof String s ? s.strip() : null;
         if (text != null && SIGNED.matcher(text).matches()) {
-            throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': use a decimal number, zero"
+            throw new InvalidMemoryRequestException("Invalid " + attribute + " " + quoted(value) + ": use a decimal number, zero"
                     + " or more, without a sign");
         }
         if (text != null && DECIMAL.matcher(text).matches()) {
             double v = Double.parseDouble(text);
             if (Double.isInfinite(v)) {
                 // Named as written: "Infinity" is not what the file says.
-                throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': out of range");
+                throw new InvalidMemoryRequestException("Invalid " + attribute + " " + quoted(value) + ": out of range");
             }
             return v;
         }
-        throw new InvalidMemoryRequestException("Invalid " + attribute + " '" + value + "': use a decimal number, e.g. 0.85");
+        throw new InvalidMemoryRequestException("Invalid " + attribute + " " + quoted(value) + ": use a decimal number, e.g. 0.85");
     }
 
     /**
@@ -247,6 +247,15 @@ public final class ConfigurationCheck {
         return shown.toString();
     }
 
+    /**
+     * @return {@code value} as a refusal names it: in single quotes, {@link #printable}, so that a
+     *         value with an ESC sequence or a line break (FileInstall reads {@code \u001b} in a file)
+     *         can neither recolour a terminal nor forge a log line
+     */
+    public static String quoted(Object value) {
+        return "'" + printable(String.valueOf(value)) + "'";
+    }
+
     /** @return {@code Unknown attribute 'capacty' (capacity?)}, the suggestion only when one is close */
     public static String unknownAttribute(String key, List<String> known) {
         String closest = null;
@@ -294,7 +303,7 @@ public final class ConfigurationCheck {
                 items.add(java.lang.reflect.Array.get(list, i));
             }
         }
-        return items.stream().map(o -> o instanceof String t ? "\"" + t + "\"" : String.valueOf(o))
+        return items.stream().map(o -> o instanceof String t ? "\"" + printable(t) + "\"" : printable(String.valueOf(o)))
                 .collect(java.util.stream.Collectors.joining(", ", "[", "]"));
     }
 
