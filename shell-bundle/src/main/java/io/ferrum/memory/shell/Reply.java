@@ -108,10 +108,32 @@ sealed interface Reply permits Table, Reply.Text, Reply.Failure {
             return f;
         }
 
-        /** One line whatever the message holds (an argument may be a whole table). */
+        /**
+         * One line whatever the message holds (an argument may be a whole table), and no character a
+         * terminal takes as an instruction: a control or format character of a bad value (an ESC
+         * sequence, a right-to-left override) is shown as a Java escape ({@code \u001b}).
+         */
         @Override
         public String toString() {
-            return "error: " + message.replaceAll("\\s*\\R\\s*", " ");
+            return "error: " + escapeControls(message.replaceAll("\\s*\\R\\s*", " "));
+        }
+
+        /**
+         * @return {@code text} with each control character (C0, DEL, C1), format character (bidi
+         *         overrides, zero widths) and line or paragraph separator as {@code \}{@code uXXXX};
+         *         a letter outside ASCII stays (a file name may hold one)
+         */
+        static String escapeControls(String text) {
+            StringBuilder shown = new StringBuilder(text.length());
+            for (int i = 0; i < text.length(); i++) {
+                char c = text.charAt(i);
+                switch (Character.getType(c)) {
+                    case Character.CONTROL, Character.FORMAT, Character.LINE_SEPARATOR, Character.PARAGRAPH_SEPARATOR ->
+                            shown.append(String.format("\\u%04x", (int) c));
+                    default -> shown.append(c);
+                }
+            }
+            return shown.toString();
         }
     }
 }

@@ -61,6 +61,19 @@ class AllocationCommandsTest {
         assertEquals(1 << 20, i.size());
     }
 
+    /**
+     * A bad value holding control characters (a script's {@code $(printf '\033[2J')}) was named raw in
+     * the error line: the terminal took the ESC sequence (cleared, recoloured), and a right-to-left
+     * override turned the rest of the line around. Such characters are now shown as Java escapes; a
+     * letter outside ASCII stays as it is (a file name may hold one).
+     */
+    @Test
+    void aBadValueIsNamedWithItsControlCharactersEscaped() {
+        assertEquals("error: Invalid size '\\u001b[2J12\\u202eB\\u0007\\u009b\\u007f\u00e9': use bytes with an optional"
+                + " unit, e.g. 4096, 64k, 64KiB, 512MiB, 2g", commands.alloc("\u001b[2J12\u202eB\u0007\u009b\u007f\u00e9").toString());
+        assertTrue(fixture.cpu0.handles().isEmpty() && fixture.cpu1.handles().isEmpty());
+    }
+
     @Test
     void badArgumentsAreOneErrorLineNamingTheValueAndAllocateNothing() {
         assertEquals("error: Invalid size '12parsecs': use bytes with an optional unit, e.g. 4096, 64k, 64KiB, 512MiB, 2g",

@@ -220,14 +220,26 @@ final class LineRunner {
     }
 
     /**
-     * Counts a failure and shows it.
+     * Counts a failure and shows it, each control character (C0, DEL, C1), format character (bidi
+     * overrides) and line or paragraph separator as a Java escape ({@code \u001b}): Gogo's own failures
+     * name what the line held ({@code Command not found: ...}), and a raw ESC sequence from a script
+     * reached the terminal. A letter outside ASCII stays (a file name may hold one).
      *
      * @param line its {@code error:} line: one of a statement, or of a line that could not be read
      */
     void fail(String line) {
         failures++;
         out.flush();
-        err.println(line);
+        StringBuilder shown = new StringBuilder(line.length());
+        for (int i = 0; i < line.length(); i++) {
+            char c = line.charAt(i);
+            switch (Character.getType(c)) {
+                case Character.CONTROL, Character.FORMAT, Character.LINE_SEPARATOR, Character.PARAGRAPH_SEPARATOR ->
+                        shown.append(String.format("\\u%04x", (int) c));
+                default -> shown.append(c);
+            }
+        }
+        err.println(shown);
         err.flush();
         onFailure.accept(failures);
     }

@@ -38,6 +38,20 @@ class LineRunnerTest {
         assertEquals("a b", LineRunner.message(new IllegalStateException("a\n  b"), "x"), "one line");
     }
 
+    /**
+     * Gogo's own failures name what the line held ({@code Command not found: ...}), and a command's
+     * failure line is shown as it came: a control character in either (a raw ESC from a script)
+     * reached the terminal, which took the sequence. The error line now shows it as a Java escape.
+     */
+    @Test
+    void anErrorLineShowsControlCharactersEscaped() {
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        LineRunner runner = new LineRunner(recording(new ArrayList<>()), new PrintStream(new ByteArrayOutputStream()),
+                new PrintStream(err, true), n -> { }, () -> false);
+        runner.fail("error: Command not found: x\u001b[31m\u202eok\u00e9\u0085");
+        assertEquals("error: Command not found: x\\u001b[31m\\u202eok\u00e9\\u0085" + System.lineSeparator(), err.toString());
+    }
+
     /** A command that throws reaches the console wrapped by Gogo's reflective call; the line said "InvocationTargetException". */
     @Test
     void aFailureWrappedByTheReflectiveCallSaysWhyNotTheWrapper() {
