@@ -249,7 +249,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         String used = activeName();
         if (configured.isEmpty() || used == null || configured.equals(used)) {
             if (absentName != null && absentName.equals(used)) {
-                log.info("Configured strategy '" + used + "' arrived: it is the active strategy now");
+                log.info("Configured strategy '" + MonitorSettings.printable(used) + "' arrived: it is the active strategy now");
             }
             absentName = null;
             absentNoted = null;
@@ -269,7 +269,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
                 }
             }, ABSENT_STRATEGY_GRACE_MS);
         }
-        String note = "Configured strategy '" + configured + "' is not present yet; using " + used + " until it arrives";
+        String note = "Configured strategy '" + MonitorSettings.printable(configured) + "' is not present yet; using " + used + " until it arrives";
         if (!note.equals(absentNoted)) {
             absentNoted = note;
             log.info(note);
@@ -288,7 +288,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         }
         absentWarned = true;
         List<String> present = strategies.all().stream().map(StrategyRegistry.Entry::name).distinct().sorted().toList();
-        log.warn("Configured strategy '" + absentName + "' is still not present " + ABSENT_STRATEGY_GRACE_MS / 1000
+        log.warn("Configured strategy '" + MonitorSettings.printable(absentName) + "' is still not present " + ABSENT_STRATEGY_GRACE_MS / 1000
                 + " s later; using " + used + " (present: " + String.join(", ", present) + "): check the name in "
                 + PID + " or install its bundle", null);
     }

@@ -77,9 +77,11 @@ record MonitorSettings(String strategy, long samplePeriodMs, int maxAttempts) {
     static final int MAX_KEY_SHOWN = 40;
 
     /**
-     * @return {@code key} fit for one log line and the shell: characters outside printable ASCII as
-     *         Java escapes, at most {@value #MAX_KEY_SHOWN} of them shown and the rest counted (the
-     *         rule the device configurations follow too; this bundle does not import the pool's)
+     * @return {@code key} (or a bad value, a strategy's name) fit for one log line and the shell:
+     *         characters outside printable ASCII as Java escapes, so that an ESC sequence or a line
+     *         break can neither recolour a terminal nor forge a line, at most {@value #MAX_KEY_SHOWN}
+     *         of them shown and the rest counted (the rule the device configurations follow too; this
+     *         bundle does not import the pool's)
      */
     static String printable(String key) {
         StringBuilder shown = new StringBuilder();
@@ -137,7 +139,7 @@ record MonitorSettings(String strategy, long samplePeriodMs, int maxAttempts) {
                 items.add(Array.get(list, i));
             }
         }
-        return items.stream().map(o -> o instanceof String t ? "\"" + t + "\"" : String.valueOf(o))
+        return items.stream().map(o -> o instanceof String t ? "\"" + printable(t) + "\"" : printable(String.valueOf(o)))
                 .collect(Collectors.joining(", ", "[", "]"));
     }
 
@@ -155,7 +157,7 @@ record MonitorSettings(String strategy, long samplePeriodMs, int maxAttempts) {
             }
         }
         String sign = t.startsWith("-") ? " (zero or more, without a sign)" : t.startsWith("+") ? " (without a sign)" : "";
-        bad.add("Invalid " + attribute + " '" + text + "': " + advice + sign);
+        bad.add("Invalid " + attribute + " '" + printable(String.valueOf(text)) + "': " + advice + sign);
         return -1;
     }
 }

@@ -216,6 +216,32 @@ class MonitorConfigurationTest {
         assertTrue(m.length() < 600, "one bounded line: " + m.length());
     }
 
+    /**
+     * A bad value with control characters ({@code maxAttempts=\u001b[31m...} in the monitor's file:
+     * FileInstall reads the escape) was named raw in the refusal, its log line and mem:strategy's
+     * note, as was a configured strategy's name in the warning that it is absent: an ESC sequence
+     * recoloured the terminal, a line break forged a log line. Shown escaped, as keys already were.
+     */
+    @Test
+    void aBadValueOrAbsentStrategyIsNamedWithItsControlCharactersEscaped() {
+        String forged = "\u001b[31m\nINFO ok\u00e9";
+        String shown = "\\u001b[31m\\u000aINFO ok\\u00e9";
+        InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class, () -> MonitorSettings.of(
+                file(Map.of("maxAttempts", forged, "samplePeriodMs", forged)), Map.of("strategy", new String[] {forged, "x"})));
+        String m = e.getMessage();
+        assertTrue(m.chars().allMatch(c -> c >= 0x20 && c < 0x7f), "printable ASCII only: " + m);
+        assertTrue(m.contains("Invalid maxAttempts '" + shown + "'") && m.contains("Invalid samplePeriodMs '" + shown + "'")
+                && m.contains("Invalid strategy [\"" + shown + "\", \"x\"]"), m);
+
+        MemoryMonitor monitor = start(Map.of("strategy", forged, "samplePeriodMs", "0"));
+        monitor.addStrategy(new BestFitStrategy(), strategyProps("best-fit"));
+        monitor.warnIfConfiguredStillAbsent();
+        assertEquals(List.of("Configured strategy '" + shown + "' is still not present 10 s later; using best-fit (present:"
+                + " best-fit): check the name in io.ferrum.memory.monitor or install its bundle"), warnings);
+        assertTrue(infos.contains("Configured strategy '" + shown + "' is not present yet; using best-fit until it arrives"),
+                infos.toString());
+    }
+
     @Test
     void anUnknownAttributeIsRefusedWithTheClosestKnownOne() {
         InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class, () -> MonitorSettings.of(file(Map.of()),
