@@ -27,6 +27,9 @@ import org.osgi.service.log.LoggerFactory;
  */
 @Component(service = ConfigurationListener.class)
 public final class DuplicateKeys extends FileWarnings {
+    /** How many repeated keys a warning names; beyond them it counts the rest. */
+    static final int KEYS_NAMED = 3;
+
     @Activate
     public DuplicateKeys(@Reference ConfigurationAdmin configAdmin, @Reference(service = LoggerFactory.class) Logger log) {
         super(configAdmin, log, "files that give a key twice");
@@ -55,20 +58,26 @@ public final class DuplicateKeys extends FileWarnings {
     /**
      * @param file     the file, as the warning names it
      * @param repeated each key given more than once, with its values ({@link #repeated})
-     * @return the warning, or null when no key is given twice
+     * @return the warning, or null when no key is given twice: one bounded line however many keys and
+     *         values repeat (a generated file, a log saved into config/ by mistake), the first {@value
+     *         #KEYS_NAMED} keys with their first two values and the one that applies, the rest counted
      */
     static String warning(String file, Map<String, List<String>> repeated) {
         if (repeated.isEmpty()) {
             return null;
         }
-        String keys = repeated.entrySet().stream().map(e -> {
+        String keys = repeated.entrySet().stream().limit(KEYS_NAMED).map(e -> {
             List<String> v = e.getValue();
             String times = v.size() == 2 ? "twice" : v.size() + " times";
-            String all = v.subList(0, v.size() - 1).stream().map(DuplicateKeys::quoted).collect(Collectors.joining(", "))
-                    + ", then " + quoted(v.get(v.size() - 1));
-            return ByteOrderMarks.printable(e.getKey()) + " " + times + " (" + all + "; " + quoted(v.get(v.size() - 1))
-                    + " applies)";
+            List<String> earlier = v.subList(0, v.size() - 1);
+            String shown = earlier.stream().limit(2).map(DuplicateKeys::quoted).collect(Collectors.joining(", "))
+                    + (earlier.size() > 2 ? ", " + (earlier.size() - 2) + " more" : "");
+            String last = quoted(v.get(v.size() - 1));
+            return ByteOrderMarks.printable(e.getKey()) + " " + times + " (" + shown + ", then " + last + "; " + last + " applies)";
         }).collect(Collectors.joining(", "));
+        if (repeated.size() > KEYS_NAMED) {
+            keys += ", and " + (repeated.size() - KEYS_NAMED) + " more keys more than once";
+        }
         return file + " gives " + keys + ": FileInstall keeps the last value of a key and drops the others without a"
                 + " word; give each key once";
     }

@@ -58,6 +58,27 @@ class DuplicateKeysTest {
     }
 
     /**
+     * A file that gives one key many times, or many keys twice (a generated file, a log saved into
+     * config/ by mistake), was named in one warning holding every value of every key: a 1.7 MB file
+     * made a log line of 2 MB. The warning names a few keys and a few values of each, and counts the rest.
+     */
+    @Test
+    void aFileThatRepeatsKeysWithoutEndIsNamedInOneBoundedLine() throws Exception {
+        StringBuilder text = new StringBuilder();
+        for (int i = 0; i < 100_000; i++) {
+            text.append("a=").append(i).append('\n');
+        }
+        for (int i = 0; i < 1000; i++) {
+            text.append('k').append(i).append("=1\nk").append(i).append("=2\n");
+        }
+        Path file = Files.writeString(dir.resolve("org.example.generated.cfg"), text, StandardCharsets.ISO_8859_1);
+        String warning = DuplicateKeys.warning(file.toString(), DuplicateKeys.repeated(file));
+        assertEquals(file + " gives a 100000 times ('0', '1', 99997 more, then '99999'; '99999' applies), k0 twice ('1', then"
+                + " '2'; '2' applies), k1 twice ('1', then '2'; '2' applies), and 998 more keys more than once: FileInstall keeps"
+                + " the last value of a key and drops the others without a word; give each key once", warning);
+    }
+
+    /**
      * FileInstall reads a file whose first byte is {@code <} as Java's XML properties, a {@code .cfg}
      * as a {@code .config}: read as lines, every {@code <entry} was a key given again, and a key
      * given twice in two entries was not named.
