@@ -41,14 +41,19 @@ final class ConfigFileEntries {
 
     /** @return the keys of {@code file} with their values, in the order of the file, a key given twice twice */
     static List<Entry> read(Path file) throws IOException {
-        try (InputStream in = Files.newInputStream(file)) {
-            byte[] first = in.readNBytes(1);
-            if (first.length == 1 && first[0] == '<') {
-                return xml(file);
-            }
+        if (isXml(file)) {
+            return xml(file);
         }
         try (BufferedReader in = Files.newBufferedReader(file, StandardCharsets.ISO_8859_1)) {
             return lines(in);
+        }
+    }
+
+    /** @return whether FileInstall reads {@code file} as XML properties: its first byte is {@code <} */
+    static boolean isXml(Path file) throws IOException {
+        try (InputStream in = Files.newInputStream(file)) {
+            byte[] first = in.readNBytes(1);
+            return first.length == 1 && first[0] == '<';
         }
     }
 

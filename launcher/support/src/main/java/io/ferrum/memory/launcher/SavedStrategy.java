@@ -108,6 +108,8 @@ public final class SavedStrategy implements ConfigurationListener {
             // Only a name is saved: a list (refused by the monitor) would be written as a Java array's text.
             if (strategy instanceof String name) {
                 saveCurrent(fileOf(properties), name);
+            } else if (strategy == null && properties != null) {
+                agreeOnNone(fileOf(properties));
             }
         } catch (Exception e) {
             System.err.println("ferrum: the strategy choice could not be written to " + file + ": " + e.getMessage());
@@ -119,12 +121,34 @@ public final class SavedStrategy implements ConfigurationListener {
      * already or was edited since it last did (see {@link #agreed}); a file that is not there is written.
      */
     synchronized void saveCurrent(Path target, String name) throws IOException {
+        if (Files.exists(target) && ConfigFileEntries.isXml(target)) {
+            // Lines added to XML properties make it no XML at all, and FileInstall's next read fails.
+            List<ConfigFileEntries.Entry> given = ConfigFileEntries.read(target).stream().filter(e -> e.key().equals(KEY)).toList();
+            if (given.isEmpty() || !given.getLast().value().equals(name)) {
+                System.err.println("ferrum: the strategy choice " + name + " is not written into " + target + ": it holds XML"
+                        + " properties, which the distribution does not edit; give <entry key=\"strategy\">" + name
+                        + "</entry> there to keep the choice after a restart");
+            }
+            return;
+        }
         byte[] now = Files.exists(target) ? Files.readAllBytes(target) : null;
         List<String> out = withStrategy(target, name);
         if (out == null) {
             agreed.put(target, now);
         } else if (now == null || Arrays.equals(now, agreed.get(target))) {
             write(target, out);
+            agreed.put(target, Files.readAllBytes(target));
+        }
+    }
+
+    /**
+     * Records that {@code target} agrees with Config Admin when neither gives a strategy (a monitor
+     * file of {@code maxAttempts=3} only): without it, the first choice found the file changed since
+     * they last agreed, took it for an edit FileInstall is to apply, and was never written.
+     */
+    private synchronized void agreeOnNone(Path target) throws IOException {
+        if (Files.exists(target) && !ConfigFileEntries.isXml(target)
+                && Files.readAllLines(target, StandardCharsets.ISO_8859_1).stream().noneMatch(SavedStrategy::isStrategy)) {
             agreed.put(target, Files.readAllBytes(target));
         }
     }

@@ -114,4 +114,65 @@ class SavedStrategyTest {
         saved.saveCurrent(none, "most-free");                // no file yet: the choice makes one
         assertEquals(List.of("strategy=most-free"), Files.readAllLines(none));
     }
+
+    /**
+     * A monitor file that gives no strategy ({@code maxAttempts=3} only): FileInstall applied it, and
+     * Config Admin held no strategy either, but that agreement was not recorded, so mem:strategy's
+     * choice found the file "edited since" and never wrote it: the next start ran the default strategy.
+     * Driven as the distribution does: Config Admin's configuration of the file, then its update.
+     */
+    @Test
+    void aChoiceIsWrittenIntoAFileThatGaveNoStrategy() throws Exception {
+        Path file = dir.resolve("io.ferrum.memory.monitor.cfg");
+        Files.write(file, List.of("maxAttempts=3"));
+        java.util.Hashtable<String, Object> props = new java.util.Hashtable<>();
+        props.put("maxAttempts", "3");
+        props.put(SavedStrategy.FILENAME, file.toUri().toString());
+        org.osgi.service.cm.Configuration monitor = proxy(org.osgi.service.cm.Configuration.class,
+                (p, m, a) -> m.getName().equals("getProperties") ? props : null);
+        org.osgi.service.cm.ConfigurationAdmin admin = proxy(org.osgi.service.cm.ConfigurationAdmin.class,
+                (p, m, a) -> m.getName().equals("listConfigurations") ? new org.osgi.service.cm.Configuration[] {monitor} : null);
+        SavedStrategy saved = new SavedStrategy(admin, dir.resolve("unused.cfg"));
+        org.osgi.service.cm.ConfigurationEvent updated = new org.osgi.service.cm.ConfigurationEvent(
+                proxy(org.osgi.framework.ServiceReference.class, (p, m, a) -> null),
+                org.osgi.service.cm.ConfigurationEvent.CM_UPDATED, null, SavedStrategy.MONITOR_PID);
+        saved.configurationEvent(updated);                    // FileInstall applied the file: no strategy in either
+
+        props.put("strategy", "most-free");                   // mem:strategy most-free
+        saved.configurationEvent(updated);
+        assertEquals(List.of("maxAttempts=3", "strategy=most-free"), Files.readAllLines(file));
+    }
+
+    /**
+     * A monitor file of XML properties (FileInstall reads a file whose first byte is {@code <} so) that
+     * gives no strategy: a choice was added to it as a {@code strategy=} line after its end, which made
+     * it no XML at all, and FileInstall's next read failed. An XML file is not written into.
+     */
+    @Test
+    void aChoiceIsNotWrittenIntoAnXmlFile() throws Exception {
+        Path file = dir.resolve("io.ferrum.memory.monitor.cfg");
+        List<String> xml = List.of("<?xml version=\"1.0\" encoding=\"UTF-8\"?>", "<properties>",
+                "<entry key=\"maxAttempts\">3</entry>", "</properties>");
+        Files.write(file, xml);
+        java.util.Hashtable<String, Object> props = new java.util.Hashtable<>();
+        props.put("maxAttempts", "3");
+        props.put(SavedStrategy.FILENAME, file.toUri().toString());
+        org.osgi.service.cm.Configuration monitor = proxy(org.osgi.service.cm.Configuration.class,
+                (p, m, a) -> m.getName().equals("getProperties") ? props : null);
+        org.osgi.service.cm.ConfigurationAdmin admin = proxy(org.osgi.service.cm.ConfigurationAdmin.class,
+                (p, m, a) -> m.getName().equals("listConfigurations") ? new org.osgi.service.cm.Configuration[] {monitor} : null);
+        SavedStrategy saved = new SavedStrategy(admin, dir.resolve("unused.cfg"));
+        org.osgi.service.cm.ConfigurationEvent updated = new org.osgi.service.cm.ConfigurationEvent(
+                proxy(org.osgi.framework.ServiceReference.class, (p, m, a) -> null),
+                org.osgi.service.cm.ConfigurationEvent.CM_UPDATED, null, SavedStrategy.MONITOR_PID);
+        saved.configurationEvent(updated);
+        props.put("strategy", "most-free");
+        saved.configurationEvent(updated);
+        assertEquals(xml, Files.readAllLines(file));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> T proxy(Class<T> type, java.lang.reflect.InvocationHandler h) {
+        return (T) java.lang.reflect.Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type}, h);
+    }
 }
