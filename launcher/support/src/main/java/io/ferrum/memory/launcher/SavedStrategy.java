@@ -16,6 +16,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.regex.Pattern;
 
 import org.osgi.framework.BundleContext;
 import org.osgi.service.cm.Configuration;
@@ -32,8 +33,9 @@ import org.osgi.service.component.annotations.Reference;
  * with a fresh framework storage each time, so Config Admin forgets what {@code mem:strategy} saved;
  * its configuration lives in the {@code config/} folder FileInstall watches. When the monitor's
  * configuration ({@value #MONITOR_PID}) gets a {@code strategy} that its file there does not hold,
- * this writes it into the file the configuration came from ({@code config/io.ferrum.memory.monitor.cfg},
- * or the typed {@code io.ferrum.memory.monitor.config}, as {@code strategy="name"}), else into
+ * this writes it into the file the configuration came from ({@code config/io.ferrum.memory.monitor.cfg}
+ * or {@code .config}; as {@code strategy="name"} where FileInstall reads the file typed, see {@link
+ * #typed}), else into
  * {@code config/io.ferrum.memory.monitor.cfg}: the {@code strategy=} line is replaced (or added),
  * every other line of the file stays as it was, and the file is replaced in one move. FileInstall
  * then reads the same value back, which changes nothing.
@@ -46,6 +48,12 @@ public final class SavedStrategy implements ConfigurationListener {
     static final String FILENAME = "felix.fileinstall.filename";
     /** The extension of FileInstall's typed configuration files. */
     static final String TYPED = ".config";
+    /**
+     * A value in the typed format: an optional type letter, then a quoted string, an array or a
+     * collection ({@code "x"}, {@code I"3"}, {@code ["a", "b"]}).
+     */
+    private static final Pattern TYPED_VALUE = Pattern.compile("\\s*[TILFDXSCBilfdxscb]?(\\[.*\\]|\\{.*\\}|\".*\")\\s*",
+            Pattern.DOTALL);
 
     private final ConfigurationAdmin configAdmin;
     private final Path file;
@@ -197,7 +205,7 @@ public final class SavedStrategy implements ConfigurationListener {
      *         the one FileInstall applies (an earlier one naming the value says nothing)
      */
     private static List<String> withStrategy(Path file, String value) throws IOException {
-        boolean typed = file.getFileName().toString().endsWith(TYPED);
+        boolean typed = typed(file);
         String entry = KEY + "=" + (typed ? quoted(value) : escaped(value));
         List<String> lines = Files.exists(file) ? Files.readAllLines(file, StandardCharsets.ISO_8859_1) : List.of();
         String applied = null;
@@ -228,6 +236,22 @@ public final class SavedStrategy implements ConfigurationListener {
     }
 
     /** @return whether {@code line} gives the strategy ({@code strategy=}, {@code strategy:} or {@code strategy }) */
+    /**
+     * @return whether FileInstall reads {@code file} in the typed format, so that the strategy is to be
+     *         written in it: FileInstall 3.7.4 reads a {@code .cfg} and a {@code .config} file alike,
+     *         typed when every value of the file is typed, as plain text otherwise (a quoted strategy
+     *         in a file of plain values is read with its quotes, a plain one in a typed file turns its
+     *         other values into text). A file with no value but the strategy's follows its extension.
+     */
+    static boolean typed(Path file) throws IOException {
+        List<ConfigFileEntries.Entry> others = Files.exists(file)
+                ? ConfigFileEntries.read(file).stream().filter(e -> !e.key().equals(KEY)).toList() : List.of();
+        if (others.isEmpty()) {
+            return file.getFileName().toString().endsWith(TYPED);
+        }
+        return others.stream().allMatch(e -> TYPED_VALUE.matcher(e.value()).matches());
+    }
+
     private static boolean isStrategy(String line) {
         String t = line.strip();
         return !t.startsWith("#") && (t.startsWith(KEY + "=") || t.startsWith(KEY + " ") || t.startsWith(KEY + ":"));

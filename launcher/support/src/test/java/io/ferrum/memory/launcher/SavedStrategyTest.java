@@ -23,6 +23,39 @@ class SavedStrategyTest {
         assertEquals(List.of("maxAttempts=I\"2\"", "strategy=\"most-free\""), Files.readAllLines(file));
     }
 
+    /**
+     * FileInstall 3.7.4 reads a {@code .cfg} and a {@code .config} file alike, in the typed format
+     * only when every value of the file is typed. A {@code .config} of plain values ({@code
+     * maxAttempts=3}, copied from a {@code .cfg}) got {@code strategy="most-free"}, which FileInstall
+     * read with its quotes: the router fell back to its default, and the name read back was quoted
+     * again at every poll, the file growing without end. A {@code .cfg} of typed values ({@code
+     * maxAttempts=I"3"}) got {@code strategy=most-free}, which made the whole file untyped: maxAttempts
+     * became the text {@code I"3"}, which the monitor refuses. The strategy is now written in the
+     * format the file's other values are in.
+     */
+    @Test
+    void theStrategyIsWrittenInTheFormatOfTheFilesOtherValues() throws Exception {
+        Path plain = dir.resolve("io.ferrum.memory.monitor.config");
+        Files.write(plain, List.of("maxAttempts=3"));
+        SavedStrategy.save(plain, "most-free");
+        assertEquals("most-free", asFileInstallReads(plain), "as FileInstall reads " + Files.readAllLines(plain));
+        byte[] saved = Files.readAllBytes(plain);
+        SavedStrategy.save(plain, asFileInstallReads(plain));
+        assertEquals(new String(saved, StandardCharsets.ISO_8859_1), Files.readString(plain, StandardCharsets.ISO_8859_1),
+                "saving what FileInstall read back changes the file again");
+
+        Path typed = dir.resolve("other").resolve("io.ferrum.memory.monitor.cfg");
+        Files.createDirectories(typed.getParent());
+        Files.write(typed, List.of("maxAttempts=I\"3\"", "samplePeriodMs=L\"0\""));
+        SavedStrategy.save(typed, "most-free");
+        assertEquals("most-free", asFileInstallReads(typed), "as FileInstall reads " + Files.readAllLines(typed));
+        TypedProperties p = new TypedProperties();
+        try (java.io.InputStream in = Files.newInputStream(typed)) {
+            p.load(in);
+        }
+        assertEquals(3, p.get("maxAttempts"), "the other values stay typed");
+    }
+
     @Test
     void aQuotedNameEscapesWhatTheTypedFormatReads() {
         assertEquals("\"a\\\"b\\\\c\\u00e9\"", SavedStrategy.quoted("a\"b\\cé"));
