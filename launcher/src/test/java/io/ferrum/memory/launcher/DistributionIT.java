@@ -770,6 +770,29 @@ class DistributionIT {
     }
 
     /**
+     * A folder in config/ named as a configuration file (a file replaced by a folder): FileInstall packs
+     * it into a jar that none of its installers takes, and said nothing, at any log level. One error
+     * line names the folder; replaced by a file again, the file applies.
+     */
+    @Test
+    void aFolderNamedAsAConfigFileIsNamedAndAFileInItsPlaceApplies() throws Exception {
+        Path dir = freshDir("folder-named-as-config-file");
+        Path folder = Files.createDirectories(dir.resolve("config").resolve("io.ferrum.memory.cpu.device-t1.cfg"));
+        Files.writeString(folder.resolve("inner.cfg"), "index=1\ncapacity=64m\n");
+        try (Session s = new Session(dir)) {
+            String error = s.until("log 50 error", folder + " is a folder");
+            assertTrue(error.contains(folder + " is a folder: FileInstall makes configurations of files only, so it configures"
+                    + " nothing; put the configuration in a file of that name"), error);
+            Files.delete(folder.resolve("inner.cfg"));
+            Files.delete(folder);
+            Files.writeString(dir.resolve("t1.cfg"), "index=1\ncapacity=64m\n");
+            Files.move(dir.resolve("t1.cfg"), folder, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            assertTrue(s.until("mem:devices", "cpu:1").contains("64.0 MiB"), s.output());
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
      * A file named (a PID nothing designates, a byte order mark), deleted, and saved again as it was
      * (a deployment that copies config/ anew): each warning was given once per file name for the
      * whole run, so the file saved again configured nothing without a word. A file is named again

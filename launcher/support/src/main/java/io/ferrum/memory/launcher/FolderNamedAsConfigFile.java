@@ -1,0 +1,107 @@
+package io.ferrum.memory.launcher;
+
+import java.io.File;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.felix.fileinstall.ArtifactInstaller;
+import org.osgi.framework.BundleContext;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.log.Logger;
+import org.osgi.service.log.LoggerFactory;
+
+/**
+ * Says why a folder in a watched folder named as a configuration file ({@code
+ * config/io.ferrum.memory.cpu.device-t1.cfg/}, a file replaced by a folder, a copy gone wrong)
+ * configures nothing. FileInstall packs such a folder into a jar of its own temporary folder
+ * ({@code .../fileinstall-N/io.ferrum.memory.cpu.device-t1.cfg.jar}) and asks its installers about that
+ * jar, which none takes: it says nothing at any log level. This installer claims exactly those jars,
+ * and logs one error line for each version of the folder (FileInstall then installs the folder's own path).
+ *
+ * <p>When the folder is replaced by a file again, FileInstall asks this installer to {@link #uninstall}
+ * it and then forgets the file until it changes (FileInstall 3.7.4, {@code DirectoryWatcher.doProcess}):
+ * so the file's modification time is moved on, and the next poll applies it.
+ */
+@Component(service = ArtifactInstaller.class)
+public final class FolderNamedAsConfigFile implements ArtifactInstaller {
+    private static final List<String> EXTENSIONS = List.of(".cfg", ".config");
+
+    private final List<Path> watched = new ArrayList<>();
+    private final Logger log;
+
+    @Activate
+    public FolderNamedAsConfigFile(BundleContext context, @Reference(service = LoggerFactory.class) Logger log) {
+        this.log = log;
+        String dirs = context.getProperty("felix.fileinstall.dir");
+        if (dirs != null) {
+            for (String d : dirs.split(",")) {
+                if (!d.isBlank()) {
+                    watched.add(Path.of(d.strip()).toAbsolutePath().normalize());
+                }
+            }
+        }
+    }
+
+    @Override
+    public boolean canHandle(File artifact) {
+        return !folders(artifact).isEmpty();
+    }
+
+    @Override
+    public void install(File folder) {
+        report(folder);
+    }
+
+    @Override
+    public void update(File folder) {
+        report(folder);
+    }
+
+    /** @param path the folder's path, a file now: replaced by a file, which FileInstall's configuration installer takes */
+    @Override
+    public void uninstall(File path) {
+        if (path.isFile()) {
+            // See the class comment: FileInstall forgets the file until it changes.
+            path.setLastModified(Math.max(System.currentTimeMillis(), path.lastModified() + 1000));
+        }
+    }
+
+    /** @param folder the folder itself: FileInstall asks about its jar, and installs the path it watches */
+    private void report(File folder) {
+        if (folder.isDirectory()) {
+            log.error("{} is a folder: FileInstall makes configurations of files only, so it configures nothing; put the"
+                    + " configuration in a file of that name", folder.getAbsolutePath());
+        }
+    }
+
+    /**
+     * @param artifact a file FileInstall asks about
+     * @return the folders in the watched folders of which {@code artifact} is FileInstall's jar: it ends
+     *         in {@code .cfg.jar} or {@code .config.jar}, lies outside the watched folders, and a watched
+     *         folder holds a folder of its name without {@code .jar}
+     */
+    private List<File> folders(File artifact) {
+        String name = folderName(artifact);
+        File parent = artifact.getAbsoluteFile().getParentFile();
+        List<File> folders = new ArrayList<>();
+        if (!artifact.getName().endsWith(".jar") || EXTENSIONS.stream().noneMatch(name::endsWith)
+                || parent == null || watched.contains(parent.toPath().normalize())) {
+            return folders;
+        }
+        for (Path dir : watched) {
+            File f = dir.resolve(name).toFile();
+            if (f.isDirectory()) {
+                folders.add(f);
+            }
+        }
+        return folders;
+    }
+
+    private static String folderName(File artifact) {
+        String name = artifact.getName();
+        return name.endsWith(".jar") ? name.substring(0, name.length() - ".jar".length()) : name;
+    }
+}
