@@ -770,6 +770,38 @@ class DistributionIT {
     }
 
     /**
+     * A typed value FileInstall cannot read ({@code index=I"abc"} in a file whose values are all
+     * typed): its reader threw NumberFormatException, which FileInstall logged as an error with a stack
+     * trace naming neither the key nor what became of the configuration. One error line names the
+     * file, the key and its value; an edited file keeps the configuration made of it before.
+     */
+    @Test
+    void aTypedValueFileInstallCannotReadIsRefusedInOneLine() throws Exception {
+        Path dir = freshDir("typed-value-unreadable");
+        Path config = Files.createDirectories(dir.resolve("config"));
+        Path atStart = config.resolve("io.ferrum.memory.cpu.device-t1.config");
+        Files.writeString(atStart, "index=I\"abc\"\ncapacity=\"64m\"\n");
+        Path edited = config.resolve("io.ferrum.memory.cpu.device-t2.config");
+        try (Session s = new Session(dir)) {
+            String first = s.until("log 50 error", atStart.toString());
+            assertTrue(first.contains(atStart + " gives index=I\"abc\", which FileInstall cannot read as a typed value (I: a"
+                    + " whole number), so no configuration is made of it; write the value as its type takes it"), first);
+            Files.writeString(edited, "index=I\"2\"\ncapacity=\"64m\"\n");
+            assertTrue(s.until("mem:devices", "cpu:2").contains("64.0 MiB"), s.output());
+            Files.writeString(edited, "index=I\"2\"\ncapacity=\"128m\"\nmaxConcurrentTransfers=I\"2x\"\n");
+            String second = s.until("log 50 error", edited.toString());
+            assertTrue(second.contains(edited + " gives maxConcurrentTransfers=I\"2x\", which FileInstall cannot read as a typed"
+                    + " value (I: a whole number), so the configuration made of it before stays as it was; write the value as"
+                    + " its type takes it"), second);
+            Files.writeString(atStart, "index=I\"1\"\ncapacity=\"64m\"\n");
+            String devices = s.until("mem:devices", "cpu:1");
+            assertTrue(devices.contains("cpu:2") && !devices.contains("128.0 MiB"), "cpu:2 keeps 64 MiB: " + devices);
+            assertFalse(s.output().contains("Exception"), "no stack trace: " + s.output());
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
      * A folder in config/ named as a configuration file (a file replaced by a folder): FileInstall packs
      * it into a jar that none of its installers takes, and said nothing, at any log level. One error
      * line names the folder; replaced by a file again, the file applies.

@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Pattern;
 
 import javax.xml.parsers.ParserConfigurationException;
 import javax.xml.parsers.SAXParser;
@@ -47,6 +48,19 @@ final class ConfigFileEntries {
         try (BufferedReader in = Files.newBufferedReader(file, StandardCharsets.ISO_8859_1)) {
             return lines(in);
         }
+    }
+
+    /**
+     * A value in the typed format: an optional type letter, then a quoted string, an array or a
+     * collection ({@code "x"}, {@code I"3"}, {@code ["a", "b"]}). FileInstall reads a file in that format
+     * when every value of it is one, as text otherwise.
+     */
+    private static final Pattern TYPED_VALUE = Pattern.compile("\\s*[TILFDXSCBilfdxscb]?(\\[.*\\]|\\{.*\\}|\".*\")\\s*",
+            Pattern.DOTALL);
+
+    /** @return whether {@code value}, as a file writes it, is in the typed format ({@link #TYPED_VALUE}) */
+    static boolean isTyped(String value) {
+        return TYPED_VALUE.matcher(value).matches();
     }
 
     /** @return whether FileInstall reads {@code file} as XML properties: its first byte is {@code <} */

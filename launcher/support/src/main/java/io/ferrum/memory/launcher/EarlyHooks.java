@@ -13,20 +13,20 @@ import org.osgi.framework.hooks.bundle.FindHook;
  */
 public final class EarlyHooks implements BundleActivator {
     private ServiceRegistration<FindHook> guard;
-    private KeysDifferingInCase keysDifferingInCase;
-    private ServiceRegistration<ArtifactInstaller> keysInstaller;
+    private ConfigFileGate configFileGate;
+    private ServiceRegistration<ArtifactInstaller> configFileGateRegistration;
 
     @Override
     public void start(BundleContext context) {
         guard = context.registerService(FindHook.class, new BuiltInBundlesGuard(context), null);
-        keysDifferingInCase = new KeysDifferingInCase(context);
-        keysInstaller = keysDifferingInCase.register();
+        configFileGate = new ConfigFileGate(context);
+        configFileGateRegistration = configFileGate.register();
     }
 
     @Override
     public void stop(BundleContext context) {
-        keysInstaller.unregister();
-        keysDifferingInCase.close();
+        configFileGateRegistration.unregister();
+        configFileGate.close();
         guard.unregister();
     }
 }

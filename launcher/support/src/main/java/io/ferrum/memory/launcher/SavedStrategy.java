@@ -16,7 +16,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.regex.Pattern;
 
 import org.osgi.framework.BundleContext;
 import org.osgi.service.cm.Configuration;
@@ -48,12 +47,6 @@ public final class SavedStrategy implements ConfigurationListener {
     static final String FILENAME = "felix.fileinstall.filename";
     /** The extension of FileInstall's typed configuration files. */
     static final String TYPED = ".config";
-    /**
-     * A value in the typed format: an optional type letter, then a quoted string, an array or a
-     * collection ({@code "x"}, {@code I"3"}, {@code ["a", "b"]}).
-     */
-    private static final Pattern TYPED_VALUE = Pattern.compile("\\s*[TILFDXSCBilfdxscb]?(\\[.*\\]|\\{.*\\}|\".*\")\\s*",
-            Pattern.DOTALL);
 
     private final ConfigurationAdmin configAdmin;
     private final Path file;
@@ -249,7 +242,7 @@ public final class SavedStrategy implements ConfigurationListener {
         if (others.isEmpty()) {
             return file.getFileName().toString().endsWith(TYPED);
         }
-        return others.stream().allMatch(e -> TYPED_VALUE.matcher(e.value()).matches());
+        return others.stream().allMatch(e -> ConfigFileEntries.isTyped(e.value()));
     }
 
     private static boolean isStrategy(String line) {
