@@ -130,7 +130,7 @@ final class ConfigFileGate implements ArtifactInstaller {
         } catch (Exception e) {
             Throwable why = e.getCause() != null && e.getMessage() != null && e.getMessage().equals(e.getCause().toString())
                     ? e.getCause() : e;
-            refuse(file, "cannot be read by FileInstall (" + LineRunner.escapeControls(why.toString()) + "),",
+            refuse(file, "cannot be read by FileInstall (" + ControlCharacters.escaped(why.toString()) + "),",
                     "check the file's syntax");
         }
     }
@@ -175,7 +175,7 @@ final class ConfigFileGate implements ArtifactInstaller {
         if (!applied) {
             neverApplied.add(file);
         }
-        String message = LineRunner.escapeControls(file.toString()) + " " + what + " so "
+        String message = ControlCharacters.escaped(file.toString()) + " " + what + " so "
                 + (applied ? "the configuration made of it before stays as it was" : "no configuration is made of it")
                 + "; " + advice;
         LoggerFactory factory = logs.getService();

@@ -79,7 +79,7 @@ abstract class FileWarnings implements ConfigurationListener {
         }
         Named before = named.put(file, new Named(c.getPid(), warning));
         if (before == null || !before.warning().equals(warning)) {
-            log.warn(warning);
+            log.warn(ControlCharacters.escaped(warning)); // a file's name is the user's: it may hold an ESC
         }
     }
 }

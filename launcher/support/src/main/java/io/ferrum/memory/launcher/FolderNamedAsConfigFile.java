@@ -73,7 +73,7 @@ public final class FolderNamedAsConfigFile implements ArtifactInstaller {
     private void report(File folder) {
         if (folder.isDirectory()) {
             log.error("{} is a folder: FileInstall makes configurations of files only, so it configures nothing; put the"
-                    + " configuration in a file of that name", folder.getAbsolutePath());
+                    + " configuration in a file of that name", ControlCharacters.escaped(folder.getAbsolutePath()));
         }
     }
 

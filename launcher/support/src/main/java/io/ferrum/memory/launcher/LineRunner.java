@@ -230,27 +230,9 @@ final class LineRunner {
     void fail(String line) {
         failures++;
         out.flush();
-        err.println(escapeControls(line));
+        err.println(ControlCharacters.escaped(line));
         err.flush();
         onFailure.accept(failures);
-    }
-
-    /**
-     * @return {@code text} with each control character (C0, DEL, C1), format character (bidi overrides)
-     *         and line or paragraph separator as a Java escape ({@code \u001b}), so that it can neither
-     *         instruct a terminal nor forge a line; letters outside ASCII stay (a file name may hold one)
-     */
-    static String escapeControls(String text) {
-        StringBuilder shown = new StringBuilder(text.length());
-        for (int i = 0; i < text.length(); i++) {
-            char c = text.charAt(i);
-            switch (Character.getType(c)) {
-                case Character.CONTROL, Character.FORMAT, Character.LINE_SEPARATOR, Character.PARAGRAPH_SEPARATOR ->
-                        shown.append(String.format("\\u%04x", (int) c));
-                default -> shown.append(c);
-            }
-        }
-        return shown.toString();
     }
 
     /**

@@ -77,7 +77,7 @@ public final class NotABundleReporter implements ArtifactInstaller {
     private void report(File artifact) {
         String why = whyNotABundle(artifact);
         if (why != null) {
-            log.error("{} is not installed: {}; put a bundle jar in its place or remove it", artifact.getAbsolutePath(), why);
+            log.error("{} is not installed: {}; put a bundle jar in its place or remove it", ControlCharacters.escaped(artifact.getAbsolutePath()), ControlCharacters.escaped(why));
         }
     }
 

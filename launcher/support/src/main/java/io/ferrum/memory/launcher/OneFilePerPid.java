@@ -91,11 +91,12 @@ public final class OneFilePerPid implements ConfigurationListener {
         List<String> others = new ArrayList<>();
         for (File f : files) {
             if (!f.equals(applied)) {
-                others.add(f.getPath());
+                others.add(ControlCharacters.escaped(f.getPath()));
             }
         }
         log.warn("{} files configure {}: {} applies, {} is ignored; deleting either file deletes the configuration,"
-                + " so keep one file per PID", files.size(), pid, applied.getPath(), String.join(" and ", others));
+                + " so keep one file per PID", files.size(), ControlCharacters.escaped(pid), ControlCharacters.escaped(applied.getPath()),
+                String.join(" and ", others));
     }
 
     private void deleted(String pid) {
@@ -108,7 +109,8 @@ public final class OneFilePerPid implements ConfigurationListener {
         }
         for (File f : files) {
             if (f.isFile()) {
-                log.warn("{} was deleted with one of its files; applying {} again, which still configures it", pid, f.getPath());
+                log.warn("{} was deleted with one of its files; applying {} again, which still configures it",
+                        ControlCharacters.escaped(pid), ControlCharacters.escaped(f.getPath()));
                 f.setLastModified(Math.max(System.currentTimeMillis(), f.lastModified() + 1000));
                 return;
             }

@@ -197,10 +197,11 @@ public final class UnusedConfigurations implements ConfigurationListener {
         Set<String> ours = shown(pids, factoryPids);
         if (asSingle) {
             log.warn("{} is a factory configuration of {}, which is designated as a single configuration: it configures"
-                    + " that one as {}.cfg would; check the name (ours: {})", file, pid, pid, String.join(", ", ours));
+                    + " that one as {}.cfg would; check the name (ours: {})", ControlCharacters.escaped(file), ControlCharacters.escaped(pid),
+                    ControlCharacters.escaped(pid), String.join(", ", ours));
         } else {
             log.warn("{} configures {}, which no bundle designates: it changes nothing until a bundle that does is installed;"
-                    + " check the name (ours: {})", file, pid, String.join(", ", ours));
+                    + " check the name (ours: {})", ControlCharacters.escaped(file), ControlCharacters.escaped(pid), String.join(", ", ours));
             keepWaiting(c, pid, name, file);
         }
     }
@@ -230,7 +231,7 @@ public final class UnusedConfigurations implements ConfigurationListener {
                 // A warning, as the one it takes back: at the Log Service's default level (WARN) an
                 // info line is dropped, and whoever read the first reads the warnings.
                 log.warn("{} configures {}, which {} {} {} now: the file, named as configuring nothing, applies",
-                        w.file(), w.pid(), by.getSymbolicName(), by.getVersion(), does);
+                        ControlCharacters.escaped(w.file()), ControlCharacters.escaped(w.pid()), by.getSymbolicName(), by.getVersion(), does);
             }
         }
     }
@@ -257,7 +258,7 @@ public final class UnusedConfigurations implements ConfigurationListener {
         factoryPids.removeIf(p -> !p.startsWith(OURS));
         String nearest = nearest(pid, c.getFactoryPid() != null, pids, factoryPids);
         log.warn("{} configures {}, whose namespace is not ours ({}) but close to it: it changes nothing; {}check the name"
-                + " (ours: {})", ConfigFiles.file(name), pid, OURS, nearest == null ? "" : "the nearest PID of ours is " + nearest + "; ",
+                + " (ours: {})", ControlCharacters.escaped(ConfigFiles.file(name)), ControlCharacters.escaped(pid), OURS, nearest == null ? "" : "the nearest PID of ours is " + nearest + "; ",
                 String.join(", ", shown(pids, factoryPids)));
         keepWaiting(c, pid, name, ConfigFiles.file(name));
     }

@@ -188,6 +188,36 @@ class DuplicateKeysTest {
                 ConfigurationEvent.CM_UPDATED, null, "io.ferrum.memory.cuda"));
     }
 
+    /**
+     * A file's name is the user's, and may hold an ESC sequence or a line break: the warning named the
+     * file raw, so the name recoloured the terminal or forged a log line. It is shown escaped.
+     */
+    @Test
+    void aFileNameWithControlCharactersIsNamedEscaped() throws Exception {
+        Path file = Files.writeString(dir.resolve("org.example\u001b[2J\nplugin.cfg"), "size=3\nsize=4\n",
+                StandardCharsets.ISO_8859_1);
+        java.util.Hashtable<String, Object> props = new java.util.Hashtable<>();
+        props.put(ConfigFiles.FILENAME, file.toUri().toString());
+        Configuration present = proxy(Configuration.class, (p, m, a) -> switch (m.getName()) {
+            case "getProperties" -> props;
+            case "getPid" -> "org.example\u001b[2J\nplugin";
+            default -> null;
+        });
+        ConfigurationAdmin admin = proxy(ConfigurationAdmin.class, (p, m, a) -> m.getName().equals("listConfigurations")
+                ? new Configuration[] {present} : null);
+        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Logger log = proxy(Logger.class, (p, m, a) -> {
+            if (m.getName().equals("warn") && a.length == 1) {
+                warnings.add((String) a[0]);
+            }
+            return null;
+        });
+        new DuplicateKeys(admin, log);
+        assertEquals(1, warnings.size(), warnings.toString());
+        assertEquals(dir + "/org.example\\u001b[2J\\u000aplugin.cfg gives size twice ('3', then '4'; '4' applies): FileInstall"
+                + " keeps the last value of a key and drops the others without a word; give each key once", warnings.get(0));
+    }
+
     @SuppressWarnings("unchecked")
     private static <T> T proxy(Class<T> type, java.lang.reflect.InvocationHandler h) {
         return (T) Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type}, h);
