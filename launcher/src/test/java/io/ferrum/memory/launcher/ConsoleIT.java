@@ -573,11 +573,6 @@ class ConsoleIT {
     }
 
     /**
-     * At a terminal, a history that cannot be kept is one line and the session goes on with its exit
-     * code; Ctrl-C while a command runs interrupts that command, not the process (JLine's default
-     * would end the JVM, and every live block with it).
-     */
-    /**
      * A terminal that sends bytes not valid in the locale's encoding (a Latin-1 terminal's {@code é},
      * 0xe9, under a UTF-8 locale): JLine puts U+FFFD in their place, and the line ran with it, {@code
      * mem:write --text} writing that character's three bytes, as piped lines and {@code -c} scripts no
@@ -592,6 +587,10 @@ class ConsoleIT {
             t.type("h = mem:alloc 16 cpu:0\r");
             t.await(" on cpu:0");
             t.await("g! ");
+            // A new block holds whatever its memory held before: zeroed, so that a write would show.
+            t.type("mem:fill $h 0\r");
+            t.await("with 0x00");
+            t.await("g! ");
             t.type("mem:write --text $h 0 caf".getBytes(StandardCharsets.US_ASCII));
             t.type(new byte[] {(byte) 0xe9, '\r'});
             String refused = t.await("it was not run");
@@ -605,6 +604,11 @@ class ConsoleIT {
         }
     }
 
+    /**
+     * At a terminal, a history that cannot be kept is one line and the session goes on with its exit
+     * code; Ctrl-C while a command runs interrupts that command, not the process (JLine's default
+     * would end the JVM, and every live block with it).
+     */
     @Test
     void atATerminalAnUnusableHistoryIsOneLineAndCtrlCStopsOnlyTheRunningCommand() throws Exception {
         assumeTrue(Files.isExecutable(Path.of("/usr/bin/script")), "util-linux 'script' is not installed: no pseudo-terminal to test with");
