@@ -1,6 +1,7 @@
 package io.ferrum.memory.pool;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -106,6 +107,27 @@ class EnginePoolConfigTest extends EngineTestSupport {
         assertEquals(before, m.poolConfig(MemoryType.TENSOR), "the refused configuration stayed on the pool");
         assertEquals(4 * MiB, up.liveBytes());
         m.deallocate(h);
+    }
+
+    /**
+     * A pre-allocation that its own limit cannot hold (the device reserves whole 4 KiB chunks, and a
+     * fixed pool of 1,000,000 bytes may hold no chunk that covers it) is refused at start. A live
+     * edit reserved the chunk, found it above the new limit, gave it back and applied: the pool took
+     * a configuration that pre-allocates with nothing pre-allocated, and could not grow at all.
+     */
+    @Test
+    void aPreAllocationItsOwnLimitCannotHoldIsRefusedAsAtStart() {
+        ArenaUpstream up = new ArenaUpstream(16 * MiB);
+        MemoryPoolConfig fixed = pool(1_000_000, MiB).toBuilder().autoExpansion(false).preAllocate(true).build();
+        OutOfDeviceMemoryException atStart = assertThrows(OutOfDeviceMemoryException.class,
+                () -> manager(up, fixed));
+        PooledMemoryManager m = manager(up, pool(MiB, MiB));
+        MemoryPoolConfig before = m.poolConfig(MemoryType.GENERAL);
+        OutOfDeviceMemoryException e = assertRejected(m, OutOfDeviceMemoryException.class,
+                () -> m.configurePool(CPU, MemoryType.GENERAL, fixed));
+        assertEquals(atStart.getMessage(), e.getMessage());
+        assertEquals(before, m.poolConfig(MemoryType.GENERAL));
+        assertEquals(0, up.liveBytes());
     }
 
     /**

@@ -377,10 +377,15 @@ final class Checks {
 
     /** @return why a pool may not grow: its limit */
     static String poolAtLimit(Pool pool) {
-        return pool.config.enableAutoExpansion()
-                ? "the pool holds " + Bytes.human(pool.reserved) + " and may hold at most "
-                  + Bytes.human(pool.limit()) + " (maxSize)"
-                : "the pool holds " + Bytes.human(pool.reserved) + " and may not grow (enableAutoExpansion=false)";
+        return poolAtLimit(pool.reserved, pool.config);
+    }
+
+    /** @return why a pool holding {@code reserved} bytes may not grow under {@code cfg}: its limit */
+    static String poolAtLimit(long reserved, MemoryPoolConfig cfg) {
+        return cfg.enableAutoExpansion()
+                ? "the pool holds " + Bytes.human(reserved) + " and may hold at most "
+                  + Bytes.human(Pool.limitOf(cfg)) + " (maxSize)"
+                : "the pool holds " + Bytes.human(reserved) + " and may not grow (enableAutoExpansion=false)";
     }
 
     /**

@@ -197,10 +197,14 @@ final class Growth {
      * for it, and the upstream stays open); the caller ends it with {@link #addReserved} or
      * {@link #releaseReserved}.
      *
-     * @return the chunk, or null (nothing counted) when the pool holds {@code bytes} already
-     * @throws io.ferrum.memory.api.MemoryException closed, or the device cannot hold the chunk
+     * @param cfg the edit's configuration of the pool: its initial size is what the pool is to hold
+     * @return the chunk, or null (nothing counted) when the pool holds that already
+     * @throws io.ferrum.memory.api.MemoryException closed; the chunk would take the pool above the
+     *         limit of {@code cfg} (chunks are whole multiples of the chunk alignment: refused as at
+     *         start, {@link #reserveUpTo}); or the device cannot hold the chunk
      */
-    DeviceChunk reserveFor(Pool pool, long bytes) {
+    DeviceChunk reserveFor(Pool pool, MemoryPoolConfig cfg) {
+        long bytes = cfg.initialSize();
         long size;
         pool.acquire();
         try {
@@ -211,6 +215,10 @@ final class Growth {
                 return null;
             }
             size = Pool.alignUp(bytes - pool.reserved, account.chunkAlignment());
+            if (pool.reserved + size > Pool.limitOf(cfg)) {
+                throw checks.preAllocationFailed(bytes, pool.type, Checks.poolAtLimit(pool.reserved, cfg),
+                        caches.reportedUsed(account));
+            }
             pool.inflight++;
         } finally {
             pool.lock.unlock();

@@ -302,10 +302,15 @@ public final class Pool {
 
     /** @return the most bytes this pool may hold from the device under its configuration */
     long limit() {
-        if (!config.enableAutoExpansion()) {
-            return config.initialSize();
+        return limitOf(config);
+    }
+
+    /** @return the most bytes a pool may hold from the device under {@code cfg} */
+    static long limitOf(MemoryPoolConfig cfg) {
+        if (!cfg.enableAutoExpansion()) {
+            return cfg.initialSize();
         }
-        return config.maxSize().orElse(Long.MAX_VALUE);
+        return cfg.maxSize().orElse(Long.MAX_VALUE);
     }
 
     /**

@@ -431,7 +431,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         try {
             for (int i = 0; i < types.length; i++) {
                 if (cfgs[i].preAllocate() && cfgs[i].initialSize() > 0) {
-                    reservedFor[i] = growth.reserveFor(pools[types[i].ordinal()], cfgs[i].initialSize());
+                    reservedFor[i] = growth.reserveFor(pools[types[i].ordinal()], cfgs[i]);
                 }
             }
             // A new alignment changes class sizes: cached blocks go back to their pools first.
