@@ -278,4 +278,68 @@ class LiveEditRacesTest extends RaceHarness {
         assertTrue(m.memoryInfo().reservedBytes() <= MiB,
                 () -> "the GENERAL pool holds " + m.reservedByType() + " under a maxSize of 1 MiB");
     }
+
+    /**
+     * A pre-allocating edit reserves what the pool lacks, then waits for the pool: a growth meanwhile
+     * (another thread's allocation, under the old configuration) made that chunk too big for the new
+     * maxSize, and the edit gave it back and applied anyway: the pool held 2 MiB under a configuration
+     * that pre-allocates 8 MiB. The edit reserves again what the pool lacks now.
+     */
+    @Test
+    void aGrowthDuringAnEditsPreAllocationLeavesThePoolItsInitialSize() throws Exception {
+        HookedUpstream up = new HookedUpstream(CPU, 64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        MemoryHandle first = m.allocate(KiB, CPU); // the pool's first chunk: 1 MiB
+        Pause reserve = up.pauseNext(Call.RESERVE);
+        MemoryPoolConfig next = pool(8 * MiB, MiB, 256).toBuilder().maxSize(8 * MiB).preAllocate(true).build();
+        CompletableFuture<Void> edit = start("edit", () -> {
+            m.configurePool(CPU, MemoryType.GENERAL, next);
+            return null;
+        });
+        reserve.awaitArrival(); // the edit asks the device for the 7 MiB the pool lacks
+        MemoryHandle grown;
+        try {
+            grown = m.allocate(MiB, CPU); // grows the pool by 1 MiB under the old configuration
+        } finally {
+            reserve.release();
+        }
+        edit.get(30, TimeUnit.SECONDS);
+        assertEquals(next, m.poolConfig(MemoryType.GENERAL));
+        long held = m.reservedByType().get(MemoryType.GENERAL);
+        assertEquals(8 * MiB, held, "the GENERAL pool holds " + held
+                + " bytes under a configuration that pre-allocates 8 MiB (maxSize 8 MiB)");
+        assertEquals(held, up.liveBytes(), "the device holds what the pool holds");
+        m.deallocate(grown);
+        m.deallocate(first);
+    }
+
+    /**
+     * As above, the other way: a trim while the edit asked the device gave back an empty chunk the
+     * edit had counted on, and the pool held 3 MiB under a configuration that pre-allocates 4 MiB.
+     */
+    @Test
+    void aTrimDuringAnEditsPreAllocationLeavesThePoolItsInitialSize() throws Exception {
+        HookedUpstream up = new HookedUpstream(CPU, 64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        MemoryHandle first = m.allocate(KiB, CPU); // the pool's first chunk: 1 MiB
+        m.deallocate(m.allocate(MiB, CPU)); // and a second, empty once the thread's cache is drained
+        Pause reserve = up.pauseNext(Call.RESERVE);
+        MemoryPoolConfig next = pool(4 * MiB, MiB, 256).toBuilder().preAllocate(true).build();
+        CompletableFuture<Void> edit = start("edit", () -> {
+            m.configurePool(CPU, MemoryType.GENERAL, next);
+            return null;
+        });
+        reserve.awaitArrival(); // the edit asks the device for the 2 MiB the pool lacks
+        try {
+            assertEquals(MiB, m.trim(), "the empty chunk went back");
+        } finally {
+            reserve.release();
+        }
+        edit.get(30, TimeUnit.SECONDS);
+        assertEquals(next, m.poolConfig(MemoryType.GENERAL));
+        long held = m.reservedByType().get(MemoryType.GENERAL);
+        assertEquals(4 * MiB, held, "the GENERAL pool holds " + held + " bytes under a configuration that pre-allocates 4 MiB");
+        assertEquals(held, up.liveBytes(), "the device holds what the pool holds");
+        m.deallocate(first);
+    }
 }

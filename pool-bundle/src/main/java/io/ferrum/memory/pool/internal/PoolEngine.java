@@ -419,7 +419,10 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
      *       while the device is asked (a refused edit would leave what it admitted meanwhile);</li>
      *   <li>under every pool's lock at once, each pool is checked again (closed; a limit below the
      *       live blocks, one allocated since the caller's check included) and, none refusing, takes
-     *       its configuration and its chunk ({@link #take});</li>
+     *       its configuration and its chunk ({@link #take}); a pre-allocating pool that would then
+     *       hold less than its new initial size (a growth since left its chunk above the new limit, a
+     *       trim gave back what it held) gets its chunk reserved again for what it lacks now, and the
+     *       check runs again;</li>
      *   <li>only then do lower limits give back their empty chunks: an earlier pool's chunk given
      *       back could not be taken back as it was had a later pool refused.</li>
      * </ol>
@@ -430,13 +433,23 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         DeviceChunk[] reservedFor = new DeviceChunk[types.length];
         try {
             for (int i = 0; i < types.length; i++) {
-                if (cfgs[i].preAllocate() && cfgs[i].initialSize() > 0) {
+                if (preAllocates(cfgs[i])) {
                     reservedFor[i] = growth.reserveFor(pools[types[i].ordinal()], cfgs[i]);
                 }
             }
             // A new alignment changes class sizes: cached blocks go back to their pools first.
             caches.drainAll();
-            take(types, cfgs, reservedFor);
+            for (int i; (i = take(types, cfgs, reservedFor)) >= 0; ) {
+                // The pool changed since its chunk was reserved (a growth left the chunk above the new
+                // limit, a trim gave back what the pool held): reserved again for what it lacks now.
+                Pool pool = pools[types[i].ordinal()];
+                DeviceChunk stale = reservedFor[i];
+                reservedFor[i] = null;
+                if (stale != null) {
+                    growth.releaseReserved(pool, stale);
+                }
+                reservedFor[i] = growth.reserveFor(pool, cfgs[i]);
+            }
         } finally {
             // What no pool took: a refusal's, or a chunk a growth since made needless.
             for (int i = 0; i < types.length; i++) {
@@ -455,9 +468,11 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
      * each pool of the edit, then, none refusing, sets its configuration and adds its chunk (each
      * chunk taken is cleared from {@code chunks}).
      *
+     * @return -1 once taken; else, nothing changed, the index of a pre-allocating pool that would hold
+     *         less than its initial size (its chunk no longer fits the new limit, or no longer suffices)
      * @throws MemoryException closed, or a limit below the pool's live blocks; nothing changed
      */
-    private void take(MemoryType[] types, MemoryPoolConfig[] cfgs, DeviceChunk[] chunks) {
+    private int take(MemoryType[] types, MemoryPoolConfig[] cfgs, DeviceChunk[] chunks) {
         int locked = 0;
         try {
             for (Pool pool : pools) {
@@ -476,6 +491,9 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
                     // counts here, where no carve runs (the caches were drained just before).
                     checks.limitCoversUse(pool.type, cfgs[i], figures.liveBytes(pool));
                 }
+                if (preAllocates(cfgs[i]) && holdsOnceTaken(pool, cfgs[i], chunks[i]) < cfgs[i].initialSize()) {
+                    return i;
+                }
             }
             for (int i = 0; i < types.length; i++) {
                 Pool pool = pools[types[i].ordinal()];
@@ -484,11 +502,24 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
                     chunks[i] = null;
                 }
             }
+            return -1;
         } finally {
             for (int i = locked - 1; i >= 0; i--) {
                 pools[i].lock.unlock();
             }
         }
+    }
+
+    private static boolean preAllocates(MemoryPoolConfig cfg) {
+        return cfg.preAllocate() && cfg.initialSize() > 0;
+    }
+
+    /**
+     * Under {@code pool}'s lock: @return what it would hold under {@code cfg} once it took {@code
+     * chunk} (or null), as {@link Growth#addReserved} takes it: only where the limit admits it
+     */
+    private static long holdsOnceTaken(Pool pool, MemoryPoolConfig cfg, DeviceChunk chunk) {
+        return chunk != null && pool.reserved + chunk.size() <= Pool.limitOf(cfg) ? pool.reserved + chunk.size() : pool.reserved;
     }
 
     /**
