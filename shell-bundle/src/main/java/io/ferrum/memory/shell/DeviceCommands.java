@@ -109,20 +109,29 @@ public final class DeviceCommands {
                 "  fragmentation " + percent(i.fragmentationRatio() * 100),
                 "  bandwidth    " + bandwidth(i),
                 "  pressure     " + i.pressureLevel()));
-        lines.addAll(5, pools(m)); // under the reserved line
+        lines.addAll(5, pools(m, i)); // under the reserved line
         return lines;
     }
 
     /**
+     * @param i the device's figures
      * @return one line per memory type whose pool holds memory or live blocks, under the device's
      *         reserved line: what the pool reserved, and the bytes its live blocks were asked for
      *         (handle sizes: the device's used bytes add each block's alignment and size-class
-     *         rounding, so these lines need not add up to it)
+     *         rounding, so these lines need not add up to it). The blocks are those of the handles
+     *         the device issued ({@link DeviceMemoryManager#handles}): the target handle of a mapping
+     *         across devices names a block of the other device's pool, which shows on a type with
+     *         nothing reserved here as that device's memory, not as this one's
      */
-    private static List<String> pools(DeviceMemoryManager m) {
+    private static List<String> pools(DeviceMemoryManager m, MemoryInfo i) {
+        // Handles first: a block listed lies in a chunk its pool held then, and still holds while it is live.
+        List<MemoryHandleInfo> handles = m.handles();
         Map<MemoryType, Long> reserved = m.reservedByType();
+        // A manager that reserves memory but reports none by type (reservedByType's default) says
+        // nothing of where its blocks lie; one that reports by type reserves for each of its own blocks.
+        boolean byType = !reserved.isEmpty() || i.reservedBytes() == 0;
         Map<MemoryType, long[]> live = new EnumMap<>(MemoryType.class); // bytes, blocks
-        for (MemoryHandleInfo h : m.handles()) {
+        for (MemoryHandleInfo h : handles) {
             long[] sum = live.computeIfAbsent(h.memoryType(), t -> new long[2]);
             sum[0] += h.size();
             sum[1]++;
@@ -132,6 +141,11 @@ public final class DeviceCommands {
             Long r = reserved.get(t);
             long[] l = live.getOrDefault(t, new long[2]);
             if (r == null && l[1] == 0) {
+                continue;
+            }
+            if (r == null && byType) {
+                lines.add(String.format(Locale.ROOT, "    %-10s none reserved here, %s in %d %s of another device (a mapping's handle)",
+                        t, Sizes.human(l[0]), l[1], l[1] == 1 ? "block" : "blocks"));
                 continue;
             }
             lines.add(String.format(Locale.ROOT, "    %-10s %s reserved, %s in %d %s", t,

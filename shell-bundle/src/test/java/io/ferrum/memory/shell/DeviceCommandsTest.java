@@ -131,6 +131,36 @@ class DeviceCommandsTest {
     }
 
     /**
+     * A mapping across two devices whose source handle was freed: its block lies in cpu:0's MAPPED
+     * pool, named only by the alias cpu:1 issued, and each manager lists the handles it issued. The
+     * pool lines of cpu:1 said "MAPPED     not reported reserved, 4.0 KiB in 1 block", as if cpu:1
+     * held a block its manager did not account for (its allocations read 0), where the block is
+     * cpu:0's memory named by a handle of cpu:1's.
+     */
+    @Test
+    void infoSaysABlockNamedByAMappingsHandleIsAnotherDevicesMemory() throws Exception {
+        Map<io.ferrum.memory.api.Device, PooledMemoryManager> running = new java.util.concurrent.ConcurrentHashMap<>();
+        PoolSettings settings = PoolSettings.defaults().withPeers(running::get);
+        try (PooledMemoryManager a = PooledMemoryManager.create(new ArenaUpstream(CPU0, 64 * MiB, true),
+                MemoryManagerConfig.defaults(), settings, null);
+             PooledMemoryManager b = PooledMemoryManager.create(new ArenaUpstream(ShellFixture.CPU1, 64 * MiB, true),
+                MemoryManagerConfig.defaults(), settings, null)) {
+            running.put(CPU0, a);
+            running.put(ShellFixture.CPU1, b);
+            var mapping = a.createMapping(CPU0, ShellFixture.CPU1, 4096);
+            a.deallocate(mapping.source());
+            DeviceCommands c = new DeviceCommands(fixture.framework());
+            c.monitor = new ShellFixture.Directory(Map.of(CPU0, a, ShellFixture.CPU1, b));
+
+            List<String> peer = lines(c.info("cpu:1"));
+            int reserved = peer.indexOf(peer.stream().filter(l -> l.startsWith("  reserved ")).findFirst().orElseThrow());
+            assertEquals("    MAPPED     none reserved here, 4.0 KiB in 1 block of another device (a mapping's handle)",
+                    peer.get(reserved + 1), peer.toString());
+            assertTrue(peer.contains("  allocations  0"), peer.toString());
+        }
+    }
+
+    /**
      * A utilisation just under a pressure threshold (94.97 % of the 64 MiB device: HIGH, not CRITICAL)
      * is shown as under it: rounded to one decimal it read 95.0 %, the threshold of CRITICAL, next
      * to HIGH, in mem:info, mem:pressure and mem:devices alike.
