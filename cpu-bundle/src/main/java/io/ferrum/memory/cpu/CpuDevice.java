@@ -210,9 +210,15 @@ abstract class CpuDevice {
             MemoryInfo info = manager.memoryInfo();
             // Its own figures count no name it holds for another device's block (an alias createMapping
             // issued), which also keeps it from closing: say so rather than "holds 0 live blocks".
+            // A block of its own named only by a peer's alias (a mapping whose source handle was freed)
+            // counts here but is the peer's to list: the user looks for it there.
+            String elsewhere = manager.handles().size() < info.activeAllocations()
+                    ? " (mem:handles lists a block named only by another device's handle, the target of a mapping,"
+                            + " under that device: free it there)"
+                    : "";
             String blocks = info.activeAllocations() > 0
                     ? "holds " + count(info.activeAllocations(), "live block") + " (" + count(info.usedBytes(), "byte")
-                            + ") that a restart would drop"
+                            + ") that a restart would drop" + elsewhere
                     : "names blocks of another device through mappings (createMapping), or held a block a moment ago;"
                             + " a restart would drop those names";
             if (removed) {

@@ -254,6 +254,38 @@ class DeviceConfigurationTest {
     }
 
     /**
+     * The other side: a mapping whose source handle was freed leaves its block in cpu:9's pool, named
+     * only by the alias cpu:8 issued, which cpu:8 lists (mem:handles shows it under cpu:8, none under
+     * cpu:9). The refusal said "holds 1 live block (4096 bytes) that a restart would drop; free them",
+     * and the user found no block on cpu:9 to free. It says where the block is listed.
+     */
+    @Test
+    void aRestartRefusedForABlockNamedOnlyByAPeersHandleSaysWhereItIsListed() {
+        Recording rec8 = new Recording();
+        Recording rec9 = new Recording();
+        ConfiguredCpuDevice cpu8 = new ConfiguredCpuDevice(rec8.context(), TestConfigs.small(Map.of("index", 8)), rec8.logger());
+        ConfiguredCpuDevice cpu9 = new ConfiguredCpuDevice(rec9.context(), TestConfigs.small(Map.of("index", 9)), rec9.logger());
+        try {
+            AdvancedMemoryManager source = (AdvancedMemoryManager) rec9.manager();
+            MemoryMapping mapping = source.createMapping(Device.cpu(9), Device.cpu(8), 4096);
+            source.deallocate(mapping.source());
+            assertEquals(List.of(), source.handles(), "cpu:9 lists no handle of the block");
+
+            cpu9.modify(TestConfigs.small(Map.of("index", 9, "capacity", "32m")));
+
+            assertSame(source, rec9.manager(), "not restarted: cpu:9 holds the block cpu:8 names");
+            assertEquals(1, rec9.errors.size(), rec9.errors.toString());
+            String refusal = rec9.errors.get(0);
+            assertTrue(refusal.contains("which holds 1 live block (4096 bytes) that a restart would drop (mem:handles lists"
+                    + " a block named only by another device's handle, the target of a mapping, under that device: free it"
+                    + " there); free them"), refusal);
+        } finally {
+            cpu8.deactivate();
+            cpu9.deactivate();
+        }
+    }
+
+    /**
      * A restart checked that the manager held no live block, then stopped the device: unregistering
      * its services, then closing its manager. A block allocated in between (here: as the first
      * service is unregistered) was dropped by the close, its owner's handle dead although the edit
