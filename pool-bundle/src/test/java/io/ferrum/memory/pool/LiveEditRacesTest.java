@@ -342,4 +342,102 @@ class LiveEditRacesTest extends RaceHarness {
         assertEquals(held, up.liveBytes(), "the device holds what the pool holds");
         m.deallocate(first);
     }
+
+    /**
+     * A growth whose chunk no longer fits a limit lowered meanwhile gives it back, then ends its
+     * in-flight work; an Error out of the release (the backend's classes gone under a refresh: a
+     * LinkageError) skipped that end, and the pool counted the growth as running for ever: the close
+     * waited its 30 s for it, then left the pool's chunks to a last work that never comes, and the
+     * upstream never closed. The work ends whatever the release throws, as a trim's does.
+     */
+    @Test
+    void aFailedReleaseOfAGrowthBeyondALoweredLimitStillLetsTheCloseFinish() throws Exception {
+        HookedUpstream hooked = new HookedUpstream(CPU, 64 * MiB);
+        java.util.concurrent.atomic.AtomicBoolean failRelease = new java.util.concurrent.atomic.AtomicBoolean();
+        DeviceUpstream up = new ForwardingUpstream(hooked) {
+            @Override
+            public void release(DeviceChunk c) {
+                real.release(c);
+                if (failRelease.getAndSet(false)) {
+                    throw new NoClassDefFoundError("test: the backend's classes went away");
+                }
+            }
+        };
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults(), null);
+        MemoryHandle first = m.allocate(KiB, CPU); // the pool's first chunk: 1 MiB
+        Pause reserve = hooked.pauseNext(Call.RESERVE);
+        CompletableFuture<MemoryHandle> big = start("allocate", () -> m.allocate(4 * MiB, CPU));
+        reserve.awaitArrival(); // its growth asks the device for 4 MiB
+        try {
+            m.configurePool(CPU, MemoryType.GENERAL, pool(MiB, MiB, 256).toBuilder().maxSize(2 * MiB).build());
+            failRelease.set(true);
+        } finally {
+            reserve.release();
+        }
+        ExecutionException e = assertThrows(ExecutionException.class, () -> big.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(NoClassDefFoundError.class, e.getCause());
+        m.deallocate(first);
+        CompletableFuture<Void> close = start("close", () -> {
+            m.close();
+            return null;
+        });
+        Thread closing = threads.getLast();
+        awaitParkedInOrDone(closing, "Lifecycle", "awaitIdle", close);
+        if (!close.isDone()) {
+            closing.interrupt(); // waits for work that never ends: the close leaves the pool to it
+        }
+        close.get(30, TimeUnit.SECONDS);
+        assertTrue(hooked.closed, "the upstream closed: no work was left on the pool");
+        assertEquals(0, hooked.liveBytes(), "every chunk went back");
+    }
+
+    /**
+     * As above, for the chunk a refused edit reserved for its pre-allocation: an Error out of its
+     * release left the edit's in-flight work on the pool for ever, and the upstream never closed.
+     */
+    @Test
+    void aFailedReleaseOfARefusedEditsChunkStillLetsTheCloseFinish() throws Exception {
+        HookedUpstream hooked = new HookedUpstream(CPU, 64 * MiB);
+        java.util.concurrent.atomic.AtomicBoolean failRelease = new java.util.concurrent.atomic.AtomicBoolean();
+        DeviceUpstream up = new ForwardingUpstream(hooked) {
+            @Override
+            public void release(DeviceChunk c) {
+                real.release(c);
+                if (failRelease.getAndSet(false)) {
+                    throw new NoClassDefFoundError("test: the backend's classes went away");
+                }
+            }
+        };
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults(), null);
+        MemoryHandle first = m.allocate(KiB, CPU); // the pool's first chunk: 1 MiB
+        Pause reserve = hooked.pauseNext(Call.RESERVE);
+        CompletableFuture<Void> edit = start("edit", () -> {
+            m.configurePool(CPU, MemoryType.GENERAL, pool(4 * MiB, MiB, 256).toBuilder().maxSize(4 * MiB).preAllocate(true).build());
+            return null;
+        });
+        reserve.awaitArrival(); // the edit asks the device for the 3 MiB the pool lacks
+        MemoryHandle big;
+        try {
+            big = m.allocate(5 * MiB, CPU); // above the edit's maxSize: the edit is refused
+            failRelease.set(true);
+        } finally {
+            reserve.release();
+        }
+        ExecutionException e = assertThrows(ExecutionException.class, () -> edit.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(NoClassDefFoundError.class, e.getCause());
+        m.deallocate(big);
+        m.deallocate(first);
+        CompletableFuture<Void> close = start("close", () -> {
+            m.close();
+            return null;
+        });
+        Thread closing = threads.getLast();
+        awaitParkedInOrDone(closing, "Lifecycle", "awaitIdle", close);
+        if (!close.isDone()) {
+            closing.interrupt(); // waits for work that never ends: the close leaves the pool to it
+        }
+        close.get(30, TimeUnit.SECONDS);
+        assertTrue(hooked.closed, "the upstream closed: no work was left on the pool");
+        assertEquals(0, hooked.liveBytes(), "every chunk went back");
+    }
 }

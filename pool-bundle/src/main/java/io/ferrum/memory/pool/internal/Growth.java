@@ -131,9 +131,13 @@ final class Growth {
                 pool.lock.unlock();
             }
             if (beyondLimit != null) {
-                // Released before the work ends: a close waits for it, and the upstream closes after.
-                lifecycle.releaseChunks(List.of(beyondLimit));
-                lifecycle.leaveLocking(pool);
+                // Released before the work ends: a close waits for it, and the upstream closes after. The
+                // work ends whatever the release throws (an Error of a backend whose classes went away).
+                try {
+                    lifecycle.releaseChunks(List.of(beyondLimit));
+                } finally {
+                    lifecycle.leaveLocking(pool);
+                }
                 failure = atLimit;
             } else {
                 lifecycle.releaseDeferred(release);
@@ -276,8 +280,11 @@ final class Growth {
 
     /** Outside the locks: gives back a chunk of {@link #reserveFor} that no pool took, and ends its in-flight work. */
     void releaseReserved(Pool pool, DeviceChunk chunk) {
-        lifecycle.releaseChunks(List.of(chunk));
-        lifecycle.leaveLocking(pool);
+        try {
+            lifecycle.releaseChunks(List.of(chunk));
+        } finally {
+            lifecycle.leaveLocking(pool); // whatever the release throws: a close waits for this work
+        }
     }
 
     /** @return the chunk as host memory, or null when the CPU cannot address it (then views stage through copies) */
