@@ -440,4 +440,43 @@ class LiveEditRacesTest extends RaceHarness {
         assertTrue(hooked.closed, "the upstream closed: no work was left on the pool");
         assertEquals(0, hooked.liveBytes(), "every chunk went back");
     }
+
+    /**
+     * As aLowerMaxSizeGetsTheChunksAnotherThreadsCacheHeldOnceItDrains, but the thread ends instead
+     * of calling again: its cache is swept by the next thread that comes (or any drain), and that
+     * sweep left the chunks to a trim: the pool held 2 MiB under a maxSize of 1 MiB with nothing
+     * live, once quiet. The sweep gives them back as the owner's drain does.
+     */
+    @Test
+    void aLowerMaxSizeGetsTheChunksADeadThreadsCacheHeldOnceItIsSwept() throws Exception {
+        HookedUpstream up = new HookedUpstream(CPU, 64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        java.util.concurrent.CountDownLatch cached = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch end = new java.util.concurrent.CountDownLatch(1);
+        start("caching thread", () -> {
+            MemoryHandle[] hs = new MemoryHandle[8];
+            for (int i = 0; i < hs.length; i++) {
+                hs[i] = m.allocate(256 * KiB, CPU);
+            }
+            for (MemoryHandle h : hs) {
+                m.deallocate(h); // into this thread's cache
+            }
+            cached.countDown();
+            return end.await(30, TimeUnit.SECONDS);
+        });
+        Thread caching = threads.getLast();
+        assertTrue(cached.await(30, TimeUnit.SECONDS));
+        assertEquals(2 * MiB, m.memoryInfo().reservedBytes());
+        m.configurePool(CPU, MemoryType.GENERAL, pool(MiB, MiB, 256).toBuilder().maxSize(MiB).build());
+        end.countDown();
+        caching.join(); // ends without another call: only a sweep drains its cache
+        start("next thread", () -> {
+            m.deallocate(m.allocate(KiB, CPU)); // its first call sweeps the dead thread's cache
+            return null;
+        }).get(30, TimeUnit.SECONDS);
+        assertEquals(0, m.memoryInfo().usedBytes());
+        assertTrue(m.memoryInfo().reservedBytes() <= MiB,
+                () -> "the GENERAL pool holds " + m.reservedByType() + " under a maxSize of 1 MiB");
+        assertEquals(m.memoryInfo().reservedBytes(), up.liveBytes(), "the device holds what the pool holds");
+    }
 }

@@ -204,6 +204,7 @@ final class ThreadCaches {
             return false;
         }
         boolean any = false;
+        boolean swept = false;
         // One sweeper at a time: a dead thread's cache has no owner to order its draining.
         synchronized (caches) {
             for (ThreadCache tc : caches) {
@@ -212,7 +213,22 @@ final class ThreadCaches {
                     drain(tc, true);
                     handles.giveBackAll(tc);
                     caches.remove(tc);
+                    swept = true;
                 }
+            }
+        }
+        if (swept) {
+            // What the dead caches kept above a limit an edit lowered goes now, outside the monitor
+            // (upstream calls), as an owner's drain gives it back.
+            for (Pool pool : pools) {
+                List<DeviceChunk> aboveLimit;
+                pool.acquire();
+                try {
+                    aboveLimit = takeAboveLimit(pool);
+                } finally {
+                    pool.lock.unlock();
+                }
+                releaseAboveLimit(pool, aboveLimit);
             }
         }
         return any;
@@ -239,27 +255,47 @@ final class ThreadCaches {
             try {
                 tc.drain(p, b -> giveBack(pool, b));
                 giveBackInbound(pool, tc.takeInbound(p, end));
-                if (!end && !pool.closed && pool.reserved > pool.limit()) {
-                    // An edit lowered the pool's limit while this cache held blocks of chunks it could
-                    // not give back (only a cache's owner drains it): they go now, as the edit's trim
-                    // would have given them. A sweep of a dead thread's cache, under the registry's
-                    // monitor, leaves them to the next trim.
-                    MemoryPoolConfig cfg = pool.config;
-                    aboveLimit = pool.takeEmptyChunks(cfg.preAllocate() ? cfg.initialSize() : 0);
-                    if (!aboveLimit.isEmpty()) {
-                        pool.inflight++; // a close waits until they are released: the upstream closes after
-                    }
+                if (!end) {
+                    // A sweep of a dead thread's cache runs under the registry's monitor: its caller
+                    // gives these back once it lets go of it (sweepDead).
+                    aboveLimit = takeAboveLimit(pool);
                 }
             } finally {
                 pool.lock.unlock();
             }
-            if (!aboveLimit.isEmpty()) {
-                try {
-                    lifecycle.releaseChunks(aboveLimit);
-                } finally {
-                    lifecycle.leaveLocking(pool);
-                }
-            }
+            releaseAboveLimit(pool, aboveLimit);
+        }
+    }
+
+    /**
+     * Under {@code pool}'s lock, after a drain: an edit lowered the pool's limit while a cache held
+     * blocks of chunks it could not give back (only a cache's owner drains it, or a sweep once the
+     * owner died); those that are empty now go, as the edit's trim would have given them (keeping a
+     * pre-allocated initial size). Counted as in-flight work: a close waits until they are released.
+     *
+     * @return the chunks for {@link #releaseAboveLimit}; empty when the pool is within its limit
+     */
+    private static List<DeviceChunk> takeAboveLimit(Pool pool) {
+        if (pool.closed || pool.reserved <= pool.limit()) {
+            return List.of();
+        }
+        MemoryPoolConfig cfg = pool.config;
+        List<DeviceChunk> out = pool.takeEmptyChunks(cfg.preAllocate() ? cfg.initialSize() : 0);
+        if (!out.isEmpty()) {
+            pool.inflight++; // the upstream closes after they are released
+        }
+        return out;
+    }
+
+    /** Outside the locks: releases what {@link #takeAboveLimit} took and ends that work, whatever the release throws. */
+    private void releaseAboveLimit(Pool pool, List<DeviceChunk> chunks) {
+        if (chunks.isEmpty()) {
+            return;
+        }
+        try {
+            lifecycle.releaseChunks(chunks);
+        } finally {
+            lifecycle.leaveLocking(pool);
         }
     }
 
