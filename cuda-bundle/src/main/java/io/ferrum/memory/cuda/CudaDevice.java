@@ -122,10 +122,16 @@ final class CudaDevice {
         long blocks = info.activeAllocations();
         // closeIfUnused also counts the names it holds for other devices' blocks (createMapping's
         // aliases), which the manager's own figures leave out.
+        // A block of its own named only by a peer's alias (a mapping whose source handle was freed)
+        // counts here but is the peer's to list: the user looks for it there.
+        String elsewhere = blocks > manager.handles().size()
+                ? " (mem:handles lists a block named only by another device's handle, the target of a mapping,"
+                        + " under that device: free it there)"
+                : "";
         return device + " holds " + (blocks > 0
                 ? blocks + (blocks == 1 ? " live block (" : " live blocks (") + info.usedBytes() + " bytes)"
                 : "names of another device's blocks (mappings)")
-                + " that a restart would drop: free them first";
+                + " that a restart would drop" + elsewhere + ": free them first";
     }
 
     CudaDeviceConfig config() {

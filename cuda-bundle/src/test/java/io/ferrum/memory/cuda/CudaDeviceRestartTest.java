@@ -64,4 +64,33 @@ class CudaDeviceRestartTest {
             m.close();
         }
     }
+
+    /**
+     * A mapping between two GPUs whose source handle was freed leaves its block in cuda:0's pool,
+     * named only by the alias cuda:1 issued, which cuda:1 lists (mem:handles shows none under
+     * cuda:0). The refusal said "holds 1 live block ... free them first", and the user found no
+     * block on cuda:0 to free: it says where the block is listed.
+     */
+    @Test
+    void aBlockNamedOnlyByAPeersHandleIsSaidToBeListedThere() {
+        java.util.Map<Device, PooledMemoryManager> running = new java.util.concurrent.ConcurrentHashMap<>();
+        PoolSettings settings = PoolSettings.defaults().withPeers(running::get);
+        Device other = Device.cuda(1);
+        PooledMemoryManager m = PooledMemoryManager.create(new ArenaUpstream(GPU, 64L << 20, true),
+                MemoryManagerConfig.defaults(), settings, null);
+        PooledMemoryManager peer = PooledMemoryManager.create(new ArenaUpstream(other, 64L << 20, true),
+                MemoryManagerConfig.defaults(), settings, null);
+        try {
+            running.put(GPU, m);
+            running.put(other, peer);
+            var mapping = m.createMapping(GPU, other, 4096);
+            m.deallocate(mapping.source());
+            assertEquals("cuda:0 holds 1 live block (4096 bytes) that a restart would drop (mem:handles lists a block"
+                    + " named only by another device's handle, the target of a mapping, under that device: free it"
+                    + " there): free them first", CudaDevice.whyInUse(m, GPU));
+        } finally {
+            m.close();
+            peer.close();
+        }
+    }
 }
