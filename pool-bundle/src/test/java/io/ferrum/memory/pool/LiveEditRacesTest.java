@@ -479,4 +479,41 @@ class LiveEditRacesTest extends RaceHarness {
                 () -> "the GENERAL pool holds " + m.reservedByType() + " under a maxSize of 1 MiB");
         assertEquals(m.memoryInfo().reservedBytes(), up.liveBytes(), "the device holds what the pool holds");
     }
+
+    /**
+     * A growth whose chunk, planned under the old limit, no longer fits a maxSize lowered meanwhile
+     * gave it back and failed with the pool's limit, although a smaller chunk fits the new one: an
+     * allocation that had already had its out-of-memory hook (the device refused its first growth)
+     * was refused, "the pool holds 1.0 MiB and may hold at most 3.0 MiB (maxSize)", for a 64 KiB
+     * block. The growth has the allocation carve again, and grow under the new limit.
+     */
+    @Test
+    void aGrowthBeyondALoweredLimitLetsTheAllocationGrowUnderTheNewOne() throws Exception {
+        HookedUpstream hooked = new HookedUpstream(CPU, 64 * MiB);
+        java.util.concurrent.atomic.AtomicBoolean refuseNext = new java.util.concurrent.atomic.AtomicBoolean();
+        DeviceUpstream up = new ForwardingUpstream(hooked) {
+            @Override
+            public DeviceChunk reserve(long bytes) {
+                if (refuseNext.getAndSet(false)) {
+                    throw new OutOfDeviceMemoryException(device(), bytes, 0, "test: the device is short for a moment");
+                }
+                return real.reserve(bytes);
+            }
+        };
+        PooledMemoryManager m = manager(up, config(pool(MiB, 4 * MiB, 256)), PoolSettings.defaults(), null);
+        MemoryHandle first = m.allocate(MiB - 4 * KiB, CPU); // the pool's first chunk, 1 MiB, nearly full
+        refuseNext.set(true); // the next growth is refused: the allocation has its out-of-memory hook
+        Pause reserve = hooked.pauseNext(Call.RESERVE); // the growth after it pauses
+        CompletableFuture<MemoryHandle> next = start("allocate", () -> m.allocate(64 * KiB, CPU));
+        reserve.awaitArrival(); // a 4 MiB growth increment, planned under no maxSize
+        try {
+            m.configurePool(CPU, MemoryType.GENERAL, pool(MiB, 4 * MiB, 256).toBuilder().maxSize(3 * MiB).build());
+        } finally {
+            reserve.release();
+        }
+        MemoryHandle h = next.get(30, TimeUnit.SECONDS);
+        assertTrue(m.reservedByType().get(MemoryType.GENERAL) <= 3 * MiB, () -> "the pool holds " + m.reservedByType());
+        m.deallocate(h);
+        m.deallocate(first);
+    }
 }

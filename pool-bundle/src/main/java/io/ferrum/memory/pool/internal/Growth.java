@@ -21,8 +21,9 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * {@link DeviceAccount} (shrinking towards what the block needs if that is all the device has),
  * reserve it from the upstream, clear it under zeroing on free. 3. Under the lock again: add the
  * chunk (even to a closed pool: the close releases it, now or when this work ends) unless an edit
- * lowered the pool's limit meanwhile below it (then it goes back and the growth fails: the pool's
- * limit), unbook the pending size, wake the waiters, leave the in-flight work.
+ * lowered the pool's limit meanwhile below it (then it goes back, and the allocation carves and
+ * grows again under the new limit), unbook the pending size, wake the waiters, leave the in-flight
+ * work.
  *
  * <p><b>Invariants.</b> Limits hold under any concurrency: a pool's reserved plus pending bytes
  * never exceed its limit, the account's reserved bytes never exceed the device capacity. Whatever
@@ -53,7 +54,8 @@ final class Growth {
     /**
      * Reserves a new chunk for the pool so that a block of {@code needed} bytes fits.
      *
-     * @return null on success (or after waiting for another growth: carve again), else why not
+     * @return null on success (or after waiting for another growth, or giving back a chunk a lowered
+     *         limit no longer admits: carve again), else why not
      */
     String grow(Pool pool, long needed) {
         long planned;
@@ -109,17 +111,15 @@ final class Growth {
         } finally {
             List<DeviceChunk> release = null;
             DeviceChunk beyondLimit = null;
-            String atLimit = null;
             pool.acquire();
             try {
                 pool.pending -= planned;
                 if (chunk != null && !pool.closed && pool.reserved + chunk.size() > pool.limit()) {
                     // An edit lowered the pool's limit while the device was asked: planned under the old
                     // one, the chunk would take the pool above the new one, and its block the used bytes
-                    // above what the edit's check vouched for. It goes back; the allocation tries again
-                    // under the new limit.
+                    // above what the edit's check vouched for. It goes back; the allocation carves and
+                    // grows again under the new limit (a smaller chunk may fit it: no refusal here).
                     beyondLimit = chunk;
-                    atLimit = Checks.poolAtLimit(pool);
                 } else if (chunk != null) {
                     pool.addChunk(chunk, hostView(chunk));
                 }
@@ -138,7 +138,6 @@ final class Growth {
                 } finally {
                     lifecycle.leaveLocking(pool);
                 }
-                failure = atLimit;
             } else {
                 lifecycle.releaseDeferred(release);
             }
