@@ -44,7 +44,10 @@ public interface MemoryRouter {
      * the whole copy; otherwise the bytes move through host memory in pieces, each block pinned while
      * a piece moves: a free of either block between two pieces is accepted, and the copy then fails
      * with {@link InvalidHandleException}, having written part of the destination (no byte reaches a
-     * block of another owner).
+     * block of another owner). An interrupt of the calling thread stops such a copy between two
+     * pieces with a {@link MemoryException} (cause: an {@link InterruptedException}) that names the
+     * bytes copied and the part of the destination that holds them; the interrupt stays set. A copy
+     * within one device, or device to device, is one call and runs to its end.
      *
      * @param transfer what to copy
      */

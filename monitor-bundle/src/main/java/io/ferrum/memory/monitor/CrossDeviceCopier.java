@@ -12,6 +12,7 @@ import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.InvalidHandleException;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryException;
 import io.ferrum.memory.api.MemoryHandleInfo;
 import io.ferrum.memory.api.MemoryTransfer;
 import io.ferrum.memory.api.StreamHandle;
@@ -24,7 +25,8 @@ import io.ferrum.memory.api.StreamHandle;
  * read}, {@code withMapped}), which pins each block only while its bytes move: from host memory (a
  * {@code cpu} device) a view of the source is written into the destination; into host memory the
  * source is read into a view of the destination; between two other devices through a host buffer of
- * at most {@value #BOUNCE_BYTES} bytes at a time. No block is mapped whole (a GPU block's mapping is
+ * at most {@value #BOUNCE_BYTES} bytes at a time, which an interrupt of the calling thread stops
+ * between two pieces (a {@link MemoryException}). No block is mapped whole (a GPU block's mapping is
  * a staging copy of all of it), and a block the caller has mapped stays mapped.
  *
  * <p>Invariants: a copy is checked in full ({@link #plan}: both blocks live, both ranges inside their
@@ -117,6 +119,9 @@ final class CrossDeviceCopier {
                 long pieces = (t.size() + bounce.byteSize() - 1) / bounce.byteSize();
                 boolean backwards = t.dstOffset() > t.srcOffset();
                 for (long k = 0; k < pieces; k++) {
+                    if (k > 0 && Thread.currentThread().isInterrupted()) {
+                        throw interrupted(r, t, k * bounce.byteSize(), backwards);
+                    }
                     long at = (backwards ? pieces - 1 - k : k) * bounce.byteSize();
                     MemorySegment piece = bounce.asSlice(0, Math.min(bounce.byteSize(), t.size() - at));
                     src.read(t.src(), t.srcOffset() + at, piece);
@@ -124,6 +129,21 @@ final class CrossDeviceCopier {
                 }
             }
         }
+    }
+
+    /**
+     * A copy through the host buffer stops between two pieces when its thread is interrupted (Ctrl-C
+     * in the shell): a large copy between two GPUs is many pieces. The interrupt stays set.
+     *
+     * @param done the bytes already copied, whole pieces
+     */
+    private static MemoryException interrupted(Route r, MemoryTransfer t, long done, boolean backwards) {
+        long from = backwards ? t.dstOffset() + t.size() - done : t.dstOffset();
+        return new MemoryException("Copy of " + Bytes.count(t.size()) + " from " + t.src() + " on "
+                + r.srcInfo().device() + " to " + t.dst() + " on " + r.dstInfo().device() + " interrupted after "
+                + Bytes.count(done) + ": the destination holds part of the source (destination offsets " + from
+                + " to " + (from + done) + "), the rest of its range is as it was; copy again to complete it",
+                new InterruptedException("interrupted"));
     }
 
     /** @return whether the block is host memory, which a view reaches without a staging copy */

@@ -38,6 +38,7 @@ import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.InvalidHandleException;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryException;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.api.MemoryManagerConfig;
@@ -596,6 +597,61 @@ class MemoryMonitorTest {
         assertEquals(3 + 1, made.stream().filter("read"::equals).count(), "three pieces, then into the host view: " + made);
         assertEquals(3, made.stream().filter("copyToPeer"::equals).count(),
                 "each source's manager is asked first, and none knows the other as a peer: " + made);
+    }
+
+    /**
+     * Ctrl-C in the shell interrupts the thread running {@code mem:copy}: a copy between two devices
+     * through the host buffer stops before its next piece, says how much of the destination holds the
+     * source, and keeps the interrupt; it used to copy every piece. The destination's manager
+     * interrupts the thread as its first piece is written.
+     */
+    @Test
+    void anInterruptStopsACopyBetweenDevicesBetweenTwoPieces() {
+        MemoryMonitor mon = monitor("");
+        Device gpu1 = Device.cuda(1);
+        Device gpu2 = Device.cuda(2);
+        PooledMemoryManager real2 = device(gpu2, 32 * MiB);
+        DeviceMemoryManager g1 = withoutPeerCopies(device(gpu1, 32 * MiB));
+        DeviceMemoryManager g2 = (DeviceMemoryManager) Proxy.newProxyInstance(AdvancedMemoryManager.class.getClassLoader(),
+                new Class<?>[] {AdvancedMemoryManager.class}, (proxy, method, args) -> {
+                    try {
+                        return method.invoke(real2, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    } finally {
+                        if (method.getName().equals("write")) {
+                            Thread.currentThread().interrupt(); // Ctrl-C during the first piece
+                        }
+                    }
+                });
+        mon.addManager(g1, props(gpu1, 0));
+        mon.addManager(g2, props(gpu2, 0));
+        int n = (int) (2 * CrossDeviceCopier.BOUNCE_BYTES + 123); // three pieces
+        byte[] data = new byte[n];
+        java.util.Arrays.fill(data, (byte) 7);
+        MemoryHandle h1 = g1.allocate(n, gpu1);
+        MemoryHandle h2 = g2.allocate(n, gpu2);
+        g1.write(h1, 0, MemorySegment.ofArray(data));
+        Thread.interrupted();
+
+        MemoryException e;
+        try {
+            e = assertThrows(MemoryException.class, () -> mon.copy(MemoryTransfer.of(h1, h2, n)));
+            assertTrue(Thread.currentThread().isInterrupted(), "the interrupt stays set");
+        } finally {
+            Thread.interrupted();
+        }
+        assertTrue(e.getCause() instanceof InterruptedException, "an interrupt, said as one: " + e.getCause());
+        assertTrue(e.getMessage().contains("interrupted after " + CrossDeviceCopier.BOUNCE_BYTES + " bytes")
+                && e.getMessage().contains("destination offsets 0 to " + CrossDeviceCopier.BOUNCE_BYTES)
+                && e.getMessage().contains(h2 + " on cuda:2"), e.getMessage());
+        byte[] back = new byte[n];
+        g2.read(h2, 0, MemorySegment.ofArray(back));
+        int copied = (int) CrossDeviceCopier.BOUNCE_BYTES;
+        assertEquals(copied, java.util.stream.IntStream.range(0, n).filter(i -> back[i] == 7).count(),
+                "the first piece arrived, no other");
+        assertEquals(7, back[copied - 1]);
+        assertEquals(0, back[copied]);
     }
 
     /**
