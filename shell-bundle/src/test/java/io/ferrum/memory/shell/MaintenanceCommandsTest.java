@@ -115,6 +115,39 @@ class MaintenanceCommandsTest {
         assertEquals("error: interrupted: cpu:1 was not defragmented", all.get(1));
     }
 
+    /**
+     * Ctrl-C cannot stop the defragmentation of one device (one call of its manager), nor mem:gc
+     * (every device at once): each runs to its end, and the answer then says what was done, the
+     * interrupt kept for the shell. The thread is interrupted before each command, as Ctrl-C leaves it.
+     */
+    @Test
+    void defragOfOneDeviceAndGcInterruptedRunToTheirEndAndSayWhatTheyDid() {
+        for (int i = 0; i < 3; i++) {
+            MemoryHandle a = fixture.cpu0.allocate(MiB, ShellFixture.CPU0);
+            fixture.cpu0.allocate(100, ShellFixture.CPU0);
+            fixture.cpu0.deallocate(a);
+            MemoryHandle b = fixture.cpu1.allocate(MiB, ShellFixture.CPU1);
+            fixture.cpu1.allocate(100, ShellFixture.CPU1);
+            fixture.cpu1.deallocate(b);
+        }
+        String one;
+        List<String> all;
+        try {
+            Thread.currentThread().interrupt();
+            one = commands.defrag("cpu:0").toString();
+            assertTrue(Thread.interrupted(), "the interrupt stays for the shell to see");
+            Thread.currentThread().interrupt();
+            all = lines(commands.gc());
+            assertTrue(Thread.currentThread().isInterrupted(), "the interrupt stays for the shell to see");
+        } finally {
+            Thread.interrupted();
+        }
+        assertTrue(one.startsWith("cpu:0: moved 3 blocks"), one);
+        assertEquals(2, all.size(), all.toString());
+        assertTrue(all.get(0).startsWith("cpu:0: moved 0 blocks") && all.get(1).startsWith("cpu:1: moved 3 blocks"),
+                all.toString());
+    }
+
     @Test
     void poolShowsTheGeneralPoolOfADevice() {
         List<String> pool = lines(commands.pool("cpu:0"));
