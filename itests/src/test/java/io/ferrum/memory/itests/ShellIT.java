@@ -107,6 +107,55 @@ public class ShellIT {
         assertFalse(run("mem:handles").contains(handle));
     }
 
+    /**
+     * An Error of a command (here a router of the test's that overflows its stack on copy) is one line
+     * saying it is an internal error of that command, and its stack trace goes to the Log Service once,
+     * from the shell's bundle; before, Gogo got the Error and the line was its message alone.
+     */
+    @Test
+    public void anErrorOfACommandIsOneLineAndOneLogEntryWithItsStackTrace() throws Exception {
+        Await.until("cpu:0 in the monitor", () -> monitor.devices().contains(Device.cpu()));
+        MemoryRouter real = context.getService(context.getServiceReference(MemoryRouter.class));
+        MemoryRouter overflowing = (MemoryRouter) java.lang.reflect.Proxy.newProxyInstance(
+                MemoryRouter.class.getClassLoader(), new Class<?>[] {MemoryRouter.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("copy")) {
+                        throw new StackOverflowError();
+                    }
+                    try {
+                        return method.invoke(real, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        ServiceReference<org.osgi.service.log.LogReaderService> logRef =
+                context.getServiceReference(org.osgi.service.log.LogReaderService.class);
+        org.osgi.service.log.LogReaderService logs = context.getService(logRef);
+        List<org.osgi.service.log.LogEntry> entries = new java.util.concurrent.CopyOnWriteArrayList<>();
+        org.osgi.service.log.LogListener listener = entry -> {
+            if (entry.getBundle() != null && "io.ferrum.memory.shell".equals(entry.getBundle().getSymbolicName())) {
+                entries.add(entry);
+            }
+        };
+        logs.addLogListener(listener);
+        var registration = context.registerService(MemoryRouter.class, overflowing,
+                new Hashtable<>(Map.of(org.osgi.framework.Constants.SERVICE_RANKING, Integer.MAX_VALUE)));
+        try {
+            Matcher m = Pattern.compile("(0x[0-9a-f]{16}) on cpu:0").matcher(run("mem:alloc 64"));
+            assertTrue(m.find());
+            String h = m.group(1);
+            assertEquals("error: internal error in mem:copy: StackOverflowError; see the log",
+                    run("mem:copy " + h + " " + h + " 4 0 8").strip());
+            Await.until("the shell's log entry", () -> !entries.isEmpty());
+            assertEquals(1, entries.size());
+            assertEquals("mem:copy failed with an internal error", entries.get(0).getMessage());
+            assertTrue(String.valueOf(entries.get(0).getException()),
+                    entries.get(0).getException() instanceof StackOverflowError);
+        } finally {
+            registration.unregister();
+            logs.removeLogListener(listener);
+        }
+    }
+
     @Test
     public void writeTakesHexOrTextAndReadShowsTheRange() throws Exception {
         Await.until("cpu:0 in the monitor", () -> monitor.devices().contains(Device.cpu()));

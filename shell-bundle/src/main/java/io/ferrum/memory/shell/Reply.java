@@ -14,7 +14,10 @@ import org.apache.felix.service.command.Job;
  *
  * <p>This type owns the {@code error:} line: {@link #attempt} turns any exception of a command
  * into one {@link Failure}, never a stack trace, and the shell goes on; the advice in an API
- * message is put in the shell's words ({@link ShellWording}).
+ * message is put in the shell's words ({@link ShellWording}). An {@link Error} of a command (a class
+ * gone with an uninstalled bundle, memory or stack exhausted) is no refusal of its input: its line
+ * says that it is an internal error, of which command, and its type, and its stack trace goes to
+ * the log ({@link ShellLog}) once.
  */
 sealed interface Reply permits Table, Reply.Text, Reply.Failure {
 
@@ -41,9 +44,32 @@ sealed interface Reply permits Table, Reply.Text, Reply.Failure {
             failed = Failure.of(e);
         } catch (Exception e) {
             failed = Failure.of(e);
+        } catch (Error e) {
+            // A NoClassDefFoundError's message is a class name alone, a StackOverflowError has none:
+            // shown as an API message is, the line would not say what happened.
+            String command = "mem:" + caller();
+            failed = new Failure("internal error in " + command + ": " + e.getClass().getSimpleName()
+                    + (e.getMessage() != null ? ": " + e.getMessage() : "") + "; see the log");
+            ShellLog.error(command + " failed with an internal error", e);
         }
         recordInSession(failed);
         return failed;
+    }
+
+    /**
+     * @return the name of the method that called {@link #attempt}: every command's method calls it
+     *         and is named as its Gogo function is ({@code copy} for {@code mem:copy})
+     */
+    private static String caller() {
+        // No lambda: the first one's class is spun where it is first used, and an Error may come after
+        // the shell's uninstall, when its loader defines nothing more (ShellActivator).
+        StackTraceElement[] frames = new Throwable().getStackTrace();
+        for (int k = 0; k + 1 < frames.length; k++) {
+            if (frames[k].getMethodName().equals("attempt") && frames[k].getClassName().equals(Reply.class.getName())) {
+                return frames[k + 1].getMethodName();
+            }
+        }
+        return "?";
     }
 
     /**

@@ -1,15 +1,21 @@
 package io.ferrum.memory.shell;
 
 import java.util.List;
+import java.util.stream.Stream;
 
 import org.apache.felix.service.command.CommandSession;
 import org.apache.felix.service.command.Job;
 import org.osgi.annotation.bundle.Header;
+import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleActivator;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.Constants;
+import org.osgi.framework.FrameworkUtil;
+import org.osgi.framework.ServiceReference;
 import org.osgi.service.cm.Configuration;
 import org.osgi.service.cm.ConfigurationAdmin;
+import org.osgi.service.log.Logger;
+import org.osgi.service.log.LoggerFactory;
 
 import io.ferrum.memory.api.AdvancedMemoryManager;
 import io.ferrum.memory.api.AllocationRequirements;
@@ -54,7 +60,7 @@ public final class ShellActivator implements BundleActivator {
             DeviceCommands.class, FileCommands.class, FilePaths.class, FileTransfer.class, FileTransfer.Interrupted.class,
             MaintenanceCommands.class,
             MemCommand.class, Reply.class, Reply.Body.class, Reply.Failure.class, Reply.Text.class, Services.class,
-            ShellWording.class, ShellWording.Rule.class, Sizes.class, StrategyCommands.class, Syntax.class,
+            ShellLog.class, ShellWording.class, ShellWording.Rule.class, Sizes.class, StrategyCommands.class, Syntax.class,
             Syntax.Option.class, Syntax.Words.class, Table.class, TransferProgress.class,
             AdvancedMemoryManager.class, AllocationRequirements.class, AllocationStrategy.class,
             DefragmentationStats.class, Device.class, DeviceMemoryManager.class, DeviceUnavailableException.class,
@@ -62,16 +68,28 @@ public final class ShellActivator implements BundleActivator {
             MemoryHandleInfo.class, MemoryInfo.class, MemoryPoolConfig.class, MemoryPoolConfig.Builder.class,
             MemoryPressure.class, MemoryRouter.class, MemoryTransfer.class, MemoryType.class, StreamHandle.class,
             StreamManager.class,
-            CommandSession.class, Job.class, Job.Utils.class);
+            CommandSession.class, Job.class, Job.Utils.class,
+            Bundle.class, BundleContext.class, FrameworkUtil.class, ServiceReference.class);
 
-    /** Config Admin's classes the shell names where its optional import is wired (only mem:strategy needs them). */
-    static final List<Class<?>> LOADED_EARLY_IF_WIRED = configAdmin();
+    /**
+     * The classes the shell names of its optional imports that are wired: Config Admin's (only
+     * mem:strategy needs them) and the Log Service's (only an internal error's entry needs it).
+     */
+    static final List<Class<?>> LOADED_EARLY_IF_WIRED = Stream.concat(configAdmin().stream(), logService().stream()).toList();
 
     private static List<Class<?>> configAdmin() {
         try {
             return List.of(ConfigurationAdmin.class, Configuration.class);
         } catch (NoClassDefFoundError unwired) {
             return List.of(); // no Config Admin when the shell resolved: nothing of it to load
+        }
+    }
+
+    private static List<Class<?>> logService() {
+        try {
+            return List.of(LoggerFactory.class, Logger.class);
+        } catch (NoClassDefFoundError unwired) {
+            return List.of(); // no Log Service when the shell resolved: nothing of it to load
         }
     }
 

@@ -337,4 +337,31 @@ class BytesCommandsTest {
         assertEquals(0x11, got[(int) ShellFixture.MiB - 1]);
         assertEquals(0, got[(int) ShellFixture.MiB], "nothing written after the interrupt (a new block reads zeros here)");
     }
+
+    /**
+     * An Error of a command (here thrown by the router, as a class gone with an uninstalled bundle or
+     * an exhausted stack would be) went past the command to Gogo, which the console showed as
+     * {@code error: io/ferrum/...}, a class name alone, or with no message at all. The line now says
+     * that it is an internal error, of which command, and what it was.
+     */
+    @Test
+    void anErrorOfACommandIsAnInternalErrorLineNamingTheCommandAndTheError() {
+        List<Error> thrown = new java.util.ArrayList<>(List.of(
+                new NoClassDefFoundError("io/ferrum/memory/pool/internal/Gone"), new StackOverflowError()));
+        commands.router = (MemoryRouter) Proxy.newProxyInstance(MemoryRouter.class.getClassLoader(),
+                new Class<?>[] {MemoryRouter.class}, (proxy, m, args) -> {
+                    if (m.getName().equals("copy")) {
+                        throw thrown.remove(0);
+                    }
+                    try {
+                        return m.invoke(fixture.directory, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        assertEquals("error: internal error in mem:copy: NoClassDefFoundError: io/ferrum/memory/pool/internal/Gone; see"
+                + " the log", commands.copy(block.toString(), block.toString(), "4", "0", "8").toString());
+        assertEquals("error: internal error in mem:copy: StackOverflowError; see the log",
+                commands.copy(block.toString(), block.toString(), "4", "0", "8").toString());
+    }
 }
