@@ -6,7 +6,8 @@ import java.util.List;
 /**
  * Splits a script ({@code -c} of the distribution) into the lines the console runs one by one, so
  * that each command's answer is printed and each failure counted, as for piped input. A statement
- * ends at a new line or at a {@code ;} outside quotes ({@code '}, {@code "}) and outside brackets
+ * ends at a line end ({@code \n}, {@code \r\n} or a lone {@code \r}, as piped input's lines end:
+ * {@link InputLines}) or at a {@code ;} outside quotes ({@code '}, {@code "}) and outside brackets
  * ({@code {}}, {@code ()}, {@code []}), where Gogo itself would not split it; outside single quotes
  * a backslash keeps the next character (inside them, as in Gogo, it is itself). A {@code #} that
  * starts a word outside quotes begins a comment to the end of the line, inside a closure too (its
@@ -38,7 +39,7 @@ final class Statements {
             } else if (c == '\'' || c == '"') {
                 quote = c;
             } else if (c == '#' && (cur.isEmpty() || Character.isWhitespace(cur.charAt(cur.length() - 1)))) {
-                while (i + 1 < script.length() && script.charAt(i + 1) != '\n') {
+                while (i + 1 < script.length() && !lineEnd(script.charAt(i + 1))) {
                     i++; // a comment, to the end of the line
                 }
                 continue;
@@ -46,7 +47,7 @@ final class Statements {
                 depth++;
             } else if ((c == '}' || c == ')' || c == ']') && depth > 0) {
                 depth--;
-            } else if ((c == ';' || c == '\n') && depth == 0) {
+            } else if ((c == ';' || lineEnd(c)) && depth == 0) {
                 add(out, cur);
                 continue;
             }
@@ -54,6 +55,11 @@ final class Statements {
         }
         add(out, cur);
         return out;
+    }
+
+    /** A {@code \r\n} ends a statement at its {@code \r}; the {@code \n} then ends a blank one, dropped. */
+    private static boolean lineEnd(char c) {
+        return c == '\n' || c == '\r';
     }
 
     private static void add(List<String> out, StringBuilder cur) {

@@ -14,6 +14,18 @@ class StatementsTest {
                 Statements.split(" mem:devices;h = mem:alloc 1m\n\n ; mem:free $h ;"));
     }
 
+    /**
+     * A line ends at {@code \n}, {@code \r\n} or a lone {@code \r} (an old Mac file's), as piped input's
+     * lines do ({@link InputLines}); a {@code -c} script split only at {@code \n}, so a lone {@code \r}
+     * joined two commands into one, the second taken as the first's argument, and a comment before it
+     * hid the next line's command.
+     */
+    @Test
+    void aLoneCarriageReturnEndsAStatementAndACommentAsANewLineDoes() {
+        assertEquals(List.of("mem:devices", "mem:gc", "mem:pressure"), Statements.split("mem:devices\rmem:gc\r\nmem:pressure\r"));
+        assertEquals(List.of("mem:devices"), Statements.split("# a comment\rmem:devices"));
+    }
+
     @Test
     void keepsSemicolonsInsideQuotesBracketsAndAfterABackslash() {
         assertEquals(List.of("mem:write $h 0 \"a;b\"", "each [1;2] { echo $it; }", "echo 'x;y'", "echo a\\;b"),
