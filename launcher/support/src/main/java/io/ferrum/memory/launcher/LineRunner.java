@@ -188,6 +188,11 @@ final class LineRunner {
         if (m == null) {
             return why.getClass().getSimpleName();
         }
+        if (why instanceof Error) {
+            // Its message alone does not say what happened: a NoClassDefFoundError's is a class name,
+            // an OutOfMemoryError's a limit. (A mem:* command answers its own Errors, in more words.)
+            return why.getClass().getSimpleName() + ": " + m.replaceAll("\\s*\\R\\s*", " ");
+        }
         Matcher wrong = WRONG_CALL.matcher(m);
         if (wrong.matches()) {
             String name = wrong.group(1);

@@ -126,6 +126,32 @@ class LineRunnerTest {
         }
     }
 
+    /**
+     * An Error out of a statement (here the JDK's refusal of a String too long for an array, which
+     * Gogo's reflective call wraps) was shown by its message alone, {@code error: Requested array size
+     * exceeds VM limit}, which does not say that it was an OutOfMemoryError (a NoClassDefFoundError's
+     * message is a class name alone). The line now names its type; the session goes on.
+     */
+    @Test
+    void anErrorOfAStatementIsShownWithItsType() throws Exception {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        org.apache.felix.gogo.runtime.threadio.ThreadIOImpl io = new org.apache.felix.gogo.runtime.threadio.ThreadIOImpl();
+        io.start();
+        try {
+            org.apache.felix.gogo.runtime.CommandProcessorImpl processor = new org.apache.felix.gogo.runtime.CommandProcessorImpl(io);
+            CommandSession session = processor.createSession(new java.io.ByteArrayInputStream(new byte[0]),
+                    new PrintStream(out, true), new PrintStream(err, true));
+            LineRunner runner = new LineRunner(session, new PrintStream(out, true), new PrintStream(err, true), failures -> { },
+                    () -> false);
+            assertEquals(LineRunner.Next.CONTINUE, runner.runLine("x = (\"x\" repeat 2147483647); y = 42"));
+            assertEquals("error: OutOfMemoryError: Requested array size exceeds VM limit", err.toString().strip());
+            assertEquals("42", out.toString().strip(), "the next statement ran");
+        } finally {
+            io.stop();
+        }
+    }
+
     /** @return a session that records the statements it is asked to run and answers nothing */
     private static CommandSession recording(List<String> ran) {
         return (CommandSession) Proxy.newProxyInstance(CommandSession.class.getClassLoader(),
