@@ -8,7 +8,8 @@ import java.util.List;
  * that each command's answer is printed and each failure counted, as for piped input. A statement
  * ends at a line end ({@code \n}, {@code \r\n} or a lone {@code \r}, as piped input's lines end:
  * {@link InputLines}) or at a {@code ;} outside quotes ({@code '}, {@code "}) and outside brackets
- * ({@code {}}, {@code ()}, {@code []}), where Gogo itself would not split it; outside single quotes
+ * ({@code {}}, {@code ()}, {@code []}), where Gogo itself would not split it (inside them a lone
+ * {@code \r} goes to Gogo as a {@code \n}, which ends a statement there); outside single quotes
  * a backslash keeps the next character (inside them, as in Gogo, it is itself). A {@code #} that
  * starts a word outside quotes begins a comment to the end of the line, inside a closure too (its
  * quotes and brackets are not read). Blank statements are dropped.
@@ -50,6 +51,9 @@ final class Statements {
             } else if ((c == ';' || lineEnd(c)) && depth == 0) {
                 add(out, cur);
                 continue;
+            } else if (c == '\r' && (i + 1 == script.length() || script.charAt(i + 1) != '\n')) {
+                // Inside brackets Gogo ends a statement at \n but reads \r as a space: a lone \r is a line end.
+                c = '\n';
             }
             cur.append(c);
         }

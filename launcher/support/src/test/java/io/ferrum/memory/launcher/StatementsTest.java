@@ -26,6 +26,18 @@ class StatementsTest {
         assertEquals(List.of("mem:devices"), Statements.split("# a comment\rmem:devices"));
     }
 
+    /**
+     * Inside a closure the script's statements go to Gogo whole, and Gogo ends a statement there at a
+     * {@code \n} but reads a {@code \r} as a space: {@code f = { mem:strategy<CR>mem:gc }} ran
+     * {@code mem:strategy mem:gc}, refused. A lone {@code \r} there is now passed as a {@code \n}.
+     */
+    @Test
+    void aLoneCarriageReturnInsideAClosureEndsItsStatementThereToo() {
+        assertEquals(List.of("f = { mem:strategy\nmem:gc }", "f"), Statements.split("f = { mem:strategy\rmem:gc }\rf"));
+        assertEquals(List.of("f = { mem:strategy\r\nmem:gc }"), Statements.split("f = { mem:strategy\r\nmem:gc }"));
+        assertEquals(List.of("echo '\r'"), Statements.split("echo '\r'"), "a \\r inside quotes is kept");
+    }
+
     @Test
     void keepsSemicolonsInsideQuotesBracketsAndAfterABackslash() {
         assertEquals(List.of("mem:write $h 0 \"a;b\"", "each [1;2] { echo $it; }", "echo 'x;y'", "echo a\\;b"),
