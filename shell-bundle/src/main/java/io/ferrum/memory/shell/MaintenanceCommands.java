@@ -128,6 +128,12 @@ public final class MaintenanceCommands {
             why = why.getCause();
         }
         String message = why.getMessage() != null ? ShellWording.of(why.getMessage()) : why.getClass().getSimpleName();
+        if (why instanceof Error internal) {
+            // As Reply says an Error of a command: its message alone (a class name) says not what happened.
+            ShellLog.error(doing + " " + d + " failed with an internal error", internal);
+            message = "internal error: " + internal.getClass().getSimpleName()
+                    + (internal.getMessage() != null ? ": " + internal.getMessage() : "") + " (see the log)";
+        }
         return Reply.Failure.counted(doing + " " + d + " failed: " + message + "; the other devices went on").toString();
     }
 

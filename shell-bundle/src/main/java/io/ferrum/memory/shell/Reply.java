@@ -38,22 +38,29 @@ sealed interface Reply permits Table, Reply.Text, Reply.Failure {
         try {
             return body.run();
         } catch (CompletionException e) {
-            failed = Failure.of(e.getCause() != null ? e.getCause() : e);
+            // An asynchronous call's failure (a defragmentation's): an Error there is one as well.
+            failed = e.getCause() instanceof Error inside ? internal(inside) : Failure.of(e.getCause() != null ? e.getCause() : e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             failed = Failure.of(e);
         } catch (Exception e) {
             failed = Failure.of(e);
         } catch (Error e) {
-            // A NoClassDefFoundError's message is a class name alone, a StackOverflowError has none:
-            // shown as an API message is, the line would not say what happened.
-            String command = "mem:" + caller();
-            failed = new Failure("internal error in " + command + ": " + e.getClass().getSimpleName()
-                    + (e.getMessage() != null ? ": " + e.getMessage() : "") + "; see the log");
-            ShellLog.error(command + " failed with an internal error", e);
+            failed = internal(e);
         }
         recordInSession(failed);
         return failed;
+    }
+
+    /**
+     * A NoClassDefFoundError's message is a class name alone, a StackOverflowError has none: shown as
+     * an API message is, the line would not say what happened.
+     */
+    private static Failure internal(Error e) {
+        String command = "mem:" + caller();
+        ShellLog.error(command + " failed with an internal error", e);
+        return new Failure("internal error in " + command + ": " + e.getClass().getSimpleName()
+                + (e.getMessage() != null ? ": " + e.getMessage() : "") + "; see the log");
     }
 
     /**

@@ -10,6 +10,7 @@ import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
@@ -146,6 +147,49 @@ class MaintenanceCommandsTest {
         assertEquals(2, all.size(), all.toString());
         assertTrue(all.get(0).startsWith("cpu:0: moved 0 blocks") && all.get(1).startsWith("cpu:1: moved 3 blocks"),
                 all.toString());
+    }
+
+    /**
+     * An Error of an asynchronous call reaches the command inside a CompletionException: it was shown
+     * by its message alone, {@code error: io/ferrum/...}, a class name, and among the lines of
+     * mem:gc and mem:defrag of every device as {@code Collecting cpu:0 failed: io/ferrum/...}. It is
+     * an internal error as one thrown directly is.
+     */
+    @Test
+    void anErrorOfADefragmentationIsAnInternalErrorLineOfItsDevice() {
+        DeviceMemoryManager failing = (DeviceMemoryManager) java.lang.reflect.Proxy.newProxyInstance(
+                DeviceMemoryManager.class.getClassLoader(), new Class<?>[] {DeviceMemoryManager.class}, (proxy, m, args) -> {
+                    if (m.getName().equals("defragment")) {
+                        return java.util.concurrent.CompletableFuture.failedFuture(
+                                new NoClassDefFoundError("io/ferrum/memory/pool/internal/Gone"));
+                    }
+                    try {
+                        return m.invoke(fixture.cpu0, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        commands.monitor = (io.ferrum.memory.api.GlobalMemoryMonitor) java.lang.reflect.Proxy.newProxyInstance(
+                io.ferrum.memory.api.GlobalMemoryMonitor.class.getClassLoader(),
+                new Class<?>[] {io.ferrum.memory.api.GlobalMemoryMonitor.class}, (proxy, m, args) -> {
+                    if (m.getName().equals("manager") && ShellFixture.CPU0.equals(args[0])) {
+                        return java.util.Optional.of(failing);
+                    }
+                    try {
+                        return m.invoke(fixture.directory, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        assertEquals("error: internal error in mem:defrag: NoClassDefFoundError: io/ferrum/memory/pool/internal/Gone;"
+                + " see the log", commands.defrag("cpu:0").toString());
+        String gone = "error: Collecting cpu:0 failed: internal error: NoClassDefFoundError:"
+                + " io/ferrum/memory/pool/internal/Gone (see the log); the other devices went on";
+        List<String> all = lines(commands.gc());
+        assertEquals(gone, all.get(0), all.toString());
+        assertTrue(all.get(1).startsWith("cpu:1: moved"), all.toString());
+        all = lines(commands.defrag());
+        assertEquals(gone.replace("Collecting", "Defragmenting"), all.get(0), all.toString());
     }
 
     @Test
