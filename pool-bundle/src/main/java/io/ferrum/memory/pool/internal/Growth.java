@@ -87,16 +87,7 @@ final class Growth {
                 failure = checks.deviceFull(account.held(), account.reserved());
             } else {
                 try {
-                    DeviceChunk c = upstream.reserve(size, pool.type);
-                    if (zeroOnFree) {
-                        try {
-                            upstream.fill(c, 0, c.size(), (byte) 0);
-                        } catch (RuntimeException | Error e) {
-                            upstream.release(c);
-                            throw e;
-                        }
-                    }
-                    chunk = c;
+                    chunk = reserveChunk(size, pool.type);
                 } catch (OutOfDeviceMemoryException e) {
                     failure = Checks.chunkRefused(size, e);
                 } catch (LinkageError e) {
@@ -233,16 +224,7 @@ final class Growth {
                         caches.reportedUsed(account));
             }
             try {
-                DeviceChunk c = upstream.reserve(size, pool.type);
-                if (zeroOnFree) {
-                    try {
-                        upstream.fill(c, 0, c.size(), (byte) 0);
-                    } catch (RuntimeException | Error e) {
-                        upstream.release(c);
-                        throw e;
-                    }
-                }
-                chunk = c;
+                chunk = reserveChunk(size, pool.type);
             } catch (OutOfDeviceMemoryException e) {
                 throw checks.preAllocationFailed(bytes, pool.type, Checks.chunkRefused(size, e),
                         caches.reportedUsed(account));
@@ -284,6 +266,23 @@ final class Growth {
         } finally {
             lifecycle.leaveLocking(pool); // whatever the release throws: a close waits for this work
         }
+    }
+
+    /**
+     * A chunk of {@code size} bytes from the upstream, cleared under zeroing on free (a pool's free
+     * bytes are zero then); a chunk that could not be cleared goes back.
+     */
+    private DeviceChunk reserveChunk(long size, MemoryType type) {
+        DeviceChunk c = upstream.reserve(size, type);
+        if (zeroOnFree) {
+            try {
+                upstream.fill(c, 0, c.size(), (byte) 0);
+            } catch (RuntimeException | Error e) {
+                upstream.release(c);
+                throw e;
+            }
+        }
+        return c;
     }
 
     /** @return the chunk as host memory, or null when the CPU cannot address it (then views stage through copies) */
