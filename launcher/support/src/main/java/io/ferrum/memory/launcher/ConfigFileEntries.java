@@ -10,9 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Pattern;
 
-import javax.xml.parsers.ParserConfigurationException;
 import javax.xml.parsers.SAXParser;
-import javax.xml.parsers.SAXParserFactory;
 
 import org.xml.sax.Attributes;
 import org.xml.sax.SAXException;
@@ -163,17 +161,7 @@ final class ConfigFileEntries {
 
     /** @return the entries of a file of Java's XML properties, as {@code Properties.loadFromXML} reads them */
     private static List<Entry> xml(Path file) throws IOException {
-        SAXParserFactory f = SAXParserFactory.newDefaultInstance();
-        SAXParser parser;
-        try {
-            // As PidUsers reads XML: no external entity or DTD is fetched (properties.dtd is a URL).
-            f.setFeature("http://xml.org/sax/features/external-general-entities", false);
-            f.setFeature("http://xml.org/sax/features/external-parameter-entities", false);
-            f.setFeature("http://apache.org/xml/features/nonvalidating/load-external-dtd", false);
-            parser = f.newSAXParser();
-        } catch (ParserConfigurationException | SAXException cannotBe) {
-            throw new IllegalStateException("the JDK's SAX parser has these features", cannotBe);
-        }
+        SAXParser parser = SaxParsers.withoutExternalEntities(false);
         List<Entry> entries = new ArrayList<>();
         try (InputStream in = Files.newInputStream(file)) {
             parser.parse(in, new DefaultHandler() {

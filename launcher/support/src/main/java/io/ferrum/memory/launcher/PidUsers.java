@@ -11,9 +11,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 
-import javax.xml.parsers.ParserConfigurationException;
 import javax.xml.parsers.SAXParser;
-import javax.xml.parsers.SAXParserFactory;
 
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
@@ -126,17 +124,7 @@ final class PidUsers {
     static List<String> componentPids(InputStream xml) throws IOException, SAXException {
         // SAX, as SCR reads them: internal entities expanded, no external one read. Not StAX: the JDK's
         // prints "[Fatal Error] ..." on standard error for bytes not valid in the document's encoding.
-        SAXParserFactory f = SAXParserFactory.newDefaultInstance();
-        f.setNamespaceAware(true);
-        SAXParser parser;
-        try {
-            f.setFeature("http://xml.org/sax/features/external-general-entities", false);
-            f.setFeature("http://xml.org/sax/features/external-parameter-entities", false);
-            f.setFeature("http://apache.org/xml/features/nonvalidating/load-external-dtd", false);
-            parser = f.newSAXParser();
-        } catch (ParserConfigurationException cannotBe) {
-            throw new IllegalStateException("the JDK's SAX parser has these features", cannotBe);
-        }
+        SAXParser parser = SaxParsers.withoutExternalEntities(true);
         List<String> pids = new ArrayList<>();
         parser.parse(xml, new DefaultHandler() {
             private int depth;
