@@ -70,7 +70,11 @@ class DistributionIT {
         private final Thread reader;
 
         Session(Path dir) throws IOException {
-            process = java(dir).start();
+            this(java(dir));
+        }
+
+        Session(ProcessBuilder command) throws IOException {
+            process = command.start();
             in = process.getOutputStream();
             InputStream stdout = process.getInputStream();
             reader = new Thread(() -> {
@@ -821,6 +825,31 @@ class DistributionIT {
             Files.move(dir.resolve("t1.cfg"), folder, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
             assertTrue(s.until("mem:devices", "cpu:1").contains("64.0 MiB"), s.output());
             assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
+     * FileInstall kept its temporary folder ({@code fileinstall-<random>}, where it packs a folder named
+     * as a file, one for each watched folder) in {@code java.io.tmpdir}, to be deleted at exit only if
+     * empty: a folder packed there when the process was stopped by a signal (its jar is deleted only when
+     * FileInstall stops), or a process killed, left it behind for good (some 90 in /tmp). A run now
+     * leaves nothing in {@code java.io.tmpdir} but JCuda's natives, which it extracts there once and reuses.
+     */
+    @Test
+    void aRunLeavesNothingOfFileInstallsInTheTemporaryFolder() throws Exception {
+        Path dir = freshDir("tmpdir-of-a-run");
+        Path tmp = freshDir("tmpdir-of-a-run-java-io-tmpdir");
+        Path folder = Files.createDirectories(dir.resolve("config").resolve("io.ferrum.memory.cpu.device-t1.cfg"));
+        Files.writeString(folder.resolve("inner.cfg"), "index=1\ncapacity=64m\n");
+        ProcessBuilder command = java(dir);
+        command.command().add(1, "-Djava.io.tmpdir=" + tmp);
+        try (Session s = new Session(command)) {
+            s.until("log 50 error", folder + " is a folder");
+            s.process.destroy(); // SIGTERM, as a service manager stops it: the JVM's shutdown hooks run
+            assertTrue(s.process.waitFor(WAIT_MS, TimeUnit.MILLISECONDS), s.output());
+        }
+        try (Stream<Path> left = Files.list(tmp)) {
+            assertEquals(List.of(), left.map(p -> p.getFileName().toString()).filter(n -> !n.startsWith("libJCuda")).toList());
         }
     }
 

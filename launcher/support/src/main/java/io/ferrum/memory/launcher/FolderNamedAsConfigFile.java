@@ -17,7 +17,8 @@ import org.osgi.service.log.LoggerFactory;
  * Says why a folder in a watched folder named as a configuration file ({@code
  * config/io.ferrum.memory.cpu.device-t1.cfg/}, a file replaced by a folder, a copy gone wrong)
  * configures nothing. FileInstall packs such a folder into a jar of its own temporary folder
- * ({@code .../fileinstall-N/io.ferrum.memory.cpu.device-t1.cfg.jar}) and asks its installers about that
+ * ({@code tmp/io.ferrum.memory.cpu.device-t1.cfg.jar} in the distribution, {@code felix.fileinstall.tmpdir})
+ * and asks its installers about that
  * jar, which none takes: it says nothing at any log level. This installer claims exactly those jars,
  * and logs one error line for each version of the folder (FileInstall then installs the folder's own path).
  *
