@@ -854,6 +854,27 @@ class DistributionIT {
     }
 
     /**
+     * A configuration file of hundreds of MiB (here a sparse one of 256 MiB, which reads as NULs):
+     * FileInstall's reader read it whole into memory, and the distribution's checks after it, without a
+     * word. It is now refused in one error line naming its size, and nothing reads it.
+     */
+    @Test
+    void aConfigFileAboveFourMibIsRefusedNamingItsSize() throws Exception {
+        Path dir = freshDir("config-file-above-4-mib");
+        Path big = Files.createDirectories(dir.resolve("config")).resolve("io.ferrum.memory.cpu.device-big.cfg");
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(big.toFile(), "rw")) {
+            f.setLength(256L << 20);
+        }
+        try (Session s = new Session(dir)) {
+            String error = s.until("log 50 error", big + " is 256.0 MiB");
+            assertTrue(error.contains(big + " is 256.0 MiB (268435456 bytes), more than the 4 MiB a configuration file may be:"
+                    + " FileInstall would read it whole into memory, so no configuration is made of it; keep a configuration"
+                    + " in a file of 4 MiB at most"), error);
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
      * A file named (a PID nothing designates, a byte order mark), deleted, and saved again as it was
      * (a deployment that copies config/ anew): each warning was given once per file name for the
      * whole run, so the file saved again configured nothing without a word. A file is named again

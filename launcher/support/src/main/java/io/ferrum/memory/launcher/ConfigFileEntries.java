@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.regex.Pattern;
 
 import javax.xml.parsers.SAXParser;
@@ -35,11 +36,34 @@ final class ConfigFileEntries {
     record Entry(String key, String value) {
     }
 
+    /**
+     * The largest file read, 4 MiB: a configuration is a few lines, and a larger file (a log or a dump
+     * saved into config/ by mistake) would be held whole in memory, by FileInstall's reader as by this one.
+     */
+    static final long MAX_BYTES = 4L << 20;
+
     private ConfigFileEntries() {
     }
 
-    /** @return the keys of {@code file} with their values, in the order of the file, a key given twice twice */
+    /**
+     * @return what is wrong with the size of {@code file} ({@code "is 256.0 MiB (268435456 bytes), more than
+     *         ..."}), or null when it is {@link #MAX_BYTES} or less
+     */
+    static String tooLarge(Path file) throws IOException {
+        long size = Files.size(file);
+        return size <= MAX_BYTES ? null : String.format(Locale.ROOT, "is %.1f MiB (%d bytes), more than the %d MiB"
+                + " a configuration file may be", size / (double) (1 << 20), size, MAX_BYTES >> 20);
+    }
+
+    /**
+     * @return the keys of {@code file} with their values, in the order of the file, a key given twice twice
+     * @throws IOException when it cannot be read, or is larger than {@link #MAX_BYTES}, which is not read
+     */
     static List<Entry> read(Path file) throws IOException {
+        String tooLarge = tooLarge(file);
+        if (tooLarge != null) {
+            throw new IOException(file + " " + tooLarge);
+        }
         if (isXml(file)) {
             return xml(file);
         }

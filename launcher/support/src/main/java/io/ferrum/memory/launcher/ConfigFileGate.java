@@ -39,6 +39,8 @@ import org.osgi.util.tracker.ServiceTracker;
  * <li>a typed value that its type cannot take ({@code index=I"abc"} in a file whose values are all typed,
  * which FileInstall reads in the typed format): its reader threw NumberFormatException, naming neither
  * the key nor the file's fate;
+ * <li>a file larger than {@link ConfigFileEntries#MAX_BYTES} (a log saved there by mistake), which
+ * FileInstall's reader read whole into memory, and this one after it;
  * <li>anything else FileInstall's installer throws on the file, in its own words.
  * </ul>
  * A new file so refused makes no configuration, an edited one leaves the configuration made of it before
@@ -144,13 +146,19 @@ final class ConfigFileGate implements ArtifactInstaller {
     }
 
     /**
-     * @return whether {@code artifact} gives keys that differ only in case or a typed value its type
-     *         cannot take, which is then logged
+     * @return whether {@code artifact} is larger than {@link ConfigFileEntries#MAX_BYTES}, gives keys that
+     *         differ only in case or a typed value its type cannot take, which is then logged
      */
     private boolean refused(File artifact) {
         File file = artifact.getAbsoluteFile();
         List<ConfigFileEntries.Entry> entries;
         try {
+            String tooLarge = ConfigFileEntries.tooLarge(file.toPath());
+            if (tooLarge != null) {
+                refuse(file, tooLarge + ": FileInstall would read it whole into memory,",
+                        "keep a configuration in a file of " + (ConfigFileEntries.MAX_BYTES >> 20) + " MiB at most");
+                return true;
+            }
             entries = ConfigFileEntries.read(file.toPath());
         } catch (IOException | RuntimeException unreadable) {
             return false; // FileInstall's installer reads it, and what it throws is said (applyOrSay)

@@ -1,7 +1,10 @@
 package io.ferrum.memory.launcher;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import java.io.IOException;
+import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,6 +30,26 @@ class ConfigFileGateTest {
         Path file = Files.writeString(dir.resolve("io.ferrum.memory.cpu.cfg"), "capacity=1g\ncapacity=2g\n",
                 StandardCharsets.ISO_8859_1);
         assertEquals(List.of(), ConfigFileGate.clashes(file));
+    }
+
+    /**
+     * A file above 4 MiB (a log saved into config/ by mistake; here a sparse file, which reads as NULs) is
+     * not read, as it was whole, however large: its size is said instead. One of 4 MiB is read.
+     */
+    @Test
+    void aFileLargerThanFourMibIsNotRead() throws Exception {
+        Path file = sparse("io.ferrum.memory.cpu.cfg", (4L << 20) + 1);
+        IOException e = assertThrows(IOException.class, () -> ConfigFileEntries.read(file));
+        assertEquals(file + " is 4.0 MiB (4194305 bytes), more than the 4 MiB a configuration file may be", e.getMessage());
+        assertEquals(1, ConfigFileEntries.read(sparse("io.ferrum.memory.cuda.cfg", 4L << 20)).size(), "one key of NULs");
+    }
+
+    private Path sparse(String name, long size) throws IOException {
+        Path file = dir.resolve(name);
+        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
+            f.setLength(size);
+        }
+        return file;
     }
 
     /** What FileInstall's typed reader throws on is found before it reads the file, with its key. */
