@@ -53,6 +53,68 @@ class EngineCloseTest extends EngineTestSupport {
         assertTrue(m.handleInfo(h).isEmpty());
     }
 
+    /**
+     * An upstream whose next release throws an Error after giving the chunk back: a backend whose
+     * classes went away under a bundle refresh (a LinkageError) fails so.
+     */
+    private static DeviceUpstream failingNextRelease(ArenaUpstream up, java.util.concurrent.atomic.AtomicBoolean fail) {
+        return new ForwardingUpstream(up) {
+            @Override
+            public void release(DeviceChunk c) {
+                real.release(c);
+                if (fail.getAndSet(false)) {
+                    throw new NoClassDefFoundError("test: the backend's classes went away");
+                }
+            }
+        };
+    }
+
+    /**
+     * An Error out of one chunk's release (only RuntimeException was caught) skipped the other
+     * chunks and aborted the close: the upstream never closed and their native bytes stayed held.
+     */
+    @Test
+    void anErrorReleasingOneChunkStillReleasesTheOthersAndClosesTheUpstream() {
+        ArenaUpstream up = new ArenaUpstream(64 * MiB);
+        java.util.concurrent.atomic.AtomicBoolean fail = new java.util.concurrent.atomic.AtomicBoolean();
+        PooledMemoryManager m = PooledMemoryManager.create(failingNextRelease(up, fail), config(pool(MiB, MiB)),
+                PoolSettings.defaults().withThreadCache(0), null);
+        m.allocate(3000, CPU);
+        m.allocate(5000, MemoryType.CACHE, CPU);
+        m.allocate(2 * MiB, CPU); // a second chunk of GENERAL
+        fail.set(true);
+        NoClassDefFoundError e = assertThrows(NoClassDefFoundError.class, m::close, "the Error reaches the caller");
+        assertEquals(0, e.getSuppressed().length);
+        assertEquals(0, up.liveBytes(), "every chunk went back to the upstream");
+        assertTrue(up.closed, "the close finished and closed the upstream");
+        assertTrue(m.isClosed());
+        m.close();
+    }
+
+    /**
+     * The same on a trim: the chunks after the failing one were taken from the pool but never
+     * released, and the failing one's capacity stayed booked: the device looked full for good.
+     */
+    @Test
+    void anErrorReleasingOneChunkOnATrimStillReleasesAndUnbooksEveryChunk() {
+        ArenaUpstream up = new ArenaUpstream(4 * MiB);
+        java.util.concurrent.atomic.AtomicBoolean fail = new java.util.concurrent.atomic.AtomicBoolean();
+        PooledMemoryManager m = PooledMemoryManager.create(failingNextRelease(up, fail), config(pool(MiB, MiB)),
+                PoolSettings.defaults().withThreadCache(0), null);
+        toClose.add(m);
+        List<MemoryHandle> hs = new java.util.ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            hs.add(m.allocate(768 * KiB, CPU)); // one 1 MiB chunk each: the whole device
+        }
+        hs.forEach(m::deallocate);
+        fail.set(true);
+        assertThrows(NoClassDefFoundError.class, m::trim, "the Error reaches the caller");
+        assertEquals(0, up.liveBytes(), "every empty chunk went back to the upstream");
+        for (int i = 0; i < 4; i++) {
+            m.allocate(768 * KiB, CPU); // the device's whole capacity is bookable again
+        }
+    }
+
     @Test
     void theAllocationClockThreadRunsOnlyWhileAManagerIsOpen() throws Exception {
         java.time.Instant created = java.time.Instant.now();

@@ -122,25 +122,54 @@ final class Lifecycle {
         releaseDeferred(release);
     }
 
-    /** Outside the locks: releases what {@link #leave} handed over and ends the close when it was the last. */
+    /**
+     * Outside the locks: releases what {@link #leave} handed over and ends the close when it was the
+     * last, whatever the release throws.
+     */
     void releaseDeferred(List<DeviceChunk> chunks) {
         if (chunks == null) {
             return;
         }
-        releaseChunks(chunks);
-        finishClose();
+        try {
+            releaseChunks(chunks);
+        } finally {
+            finishClose();
+        }
     }
 
-    /** Outside the locks: gives chunks back to the upstream and their capacity to the account. */
+    /**
+     * Outside the locks: gives chunks back to the upstream and their capacity to the account, every
+     * one of them whatever a release throws. A RuntimeException is logged; an Error (a backend whose
+     * classes went away under a refresh: a LinkageError) is thrown once all went, the first one, any
+     * later ones suppressed by it.
+     */
     void releaseChunks(List<DeviceChunk> chunks) {
+        Error failed = null;
         for (DeviceChunk c : chunks) {
             try {
                 upstream.release(c);
             } catch (RuntimeException e) {
                 log.warn(device + ": releasing a chunk of " + c.size() + " bytes failed", e);
+            } catch (Error e) {
+                failed = firstOf(failed, e);
+            } finally {
+                account.unbook(c.size());
             }
-            account.unbook(c.size());
         }
+        if (failed != null) {
+            throw failed;
+        }
+    }
+
+    /** @return {@code first}, suppressing {@code next}; or {@code next} when there was none before */
+    private static Error firstOf(Error first, Error next) {
+        if (first == null) {
+            return next;
+        }
+        if (first != next) {
+            first.addSuppressed(next);
+        }
+        return first;
     }
 
     /** @return true if this call closed the manager; false if it was closed already */
@@ -233,6 +262,8 @@ final class Lifecycle {
      * @param decidedUnused a conditional close found no named block under every pool's lock: a block
      *                      named now was named outside the locks after that look, and its owner is
      *                      refused ({@link #admits}), so it is no allocation to report
+     * @throws Error the first an upstream's release threw ({@link #releaseChunks}), once the rest of
+     *         this close is done
      */
     void closePools(HandleTable handles, boolean decidedUnused) {
         LeakReport leaks = new LeakReport(device);
@@ -304,7 +335,12 @@ final class Lifecycle {
         if (!kept.isEmpty()) {
             keptAliases = kept;
         }
-        releaseChunks(chunks);
+        Error failed = null;
+        try {
+            releaseChunks(chunks);
+        } catch (Error e) {
+            failed = e; // every chunk went: the close goes on, and its caller hears of it at the end
+        }
         endAliases(aliased);
         if (stuck > 0) {
             log.warn(device + ": closed while native operations still used " + stuck + " mapped views;"
@@ -316,6 +352,9 @@ final class Lifecycle {
                     + " that memory is released when the last of them ends", null);
         }
         leaks.tell(log);
+        if (failed != null) {
+            throw failed;
+        }
     }
 
     /** Under the pool's lock: waits up to the close's limit for the pool's in-flight work to end. */
@@ -340,6 +379,7 @@ final class Lifecycle {
      * where those views close (and no copy runs on them any more).
      */
     void retryClose() {
+        Error failed = null;
         for (Pool pool : pools) {
             List<DeviceChunk> release = null;
             pool.acquire();
@@ -348,7 +388,14 @@ final class Lifecycle {
             } finally {
                 pool.lock.unlock();
             }
-            releaseDeferred(release);
+            try {
+                releaseDeferred(release);
+            } catch (Error e) {
+                failed = firstOf(failed, e); // the other pools are released all the same
+            }
+        }
+        if (failed != null) {
+            throw failed;
         }
     }
 

@@ -714,12 +714,16 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         caches.close();
         // Aliases this manager issued for peers' blocks die with it: their memory is not named forever.
         issuedAliases.dropAll();
-        lifecycle.closePools(handles, decidedUnused);
-        if (ownsStreams) {
-            streams.close();
+        try {
+            // Throws an Error of the upstream's releases only once every chunk went: the close finishes.
+            lifecycle.closePools(handles, decidedUnused);
+        } finally {
+            if (ownsStreams) {
+                streams.close();
+            }
+            pressure.reset();
+            lifecycle.finishClose();
         }
-        pressure.reset();
-        lifecycle.finishClose();
     }
 
     @Override
