@@ -314,6 +314,43 @@ class LiveEditRacesTest extends RaceHarness {
     }
 
     /**
+     * A close that lands once the pools took the edit, before its lower limit's trim: the trim found
+     * the pool closed and the edit threw "unavailable", though it had applied (configurePools
+     * promises that a throw changed no pool). The edit answers; the close gives back every chunk.
+     */
+    @Test
+    void aCloseAfterTheEditWasTakenDoesNotMakeItThrow() throws Exception {
+        HookedUpstream up = new HookedUpstream(CPU, 64 * MiB);
+        PooledMemoryManager m = manager(up, PoolSettings.defaults());
+        m.allocate(KiB, CPU); // the pool's first chunk: 1 MiB
+        Pause reserve = up.pauseNext(Call.RESERVE);
+        MemoryPoolConfig next = pool(2 * MiB, MiB, 256).toBuilder().maxSize(2 * MiB).preAllocate(true).build();
+        CompletableFuture<Void> edit = start("edit", () -> {
+            m.configurePool(CPU, MemoryType.GENERAL, next);
+            return null;
+        });
+        reserve.awaitArrival(); // the edit asks the device for the 1 MiB the pool lacks
+        Pause release;
+        try {
+            m.allocate(MiB, CPU); // grows the pool to 2 MiB: the edit's chunk no longer fits, and is not needed
+            release = up.pauseNext(Call.RELEASE);
+        } finally {
+            reserve.release();
+        }
+        release.awaitArrival(); // the pool took the edit; the edit gives its chunk back
+        CompletableFuture<Void> close = start("close", () -> {
+            m.close();
+            return null;
+        });
+        awaitParkedIn(threads.getLast(), "Lifecycle", "awaitIdle"); // the pool is closed
+        release.release();
+        edit.get(30, TimeUnit.SECONDS);
+        close.get(30, TimeUnit.SECONDS);
+        assertTrue(up.closed, "the upstream closed");
+        assertEquals(0, up.liveBytes(), "every chunk went back");
+    }
+
+    /**
      * As above, the other way: a trim while the edit asked the device gave back an empty chunk the
      * edit had counted on, and the pool held 3 MiB under a configuration that pre-allocates 4 MiB.
      */

@@ -72,7 +72,8 @@ final class Maintenance implements OutOfMemoryHook {
 
     /**
      * Gives back {@code pool}'s empty chunks (beyond the initial size it pre-allocates) if it holds
-     * more than {@code above} bytes; the caller drained the caches.
+     * more than {@code above} bytes; the caller drained the caches. A closed pool gives back nothing
+     * here: its close gives back every chunk.
      *
      * @return bytes given back to the upstream
      */
@@ -81,7 +82,7 @@ final class Maintenance implements OutOfMemoryHook {
         pool.acquire();
         try {
             if (pool.closed) {
-                throw checks.closed();
+                return 0;
             }
             if (pool.reserved <= above) {
                 return 0;

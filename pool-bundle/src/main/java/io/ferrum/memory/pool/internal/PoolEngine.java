@@ -427,7 +427,9 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
      *       back could not be taken back as it was had a later pool refused.</li>
      * </ol>
      * A refusal gives back the chunks reserved for the edit and changes nothing else. An edit that
-     * needs the room a lower limit would free is refused.
+     * needs the room a lower limit would free is refused. A close that lands once the pools took the
+     * edit refuses nothing: the edit applied, and the close gives back every chunk, those a lower
+     * limit would have given back too.
      */
     private void edit(MemoryType[] types, MemoryPoolConfig[] cfgs) {
         DeviceChunk[] reservedFor = new DeviceChunk[types.length];
