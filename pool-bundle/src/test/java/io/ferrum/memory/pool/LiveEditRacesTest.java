@@ -314,6 +314,73 @@ class LiveEditRacesTest extends RaceHarness {
     }
 
     /**
+     * A new chunk's host view ({@code upstream.hostSegment}) was asked for under the pool's lock by a
+     * growth, and under every pool's lock by a live edit's pre-allocation: a backend whose
+     * hostSegment is slow, or calls back into the manager from another thread, stalled or deadlocked
+     * every allocation of the device. Both now ask for it with the chunk, before the locks.
+     */
+    @Test
+    void aNewChunksHostViewIsAskedForOutsideThePoolsLocks() throws Exception {
+        HookedUpstream hooked = new HookedUpstream(CPU, 64 * MiB);
+        java.util.concurrent.atomic.AtomicReference<ReentrantLock> lock = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.List<String> underLock = new java.util.concurrent.CopyOnWriteArrayList<>();
+        DeviceUpstream up = new ForwardingUpstream(hooked) {
+            @Override
+            public java.util.Optional<java.lang.foreign.MemorySegment> hostSegment(DeviceChunk c) {
+                ReentrantLock l = lock.get();
+                if (l != null && l.isHeldByCurrentThread()) {
+                    underLock.add(java.util.Arrays.stream(Thread.currentThread().getStackTrace())
+                            .filter(f -> f.getClassName().contains(".pool.internal."))
+                            .limit(3).map(f -> f.getMethodName()).toList().toString());
+                }
+                return real.hostSegment(c);
+            }
+        };
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults(), null);
+        lock.set(poolLock(m, MemoryType.GENERAL));
+        m.allocate(KiB, CPU); // a growth
+        m.configurePool(CPU, MemoryType.GENERAL, pool(4 * MiB, MiB, 256).toBuilder().preAllocate(true).build());
+        assertEquals(4 * MiB, m.reservedByType().get(MemoryType.GENERAL), "the edit pre-allocated");
+        assertEquals(java.util.List.of(), underLock, "hostSegment called under the GENERAL pool's lock");
+    }
+
+    /**
+     * An Error out of a new chunk's host view (a backend whose classes went away under a refresh),
+     * asked for under the pool's lock at the end of a growth, skipped the end of the growth's
+     * in-flight work and the chunk's adding: the chunk stayed held and the upstream never closed. A
+     * chunk whose view fails so now goes back, and the growth fails as the backend's gone.
+     */
+    @Test
+    void anErrorOutOfANewChunksHostViewGivesTheChunkBack() throws Exception {
+        HookedUpstream hooked = new HookedUpstream(CPU, 64 * MiB);
+        java.util.concurrent.atomic.AtomicBoolean fail = new java.util.concurrent.atomic.AtomicBoolean(true);
+        DeviceUpstream up = new ForwardingUpstream(hooked) {
+            @Override
+            public java.util.Optional<java.lang.foreign.MemorySegment> hostSegment(DeviceChunk c) {
+                if (fail.getAndSet(false)) {
+                    throw new NoClassDefFoundError("test: the backend's classes went away");
+                }
+                return real.hostSegment(c);
+            }
+        };
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults(), null);
+        Throwable e = assertThrows(Throwable.class, () -> m.allocate(KiB, CPU));
+        CompletableFuture<Void> close = start("close", () -> {
+            m.close();
+            return null;
+        });
+        Thread closing = threads.getLast();
+        awaitParkedInOrDone(closing, "Lifecycle", "awaitIdle", close);
+        if (!close.isDone()) {
+            closing.interrupt(); // waits for work that never ends: the close leaves the pool to it
+        }
+        close.get(30, TimeUnit.SECONDS);
+        assertEquals(0, hooked.liveBytes(), "every chunk went back");
+        assertTrue(hooked.closed, "the upstream closed: no work was left on the pool");
+        assertInstanceOf(DeviceUnavailableException.class, e, e.toString());
+    }
+
+    /**
      * A close that lands once the pools took the edit, before its lower limit's trim: the trim found
      * the pool closed and the edit threw "unavailable", though it had applied (configurePools
      * promises that a throw changed no pool). The edit answers; the close gives back every chunk.

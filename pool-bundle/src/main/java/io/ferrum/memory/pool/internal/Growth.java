@@ -19,7 +19,7 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * threads' first allocations would reserve four); else plan the chunk within the pool's limit, book
  * it as pending and count the growth as in-flight work. 2. Outside the lock: book the chunk in the
  * {@link DeviceAccount} (shrinking towards what the block needs if that is all the device has),
- * reserve it from the upstream, clear it under zeroing on free. 3. Under the lock again: add the
+ * reserve it from the upstream, clear it under zeroing on free, ask for its host view. 3. Under the lock again: add the
  * chunk (even to a closed pool: the close releases it, now or when this work ends) unless an edit
  * lowered the pool's limit meanwhile below it (then it goes back, and the allocation carves and
  * grows again under the new limit), unbook the pending size, wake the waiters, leave the in-flight
@@ -40,6 +40,15 @@ final class Growth {
     private final boolean zeroOnFree;
     /** For the used bytes a refusal reports: the figures', blocks in thread caches left out. */
     private final ThreadCaches caches;
+
+    /**
+     * A chunk new from the upstream and its host view ({@link DeviceUpstream#hostSegment}), asked for
+     * with the chunk outside the pools' locks: a backend's may be slow, or call back.
+     *
+     * @param host the chunk as host memory, or null when the CPU cannot address it
+     */
+    record Reserved(DeviceChunk chunk, MemorySegment host) {
+    }
 
     Growth(DeviceUpstream upstream, DeviceAccount account, Checks checks, Lifecycle lifecycle, ThreadCaches caches,
            boolean zeroOnFree) {
@@ -79,7 +88,7 @@ final class Growth {
         } finally {
             pool.lock.unlock();
         }
-        DeviceChunk chunk = null;
+        Reserved chunk = null;
         String failure = null;
         try {
             long size = account.book(planned, needed);
@@ -105,14 +114,14 @@ final class Growth {
             pool.acquire();
             try {
                 pool.pending -= planned;
-                if (chunk != null && !pool.closed && pool.reserved + chunk.size() > pool.limit()) {
+                if (chunk != null && !pool.closed && pool.reserved + chunk.chunk().size() > pool.limit()) {
                     // An edit lowered the pool's limit while the device was asked: planned under the old
                     // one, the chunk would take the pool above the new one, and its block the used bytes
                     // above what the edit's check vouched for. It goes back; the allocation carves and
                     // grows again under the new limit (a smaller chunk may fit it: no refusal here).
-                    beyondLimit = chunk;
+                    beyondLimit = chunk.chunk();
                 } else if (chunk != null) {
-                    pool.addChunk(chunk, hostView(chunk));
+                    pool.addChunk(chunk.chunk(), chunk.host());
                 }
                 pool.grown.signalAll();
                 if (beyondLimit == null) {
@@ -192,12 +201,12 @@ final class Growth {
      * {@link #releaseReserved}.
      *
      * @param cfg the edit's configuration of the pool: its initial size is what the pool is to hold
-     * @return the chunk, or null (nothing counted) when the pool holds that already
+     * @return the chunk and its host view, or null (nothing counted) when the pool holds that already
      * @throws io.ferrum.memory.api.MemoryException closed; the chunk would take the pool above the
      *         limit of {@code cfg} (chunks are whole multiples of the chunk alignment: refused as at
      *         start, {@link #reserveUpTo}); or the device cannot hold the chunk
      */
-    DeviceChunk reserveFor(Pool pool, MemoryPoolConfig cfg) {
+    Reserved reserveFor(Pool pool, MemoryPoolConfig cfg) {
         long bytes = cfg.initialSize();
         long size;
         pool.acquire();
@@ -217,7 +226,7 @@ final class Growth {
         } finally {
             pool.lock.unlock();
         }
-        DeviceChunk chunk = null;
+        Reserved chunk = null;
         try {
             if (account.book(size, size) == 0) {
                 throw checks.preAllocationFailed(bytes, pool.type, checks.deviceFull(account.held(), account.reserved()),
@@ -250,39 +259,40 @@ final class Growth {
      * @return true if the pool took it; false: the caller gives it back with {@link #releaseReserved}
      *         (a growth since filled the pool), and the work is not ended yet
      */
-    boolean addReserved(Pool pool, DeviceChunk chunk) {
-        if (pool.reserved + chunk.size() > pool.limit()) {
+    boolean addReserved(Pool pool, Reserved chunk) {
+        if (pool.reserved + chunk.chunk().size() > pool.limit()) {
             return false;
         }
-        pool.addChunk(chunk, hostView(chunk));
+        pool.addChunk(chunk.chunk(), chunk.host());
         Lifecycle.leave(pool); // the pool is open (the caller checked): nothing to release
         return true;
     }
 
     /** Outside the locks: gives back a chunk of {@link #reserveFor} that no pool took, and ends its in-flight work. */
-    void releaseReserved(Pool pool, DeviceChunk chunk) {
+    void releaseReserved(Pool pool, Reserved chunk) {
         try {
-            lifecycle.releaseChunks(List.of(chunk));
+            lifecycle.releaseChunks(List.of(chunk.chunk()));
         } finally {
             lifecycle.leaveLocking(pool); // whatever the release throws: a close waits for this work
         }
     }
 
     /**
-     * A chunk of {@code size} bytes from the upstream, cleared under zeroing on free (a pool's free
-     * bytes are zero then); a chunk that could not be cleared goes back.
+     * Outside the locks: a chunk of {@code size} bytes from the upstream, cleared under zeroing on
+     * free (a pool's free bytes are zero then), with its host view; a chunk that could not be
+     * cleared, or whose view failed with an Error, goes back.
      */
-    private DeviceChunk reserveChunk(long size, MemoryType type) {
+    private Reserved reserveChunk(long size, MemoryType type) {
         DeviceChunk c = upstream.reserve(size, type);
-        if (zeroOnFree) {
-            try {
+        try {
+            if (zeroOnFree) {
                 upstream.fill(c, 0, c.size(), (byte) 0);
-            } catch (RuntimeException | Error e) {
-                upstream.release(c);
-                throw e;
             }
+            return new Reserved(c, hostView(c));
+        } catch (RuntimeException | Error e) {
+            upstream.release(c);
+            throw e;
         }
-        return c;
     }
 
     /** @return the chunk as host memory, or null when the CPU cannot address it (then views stage through copies) */

@@ -30,7 +30,6 @@ import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.MemoryUsageHint;
 import io.ferrum.memory.api.StreamHandle;
 import io.ferrum.memory.pool.BundleClasses;
-import io.ferrum.memory.pool.DeviceChunk;
 import io.ferrum.memory.pool.DeviceUpstream;
 import io.ferrum.memory.pool.HostStreamManager;
 import io.ferrum.memory.pool.PoolSettings;
@@ -432,7 +431,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
      * limit would have given back too.
      */
     private void edit(MemoryType[] types, MemoryPoolConfig[] cfgs) {
-        DeviceChunk[] reservedFor = new DeviceChunk[types.length];
+        Growth.Reserved[] reservedFor = new Growth.Reserved[types.length];
         try {
             for (int i = 0; i < types.length; i++) {
                 if (preAllocates(cfgs[i])) {
@@ -445,7 +444,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
                 // The pool changed since its chunk was reserved (a growth left the chunk above the new
                 // limit, a trim gave back what the pool held): reserved again for what it lacks now.
                 Pool pool = pools[types[i].ordinal()];
-                DeviceChunk stale = reservedFor[i];
+                Growth.Reserved stale = reservedFor[i];
                 reservedFor[i] = null;
                 if (stale != null) {
                     growth.releaseReserved(pool, stale);
@@ -474,7 +473,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
      *         less than its initial size (its chunk no longer fits the new limit, or no longer suffices)
      * @throws MemoryException closed, or a limit below the pool's live blocks; nothing changed
      */
-    private int take(MemoryType[] types, MemoryPoolConfig[] cfgs, DeviceChunk[] chunks) {
+    private int take(MemoryType[] types, MemoryPoolConfig[] cfgs, Growth.Reserved[] chunks) {
         int locked = 0;
         try {
             for (Pool pool : pools) {
@@ -520,8 +519,9 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
      * Under {@code pool}'s lock: @return what it would hold under {@code cfg} once it took {@code
      * chunk} (or null), as {@link Growth#addReserved} takes it: only where the limit admits it
      */
-    private static long holdsOnceTaken(Pool pool, MemoryPoolConfig cfg, DeviceChunk chunk) {
-        return chunk != null && pool.reserved + chunk.size() <= Pool.limitOf(cfg) ? pool.reserved + chunk.size() : pool.reserved;
+    private static long holdsOnceTaken(Pool pool, MemoryPoolConfig cfg, Growth.Reserved chunk) {
+        long size = chunk == null ? 0 : chunk.chunk().size();
+        return chunk != null && pool.reserved + size <= Pool.limitOf(cfg) ? pool.reserved + size : pool.reserved;
     }
 
     /**
