@@ -7,6 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.ReentrantLock;
 
 import org.junit.jupiter.api.Test;
 
@@ -14,6 +18,9 @@ import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.pool.DeviceChunk;
+import io.ferrum.memory.pool.DeviceUpstream;
 
 /**
  * Views from {@code mapMemory}: exactly the block's bytes, read-only when asked, dead after unmap or
@@ -63,5 +70,40 @@ class EngineViewTest extends EngineTestSupport {
         MemoryHandle copy = m.allocate(1000, Device.cuda(0));
         m.copy(h, copy, 1000, 0, 0);
         assertContent(m, copy, (byte) 3);
+    }
+
+    /**
+     * {@code mapMemory} asked the upstream for the chunk's host view, twice, while it held the
+     * pool's lock: a backend whose {@code hostSegment} is slow, or calls back into the manager from
+     * another thread, stalled or deadlocked every allocation of the pool. The chunk's view is kept
+     * since the chunk was added; a mapping takes it from there.
+     */
+    @Test
+    void aMappingAsksTheUpstreamForNoHostViewUnderThePoolsLock() throws Exception {
+        AtomicReference<ReentrantLock> lock = new AtomicReference<>();
+        AtomicInteger underLock = new AtomicInteger();
+        DeviceUpstream up = new ForwardingUpstream(new ArenaUpstream(64 * MiB)) {
+            @Override
+            public Optional<MemorySegment> hostSegment(DeviceChunk c) {
+                ReentrantLock l = lock.get();
+                if (l != null && l.isHeldByCurrentThread()) {
+                    underLock.incrementAndGet();
+                }
+                return real.hostSegment(c);
+            }
+        };
+        try (PooledMemoryManager m = PooledMemoryManager.create(up, config(pool(MiB, MiB)), PoolSettings.defaults(), null)) {
+            lock.set(RaceHarness.poolLock(m, MemoryType.GENERAL));
+            MemoryHandle h = m.allocate(4096, CPU);
+            MemorySegment view = m.mapMemory(h, MemoryAccess.READ_WRITE);
+            view.set(ValueLayout.JAVA_BYTE, 4095, (byte) 7);
+            MemorySegment again = m.mapMemory(h, MemoryAccess.READ_ONLY);
+            assertEquals(7, again.get(ValueLayout.JAVA_BYTE, 4095), "a second view sees the first's write");
+            m.unmapMemory(h);
+            byte[] last = new byte[1];
+            m.read(h, 4095, MemorySegment.ofArray(last));
+            assertEquals(7, last[0], "the view wrote the block itself");
+            assertEquals(0, underLock.get(), "hostSegment calls made under the GENERAL pool's lock");
+        }
     }
 }

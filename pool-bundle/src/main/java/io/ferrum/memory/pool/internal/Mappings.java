@@ -2,7 +2,6 @@ package io.ferrum.memory.pool.internal;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.Optional;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
 
@@ -71,8 +70,8 @@ final class Mappings {
             if (m == null) {
                 Arena arena = Arena.ofShared();
                 MemorySegment staging = null;
-                Optional<MemorySegment> host = upstream.hostSegment(b.chunk.device);
-                if (host.isEmpty()) {
+                // The chunk's host view, kept since it was added: the upstream is not asked under the lock.
+                if (b.chunk.host == null) {
                     staging = arena.allocate(b.requested, 64);
                     upstream.copyToHost(b.chunk.device, b.offset, staging, b.requested);
                 }
@@ -84,8 +83,7 @@ final class Mappings {
                     throw checks.invalidHandle(handle);
                 }
             }
-            MemorySegment base = m.staging != null ? m.staging
-                    : upstream.hostSegment(b.chunk.device).orElseThrow().asSlice(b.offset, b.requested);
+            MemorySegment base = m.staging != null ? m.staging : b.chunk.host.asSlice(b.offset, b.requested);
             MemorySegment view = base.reinterpret(m.arena, null);
             if (access != MemoryAccess.READ_ONLY) {
                 m.writable = true;
