@@ -365,16 +365,7 @@ class LiveEditRacesTest extends RaceHarness {
         };
         PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults(), null);
         Throwable e = assertThrows(Throwable.class, () -> m.allocate(KiB, CPU));
-        CompletableFuture<Void> close = start("close", () -> {
-            m.close();
-            return null;
-        });
-        Thread closing = threads.getLast();
-        awaitParkedInOrDone(closing, "Lifecycle", "awaitIdle", close);
-        if (!close.isDone()) {
-            closing.interrupt(); // waits for work that never ends: the close leaves the pool to it
-        }
-        close.get(30, TimeUnit.SECONDS);
+        closeEvenIfWorkNeverEnds(m);
         assertEquals(0, hooked.liveBytes(), "every chunk went back");
         assertTrue(hooked.closed, "the upstream closed: no work was left on the pool");
         assertInstanceOf(DeviceUnavailableException.class, e, e.toString());
@@ -458,15 +449,7 @@ class LiveEditRacesTest extends RaceHarness {
     void aFailedReleaseOfAGrowthBeyondALoweredLimitStillLetsTheCloseFinish() throws Exception {
         HookedUpstream hooked = new HookedUpstream(CPU, 64 * MiB);
         java.util.concurrent.atomic.AtomicBoolean failRelease = new java.util.concurrent.atomic.AtomicBoolean();
-        DeviceUpstream up = new ForwardingUpstream(hooked) {
-            @Override
-            public void release(DeviceChunk c) {
-                real.release(c);
-                if (failRelease.getAndSet(false)) {
-                    throw new NoClassDefFoundError("test: the backend's classes went away");
-                }
-            }
-        };
+        DeviceUpstream up = releaseFailingOnceWhen(hooked, failRelease);
         PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults(), null);
         MemoryHandle first = m.allocate(KiB, CPU); // the pool's first chunk: 1 MiB
         Pause reserve = hooked.pauseNext(Call.RESERVE);
@@ -481,16 +464,7 @@ class LiveEditRacesTest extends RaceHarness {
         ExecutionException e = assertThrows(ExecutionException.class, () -> big.get(30, TimeUnit.SECONDS));
         assertInstanceOf(NoClassDefFoundError.class, e.getCause());
         m.deallocate(first);
-        CompletableFuture<Void> close = start("close", () -> {
-            m.close();
-            return null;
-        });
-        Thread closing = threads.getLast();
-        awaitParkedInOrDone(closing, "Lifecycle", "awaitIdle", close);
-        if (!close.isDone()) {
-            closing.interrupt(); // waits for work that never ends: the close leaves the pool to it
-        }
-        close.get(30, TimeUnit.SECONDS);
+        closeEvenIfWorkNeverEnds(m);
         assertTrue(hooked.closed, "the upstream closed: no work was left on the pool");
         assertEquals(0, hooked.liveBytes(), "every chunk went back");
     }
@@ -503,15 +477,7 @@ class LiveEditRacesTest extends RaceHarness {
     void aFailedReleaseOfARefusedEditsChunkStillLetsTheCloseFinish() throws Exception {
         HookedUpstream hooked = new HookedUpstream(CPU, 64 * MiB);
         java.util.concurrent.atomic.AtomicBoolean failRelease = new java.util.concurrent.atomic.AtomicBoolean();
-        DeviceUpstream up = new ForwardingUpstream(hooked) {
-            @Override
-            public void release(DeviceChunk c) {
-                real.release(c);
-                if (failRelease.getAndSet(false)) {
-                    throw new NoClassDefFoundError("test: the backend's classes went away");
-                }
-            }
-        };
+        DeviceUpstream up = releaseFailingOnceWhen(hooked, failRelease);
         PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults(), null);
         MemoryHandle first = m.allocate(KiB, CPU); // the pool's first chunk: 1 MiB
         Pause reserve = hooked.pauseNext(Call.RESERVE);
@@ -531,16 +497,7 @@ class LiveEditRacesTest extends RaceHarness {
         assertInstanceOf(NoClassDefFoundError.class, e.getCause());
         m.deallocate(big);
         m.deallocate(first);
-        CompletableFuture<Void> close = start("close", () -> {
-            m.close();
-            return null;
-        });
-        Thread closing = threads.getLast();
-        awaitParkedInOrDone(closing, "Lifecycle", "awaitIdle", close);
-        if (!close.isDone()) {
-            closing.interrupt(); // waits for work that never ends: the close leaves the pool to it
-        }
-        close.get(30, TimeUnit.SECONDS);
+        closeEvenIfWorkNeverEnds(m);
         assertTrue(hooked.closed, "the upstream closed: no work was left on the pool");
         assertEquals(0, hooked.liveBytes(), "every chunk went back");
     }
@@ -619,5 +576,38 @@ class LiveEditRacesTest extends RaceHarness {
         assertTrue(m.reservedByType().get(MemoryType.GENERAL) <= 3 * MiB, () -> "the pool holds " + m.reservedByType());
         m.deallocate(h);
         m.deallocate(first);
+    }
+
+    /**
+     * Closes {@code m} on a thread of its own; a close that parks waiting for work that never ends
+     * (the defect these tests force) is interrupted, and then leaves the pool to that work.
+     */
+    private void closeEvenIfWorkNeverEnds(PooledMemoryManager m) throws Exception {
+        CompletableFuture<Void> close = start("close", () -> {
+            m.close();
+            return null;
+        });
+        Thread closing = threads.getLast();
+        awaitParkedInOrDone(closing, "Lifecycle", "awaitIdle", close);
+        if (!close.isDone()) {
+            closing.interrupt();
+        }
+        close.get(30, TimeUnit.SECONDS);
+    }
+
+    /**
+     * @return an upstream over {@code hooked} whose next release, once {@code fail} is set, returns
+     *         the chunk and then throws as a backend whose classes went away under a refresh does
+     */
+    private static DeviceUpstream releaseFailingOnceWhen(HookedUpstream hooked, java.util.concurrent.atomic.AtomicBoolean fail) {
+        return new ForwardingUpstream(hooked) {
+            @Override
+            public void release(DeviceChunk c) {
+                real.release(c);
+                if (fail.getAndSet(false)) {
+                    throw new NoClassDefFoundError("test: the backend's classes went away");
+                }
+            }
+        };
     }
 }
