@@ -122,6 +122,7 @@ public final class SavedStrategy implements ConfigurationListener {
      * already or was edited since it last did (see {@link #agreed}); a file that is not there is written.
      */
     synchronized void saveCurrent(Path target, String name) throws IOException {
+        refuseTooLarge(target);
         if (Files.exists(target) && ConfigFileEntries.isXml(target)) {
             // Lines added to XML properties make it no XML at all, and FileInstall's next read fails.
             List<ConfigFileEntries.Entry> given = ConfigFileEntries.read(target).stream().filter(e -> e.key().equals(KEY)).toList();
@@ -148,9 +149,24 @@ public final class SavedStrategy implements ConfigurationListener {
      * they last agreed, took it for an edit FileInstall is to apply, and was never written.
      */
     private synchronized void agreeOnNone(Path target) throws IOException {
+        refuseTooLarge(target);
         if (Files.exists(target) && !ConfigFileEntries.isXml(target)
                 && Files.readAllLines(target, StandardCharsets.ISO_8859_1).stream().noneMatch(SavedStrategy::isStrategy)) {
             agreed.put(target, Files.readAllBytes(target));
+        }
+    }
+
+    /**
+     * A file above what a configuration file may be ({@link ConfigFileEntries#MAX_BYTES}: the gate
+     * makes no configuration of it) is neither read nor written: its bytes would be read whole, and
+     * above 2 GiB that is an OutOfMemoryError, out of this listener into Config Admin's thread.
+     *
+     * @throws IOException naming the file and its size
+     */
+    private static void refuseTooLarge(Path target) throws IOException {
+        String tooLarge = Files.exists(target) ? ConfigFileEntries.tooLarge(target) : null;
+        if (tooLarge != null) {
+            throw new IOException(target + " " + tooLarge);
         }
     }
 

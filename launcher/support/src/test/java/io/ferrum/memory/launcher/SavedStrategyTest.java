@@ -1,7 +1,10 @@
 package io.ferrum.memory.launcher;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import java.io.IOException;
+import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -207,5 +210,32 @@ class SavedStrategyTest {
     @SuppressWarnings("unchecked")
     private static <T> T proxy(Class<T> type, java.lang.reflect.InvocationHandler h) {
         return (T) java.lang.reflect.Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type}, h);
+    }
+
+    /**
+     * The monitor's file was read whole (its bytes, to tell an edit from the last save) before the
+     * choice was written, whatever its size: one that grew past what a configuration file may be (a
+     * log saved there by mistake; the gate refuses it, but Config Admin still holds what it applied
+     * before) was read into memory at each choice, and one above 2 GiB threw OutOfMemoryError, which
+     * the listener's catch of exceptions let out into Config Admin's event thread. It is now left
+     * unread and unchanged, and the refusal names its size, as the gate's line does.
+     */
+    @Test
+    void aFileAboveTheConfigurationLimitIsNeitherReadNorWritten() throws Exception {
+        Path file = dir.resolve("io.ferrum.memory.monitor.cfg");
+        long size = 3L << 30; // sparse: nothing is written but its first line
+        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
+            f.write("strategy=best-fit\n".getBytes(StandardCharsets.ISO_8859_1));
+            f.setLength(size);
+        }
+        SavedStrategy saved = new SavedStrategy(null, file);
+        IOException e = assertThrows(IOException.class, () -> saved.saveCurrent(file, "most-free"));
+        assertEquals(file + " is 3072.0 MiB (3221225472 bytes), more than the 4 MiB a configuration file may be", e.getMessage());
+        assertEquals(size, Files.size(file), "the file is as it was");
+        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "r")) {
+            byte[] head = new byte[18];
+            f.readFully(head);
+            assertEquals("strategy=best-fit\n", new String(head, StandardCharsets.ISO_8859_1));
+        }
     }
 }
