@@ -8,6 +8,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Optional;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
@@ -15,6 +23,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.InvalidHandleException;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
@@ -104,6 +113,159 @@ class EngineViewTest extends EngineTestSupport {
             m.read(h, 4095, MemorySegment.ofArray(last));
             assertEquals(7, last[0], "the view wrote the block itself");
             assertEquals(0, underLock.get(), "hostSegment calls made under the GENERAL pool's lock");
+        }
+    }
+
+    /**
+     * An upstream whose memory the CPU cannot address; after {@link #rearm} its next staging copy,
+     * once made, waits for {@link #release}.
+     */
+    private static final class PausedStaging extends ForwardingUpstream {
+        private final AtomicBoolean armed = new AtomicBoolean();
+        private volatile CountDownLatch arrived = new CountDownLatch(1);
+        private volatile CountDownLatch go = new CountDownLatch(1);
+
+        PausedStaging() {
+            super(new ArenaUpstream(Device.cuda(0), 64 * MiB, false));
+        }
+
+        @Override
+        public void copyToHost(DeviceChunk src, long srcOffset, MemorySegment dst, long bytes) {
+            real.copyToHost(src, srcOffset, dst, bytes); // copied, then paused: what it read may be overtaken
+            if (armed.compareAndSet(true, false)) {
+                arrived.countDown();
+                try {
+                    go.await(60, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+
+        /** Pauses the next staging copy (after the last one was let go). */
+        void rearm() {
+            arrived = new CountDownLatch(1);
+            go = new CountDownLatch(1);
+            armed.set(true);
+        }
+
+        void awaitArrival() throws InterruptedException {
+            assertTrue(arrived.await(30, TimeUnit.SECONDS), "the staging copy never came");
+        }
+
+        void release() {
+            go.countDown();
+        }
+    }
+
+    /**
+     * The first mapping of memory the CPU cannot address copied the whole block to its staging
+     * buffer while it held the pool's lock: mapping a GiB of a GPU's memory stalled every
+     * allocation and free of the pool for the whole copy. The copy now runs outside the lock, the
+     * block pinned; the mapping is published once filled.
+     */
+    @Test
+    void aStagingCopyRunsOutsideThePoolsLock() throws Exception {
+        PausedStaging up = new PausedStaging();
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try (PooledMemoryManager m = PooledMemoryManager.create(up, config(pool(MiB, MiB)), PoolSettings.defaults(), null)) {
+            MemoryHandle h = m.allocate(1000, Device.cuda(0));
+            write(m, h, (byte) 5);
+            up.rearm();
+            Future<MemorySegment> mapping = pool.submit(() -> m.mapMemory(h, MemoryAccess.READ_WRITE));
+            up.awaitArrival();
+            Future<?> other = pool.submit(() -> {
+                MemoryHandle o = m.allocate(1000, Device.cuda(0));
+                m.deallocate(o);
+            });
+            try {
+                // The timeout is only the failure signal: before the fix the allocation waited for the lock.
+                other.get(10, TimeUnit.SECONDS);
+            } catch (TimeoutException e) {
+                throw new AssertionError("an allocation of the pool waited for a staging copy of another block", e);
+            } finally {
+                up.release();
+            }
+            MemorySegment view = mapping.get(30, TimeUnit.SECONDS);
+            assertEquals((byte) (5 + 999 * 31), view.get(ValueLayout.JAVA_BYTE, 999), "the staging copy holds the block");
+            view.set(ValueLayout.JAVA_BYTE, 0, (byte) 77);
+            m.unmapMemory(h);
+            byte[] first = new byte[1];
+            m.read(h, 0, MemorySegment.ofArray(first));
+            assertEquals(77, first[0], "the staging copy was written back on unmap");
+        } finally {
+            up.release();
+            pool.shutdownNow();
+        }
+    }
+
+    /**
+     * A free of the block while its staging copy runs (outside the lock, the block pinned): the
+     * mapping is refused, its staging buffer dropped, and the block goes back once the copy ends.
+     */
+    @Test
+    void aFreeDuringAStagingCopyRefusesTheMappingAndGivesTheBlockBack() throws Exception {
+        PausedStaging up = new PausedStaging();
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try (PooledMemoryManager m = PooledMemoryManager.create(up, config(pool(MiB, MiB)), PoolSettings.defaults(), null)) {
+            MemoryHandle h = m.allocate(1000, Device.cuda(0));
+            up.rearm();
+            Future<MemorySegment> mapping = pool.submit(() -> m.mapMemory(h, MemoryAccess.READ_WRITE));
+            up.awaitArrival();
+            m.deallocate(h);
+            up.release();
+            ExecutionException refused = assertThrows(ExecutionException.class, () -> mapping.get(30, TimeUnit.SECONDS));
+            assertTrue(refused.getCause() instanceof InvalidHandleException, "refused: " + refused.getCause());
+            assertEquals(0, m.memoryInfo().usedBytes(), "the freed block went back when the copy ended");
+            assertEquals(0, m.memoryInfo().activeAllocations());
+        } finally {
+            up.release();
+            pool.shutdownNow();
+        }
+    }
+
+    /**
+     * Two first mappings at once: the one whose staging copy ends second must not publish its copy
+     * over the other's. While one copy is paused, a second mapping is made, written and unmapped
+     * (written back), then made again: the paused copy, older than that write-back, is dropped for a
+     * fresh one the first time, and for the mapping in place the second.
+     */
+    @Test
+    void aStagingCopyOvertakenByAnotherMappingIsNotPublished() throws Exception {
+        PausedStaging up = new PausedStaging();
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try (PooledMemoryManager m = PooledMemoryManager.create(up, config(pool(MiB, MiB)), PoolSettings.defaults(), null)) {
+            MemoryHandle h = m.allocate(1000, Device.cuda(0));
+            write(m, h, (byte) 5);
+            up.rearm();
+            Future<MemorySegment> first = pool.submit(() -> m.mapMemory(h, MemoryAccess.READ_WRITE));
+            up.awaitArrival();
+            MemorySegment other = m.mapMemory(h, MemoryAccess.READ_WRITE);
+            other.set(ValueLayout.JAVA_BYTE, 0, (byte) 88);
+            m.unmapMemory(h);
+            up.release();
+            MemorySegment view = first.get(30, TimeUnit.SECONDS);
+            assertEquals(88, view.get(ValueLayout.JAVA_BYTE, 0), "a staging copy older than a write-back was published");
+            view.set(ValueLayout.JAVA_BYTE, 1, (byte) 99);
+            m.unmapMemory(h);
+            byte[] head = new byte[2];
+            m.read(h, 0, MemorySegment.ofArray(head));
+            assertEquals(88, head[0], "the other mapping's write was lost");
+            assertEquals(99, head[1]);
+
+            up.rearm();
+            Future<MemorySegment> late = pool.submit(() -> m.mapMemory(h, MemoryAccess.READ_ONLY));
+            up.awaitArrival();
+            MemorySegment live = m.mapMemory(h, MemoryAccess.READ_WRITE);
+            live.set(ValueLayout.JAVA_BYTE, 2, (byte) 11);
+            up.release();
+            MemorySegment shared = late.get(30, TimeUnit.SECONDS);
+            assertEquals(11, shared.get(ValueLayout.JAVA_BYTE, 2), "the late mapping is not the one in place");
+            m.unmapMemory(h);
+            assertThrows(IllegalStateException.class, () -> shared.get(ValueLayout.JAVA_BYTE, 2), "one unmap closes both");
+        } finally {
+            up.release();
+            pool.shutdownNow();
         }
     }
 }

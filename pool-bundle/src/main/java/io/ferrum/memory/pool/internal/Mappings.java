@@ -10,7 +10,6 @@ import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryMapping;
 import io.ferrum.memory.api.MemoryType;
-import io.ferrum.memory.pool.DeviceUpstream;
 import io.ferrum.memory.pool.PooledMemoryManager;
 
 /**
@@ -59,43 +58,88 @@ final class Mappings {
         this.peers = peers;
     }
 
+    /**
+     * A view of {@code b}. Memory the CPU cannot address is copied to a staging buffer outside the
+     * pool's lock (a GPU block of a GiB would stall every allocation, free and figure of the pool
+     * for the whole copy): the block is pinned for the copy, so it is neither moved nor released
+     * under it, and the mapping is published under the lock only once filled. A mapping published
+     * meanwhile wins (this copy is dropped); one published and unmapped meanwhile may have written
+     * the block back after this copy read it, so the copy is made again.
+     */
     MemorySegment map(Block b, MemoryHandle handle, MemoryAccess access) {
         Pool pool = b.pool;
-        pool.acquire();
-        try {
-            reclaimer.checkLive(pool, b, handle.id());
-            // A peer's block (named here by an alias) lives in its own upstream's chunk.
-            DeviceUpstream upstream = pool.reclaimer.upstream();
-            MappingState m = b.mapping;
-            if (m == null) {
-                Arena arena = Arena.ofShared();
-                MemorySegment staging = null;
+        while (true) {
+            int published;
+            pool.acquire();
+            try {
+                reclaimer.checkLive(pool, b, handle.id());
                 // The chunk's host view, kept since it was added: the upstream is not asked under the lock.
-                if (b.chunk.host == null) {
-                    staging = arena.allocate(b.requested, 64);
-                    upstream.copyToHost(b.chunk.device, b.offset, staging, b.requested);
+                if (b.mapping != null || b.chunk.host != null) {
+                    return view(b, handle, access, null);
                 }
-                m = new MappingState(arena, staging);
-                b.mapping = m;
-                if (!b.isNamedBy(handle.id())) {
-                    // A free claimed the handle without the lock just now: it did not see this mapping.
-                    reclaimer.closeViews(b, m, false);
-                    throw checks.invalidHandle(handle);
+                published = b.mappingsPublished;
+                reclaimer.pin(b, handle.id()); // reentrant: no free, move or close gives the chunk away under the copy
+            } finally {
+                pool.lock.unlock();
+            }
+            MemorySegment view = null;
+            Arena arena = null;
+            boolean kept = false; // the arena went to a published mapping, whose close closes it
+            try {
+                arena = Arena.ofShared();
+                MemorySegment staging = arena.allocate(b.requested, 64);
+                // A peer's block (named here by an alias) lives in its own upstream's chunk.
+                pool.reclaimer.upstream().copyToHost(b.chunk.device, b.offset, staging, b.requested);
+                pool.acquire();
+                try {
+                    reclaimer.checkLive(pool, b, handle.id());
+                    if (b.mapping != null) {
+                        view = view(b, handle, access, null); // another mapping won: this copy is dropped
+                    } else if (b.mappingsPublished == published) {
+                        kept = true;
+                        view = view(b, handle, access, new MappingState(arena, staging));
+                    }
+                } finally {
+                    pool.lock.unlock();
+                }
+            } finally {
+                try {
+                    if (arena != null && !kept) {
+                        arena.close(); // not published: no view of it was handed out
+                    }
+                } finally {
+                    reclaimer.unpin(b);
                 }
             }
-            MemorySegment base = m.staging != null ? m.staging : b.chunk.host.asSlice(b.offset, b.requested);
-            MemorySegment view = base.reinterpret(m.arena, null);
-            if (access != MemoryAccess.READ_ONLY) {
-                m.writable = true;
+            if (view != null) {
+                return view;
             }
-            AccessTracker t = b.access;
-            if (t != null) {
-                t.recordView(access, b.requested, accessClock.getAsLong(), b.allocatedAtNanos);
-            }
-            return access == MemoryAccess.READ_ONLY ? view.asReadOnly() : view;
-        } finally {
-            pool.lock.unlock();
         }
+    }
+
+    /** Under the pool lock: a view of live {@code b}, whose mapping is {@code fresh} when not null (published here). */
+    private MemorySegment view(Block b, MemoryHandle handle, MemoryAccess access, MappingState fresh) {
+        MappingState m = b.mapping;
+        if (m == null) {
+            m = fresh != null ? fresh : new MappingState(Arena.ofShared(), null);
+            b.mapping = m;
+            b.mappingsPublished++;
+            if (!b.isNamedBy(handle.id())) {
+                // A free claimed the handle without the lock just now: it did not see this mapping.
+                reclaimer.closeViews(b, m, false);
+                throw checks.invalidHandle(handle);
+            }
+        }
+        MemorySegment base = m.staging != null ? m.staging : b.chunk.host.asSlice(b.offset, b.requested);
+        MemorySegment view = base.reinterpret(m.arena, null);
+        if (access != MemoryAccess.READ_ONLY) {
+            m.writable = true;
+        }
+        AccessTracker t = b.access;
+        if (t != null) {
+            t.recordView(access, b.requested, accessClock.getAsLong(), b.allocatedAtNanos);
+        }
+        return access == MemoryAccess.READ_ONLY ? view.asReadOnly() : view;
     }
 
     void unmap(Block b, MemoryHandle handle) {
