@@ -66,7 +66,7 @@ public final class FolderNamedAsConfigFile implements ArtifactInstaller {
     public void uninstall(File path) {
         if (path.isFile()) {
             // See the class comment: FileInstall forgets the file until it changes.
-            path.setLastModified(Math.max(System.currentTimeMillis(), path.lastModified() + 1000));
+            ReadAgain.atNextPoll(path);
         }
     }
 

@@ -70,7 +70,7 @@ public final class NotABundleReporter implements ArtifactInstaller {
     public void uninstall(File artifact) {
         if (artifact.isFile()) {
             // Replaced by a file this installer does not claim (a bundle): see the class comment.
-            artifact.setLastModified(Math.max(System.currentTimeMillis(), artifact.lastModified() + 1000));
+            ReadAgain.atNextPoll(artifact);
         }
     }
 

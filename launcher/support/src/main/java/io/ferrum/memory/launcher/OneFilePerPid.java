@@ -111,7 +111,7 @@ public final class OneFilePerPid implements ConfigurationListener {
             if (f.isFile()) {
                 log.warn("{} was deleted with one of its files; applying {} again, which still configures it",
                         ControlCharacters.escaped(pid), ControlCharacters.escaped(f.getPath()));
-                f.setLastModified(Math.max(System.currentTimeMillis(), f.lastModified() + 1000));
+                ReadAgain.atNextPoll(f);
                 return;
             }
         }
