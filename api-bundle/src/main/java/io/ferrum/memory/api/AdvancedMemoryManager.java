@@ -86,11 +86,18 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
     <R> R withMapped(MemoryHandle handle, MemoryAccess access, Function<? super MemorySegment, ? extends R> action);
 
     /**
-     * Closes every view of the block.
+     * Closes every view of the block. On memory the CPU cannot address (a GPU's), the views' host
+     * staging copy is then written back to the device, unless every view was {@link
+     * MemoryAccess#READ_ONLY}; the block counts as unmapped from the moment its views close, and a
+     * mapping of it made meanwhile waits for the write-back and sees its bytes. A write-back the
+     * device fails throws the device's exception, the views closed all the same; the staging copy,
+     * with every byte written through them, stays the block's mapping: the next {@link #mapMemory}
+     * returns views of it and the next unmap writes it back again (a free drops it).
      *
      * @param handle a live, mapped handle of this manager
      * @throws InvalidHandleException        on an invalid handle
-     * @throws InvalidMemoryRequestException if the block is not mapped
+     * @throws InvalidMemoryRequestException if the block is not mapped (another unmap of it may be
+     *                                       writing its staging copy back)
      */
     void unmapMemory(MemoryHandle handle);
 

@@ -64,7 +64,8 @@ final class Mappings {
      * for the whole copy): the block is pinned for the copy, so it is neither moved nor released
      * under it, and the mapping is published under the lock only once filled. A mapping published
      * meanwhile wins (this copy is dropped); one published and unmapped meanwhile may have written
-     * the block back after this copy read it, so the copy is made again.
+     * the block back after this copy read it, so the copy is made again. While an unmap writes the
+     * block's staging copy back, a mapping waits for it to end: a copy made then would miss its bytes.
      */
     MemorySegment map(Block b, MemoryHandle handle, MemoryAccess access) {
         Pool pool = b.pool;
@@ -72,9 +73,17 @@ final class Mappings {
             int published;
             pool.acquire();
             try {
-                reclaimer.checkLive(pool, b, handle.id());
-                // The chunk's host view, kept since it was added: the upstream is not asked under the lock.
-                if (b.mapping != null || b.chunk.host != null) {
+                MappingState m;
+                while (true) {
+                    reclaimer.checkLive(pool, b, handle.id());
+                    m = b.mapping;
+                    // The chunk's host view, kept since it was added: the upstream is not asked under the lock.
+                    if (m == null || !m.writingBack || b.chunk.host != null) {
+                        break;
+                    }
+                    pool.writtenBack.awaitUninterruptibly(); // as long as the copy: what a wait for the lock held across it took
+                }
+                if (m != null || b.chunk.host != null) {
                     return view(b, handle, access, null);
                 }
                 published = b.mappingsPublished;
@@ -93,11 +102,12 @@ final class Mappings {
                 pool.acquire();
                 try {
                     reclaimer.checkLive(pool, b, handle.id());
-                    if (b.mapping != null) {
+                    MappingState m = b.mapping;
+                    if (m != null && !m.writingBack) {
                         view = view(b, handle, access, null); // another mapping won: this copy is dropped
-                    } else if (b.mappingsPublished == published) {
+                    } else if (m == null && b.mappingsPublished == published) {
                         kept = true;
-                        view = view(b, handle, access, new MappingState(arena, staging));
+                        view = view(b, handle, access, new MappingState(Arena.ofShared(), staging, arena));
                     }
                 } finally {
                     pool.lock.unlock();
@@ -121,12 +131,12 @@ final class Mappings {
     private MemorySegment view(Block b, MemoryHandle handle, MemoryAccess access, MappingState fresh) {
         MappingState m = b.mapping;
         if (m == null) {
-            m = fresh != null ? fresh : new MappingState(Arena.ofShared(), null);
+            m = fresh != null ? fresh : new MappingState(Arena.ofShared(), null, null);
             b.mapping = m;
             b.mappingsPublished++;
             if (!b.isNamedBy(handle.id())) {
                 // A free claimed the handle without the lock just now: it did not see this mapping.
-                reclaimer.closeViews(b, m, false);
+                Reclaimer.closeArena(b, m);
                 throw checks.invalidHandle(handle);
             }
         }
@@ -142,19 +152,87 @@ final class Mappings {
         return access == MemoryAccess.READ_ONLY ? view.asReadOnly() : view;
     }
 
+    /**
+     * Closes every view of {@code b}. A staging copy that a view may have written goes back to the
+     * device outside the pool's lock (a GPU block of a GiB would stall the pool for the whole copy),
+     * in this order: under the lock the views close (none can write the copy any more) and the block
+     * is pinned, so that no free, move or close gives its memory away under the copy; the copy is
+     * written back; under the lock again the mapping ends and the copy is freed. Meanwhile the block
+     * counts as unmapped: a second unmap finds nothing mapped, a map waits for the write-back (a copy
+     * of the device made sooner would miss its bytes), a free is done when the write-back ends.
+     *
+     * <p>A write-back the upstream fails throws what it threw, the views closed all the same. The
+     * staging copy, holding every byte written through them, stays the block's mapping: the next
+     * {@code mapMemory} returns views of it and the next {@code unmapMemory} writes it back again,
+     * while the device holds whatever the failed copy left. A free or a close of the block drops it.
+     */
     void unmap(Block b, MemoryHandle handle) {
         Pool pool = b.pool;
+        MappingState m;
         pool.acquire();
         try {
             reclaimer.checkLive(pool, b, handle.id());
-            if (b.mapping == null) {
+            m = b.mapping;
+            if (m == null || m.writingBack) {
                 throw checks.notMapped(handle);
             }
-            if (!reclaimer.closeViews(b, b.mapping, true)) {
+            if (m.staging == null || !m.writable) {
+                if (!Reclaimer.closeArena(b, m)) {
+                    throw checks.viewInUse(handle);
+                }
+                return;
+            }
+            try {
+                m.arena.close();
+            } catch (IllegalStateException inUse) {
                 throw checks.viewInUse(handle);
+            }
+            // The mapping stays published, so that a free reading it without the lock sees a block
+            // that is not cacheable and takes the lock: it finds the pin then.
+            m.writingBack = true;
+            b.pins++;
+            pool.inflight++;
+        } finally {
+            pool.lock.unlock();
+        }
+        boolean written = false;
+        try {
+            // The owner's upstream: a peer unmapping through its alias does not own the chunk.
+            pool.reclaimer.upstream().copyFromHost(m.staging, b.chunk.device, b.offset, b.requested);
+            written = true;
+        } finally {
+            endWriteBack(b, m, written);
+        }
+    }
+
+    /** Ends the write-back of {@code m}, {@code b}'s staging copy: the mapping goes, or stays if not {@code written}. */
+    private void endWriteBack(Block b, MappingState m, boolean written) {
+        Pool pool = b.pool;
+        boolean kept = false;
+        pool.acquire();
+        try {
+            pool.writtenBack.signalAll();
+            if (b.mapping == m) {
+                // Not dropped meanwhile by a free or a close (closeArena): the block is still named.
+                b.mapping = null;
+                if (!written) {
+                    // The copy holds the views' bytes, which the device may not: it stays mapped, in new views.
+                    MappingState again = new MappingState(Arena.ofShared(), m.staging, m.stagingArena);
+                    again.writable = true;
+                    b.mapping = again;
+                    b.mappingsPublished++;
+                    kept = true;
+                }
             }
         } finally {
             pool.lock.unlock();
+            try {
+                if (!kept) {
+                    m.stagingArena.close();
+                }
+            } finally {
+                reclaimer.unpin(b);
+            }
         }
     }
 

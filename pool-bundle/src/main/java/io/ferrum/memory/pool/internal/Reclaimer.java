@@ -205,7 +205,7 @@ final class Reclaimer {
         try {
             MappingState mapping = b.mapping;
             // Close every view before the memory can go to anyone else, closed pool or not.
-            if (mapping != null && !closeViews(b, mapping, false)) {
+            if (mapping != null && !closeArena(b, mapping)) {
                 // A native operation still uses a view (its arena cannot close): the memory stays out
                 // of use until the view can close, which is tried again on the pool's next free, trim,
                 // defragmentation or close.
@@ -281,12 +281,23 @@ final class Reclaimer {
         return out;
     }
 
-    /** @return true if the views of {@code m} are closed now (they are not while a native operation uses one) */
+    /**
+     * Under the pool's lock: closes the views of {@code m}, {@code b}'s mapping, and frees its staging
+     * copy; the block is no longer mapped. A mapping whose unmap writes its copy back had its views
+     * closed already, and its copy is the unmap's to free once written ({@link Mappings#unmap}).
+     *
+     * @return true if the views of {@code m} are closed now (they are not while a native operation uses one)
+     */
     static boolean closeArena(Block b, MappingState m) {
-        try {
-            m.arena.close();
-        } catch (IllegalStateException inUse) {
-            return false;
+        if (!m.writingBack) {
+            try {
+                m.arena.close();
+            } catch (IllegalStateException inUse) {
+                return false;
+            }
+            if (m.stagingArena != null) {
+                m.stagingArena.close(); // no view reaches it any more: views are bound to the other arena
+            }
         }
         b.mapping = null;
         return true;
@@ -367,20 +378,6 @@ final class Reclaimer {
             lifecycle.releaseDeferred(release);
             return false;
         }
-    }
-
-    /**
-     * Under the pool's lock: closes every view of {@code b}, after writing a staging copy back.
-     *
-     * @return false, changing nothing, while a native operation (an NIO read into a view's buffer,
-     * say) still uses a view: its arena cannot close then
-     */
-    boolean closeViews(Block b, MappingState mapping, boolean writeBack) {
-        if (mapping.staging != null && writeBack && mapping.writable) {
-            // The owner's upstream: a peer unmapping through its alias does not own the chunk.
-            b.pool.reclaimer.upstream.copyFromHost(mapping.staging, b.chunk.device, b.offset, b.requested);
-        }
-        return closeArena(b, mapping);
     }
 
     /**

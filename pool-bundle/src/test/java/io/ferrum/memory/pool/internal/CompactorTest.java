@@ -95,7 +95,7 @@ class CompactorTest {
             Block movable = g.carve(4 * KiB, 256);
             switch (kind) {
                 case 0 -> fixed.pins = 1;
-                case 1 -> fixed.mapping = new MappingState(null, null);
+                case 1 -> fixed.mapping = new MappingState(null, null, null);
                 default -> {
                     fixed.pins = 1;
                     fixed.freePending = true;
@@ -193,7 +193,7 @@ class CompactorTest {
         Block placeholder = f.carve(16 * KiB, 256); // the rest of the first chunk, so that...
         Block movable = live(4 * KiB, 1); // ...these land in the second
         Block mapped = live(4 * KiB, 2);
-        mapped.mapping = new MappingState(null, null);
+        mapped.mapping = new MappingState(null, null, null);
         assertSame(emptier, movable.chunk);
         f.pool.release(placeholder); // 16 KiB of room in the fuller chunk
         assertEquals(48 * KiB, fuller.usedBytes);

@@ -1,0 +1,244 @@
+package io.ferrum.memory.pool;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.InvalidHandleException;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryAccess;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.pool.HookedUpstream.Pause;
+
+/**
+ * Races of the staging copies of memory the CPU cannot address (a GPU's), made and written back
+ * outside the pool's lock: each test pauses a host copy of the upstream and forces another call
+ * into the pause.
+ */
+class StagingRacesTest extends RaceHarness {
+    static final Device GPU = Device.cuda(0);
+
+    /**
+     * An upstream whose memory the CPU cannot address; the next copy to the device ({@code
+     * copyFromHost}, an unmap's write-back) can be paused before it copies or made to fail, and
+     * every staging buffer written back is kept, to see whether it was freed.
+     */
+    static final class StagedUpstream extends ForwardingUpstream {
+        final ArenaUpstream memory;
+        private final AtomicReference<Pause> writeBack = new AtomicReference<>();
+        private final AtomicReference<RuntimeException> failWriteBack = new AtomicReference<>();
+        final List<MemorySegment> writtenBack = new CopyOnWriteArrayList<>();
+
+        StagedUpstream() {
+            this(new ArenaUpstream(GPU, 64 * MiB, false));
+        }
+
+        private StagedUpstream(ArenaUpstream memory) {
+            super(memory);
+            this.memory = memory;
+        }
+
+        Pause pauseNextWriteBack() {
+            Pause p = new Pause();
+            writeBack.set(p);
+            return p;
+        }
+
+        void failNextWriteBack(RuntimeException e) {
+            failWriteBack.set(e);
+        }
+
+        @Override
+        public void copyFromHost(MemorySegment src, DeviceChunk dst, long dstOffset, long bytes) {
+            writtenBack.add(src);
+            Pause p = writeBack.getAndSet(null);
+            if (p != null) {
+                p.hold(); // before the copy: the device still holds the old bytes
+            }
+            RuntimeException e = failWriteBack.getAndSet(null);
+            if (e != null) {
+                throw e;
+            }
+            real.copyFromHost(src, dst, dstOffset, bytes);
+        }
+    }
+
+    PooledMemoryManager manager(StagedUpstream up) {
+        return manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults(), null);
+    }
+
+    static byte firstByte(PooledMemoryManager m, MemoryHandle h) {
+        byte[] one = new byte[1];
+        m.read(h, 0, MemorySegment.ofArray(one));
+        return one[0];
+    }
+
+    /**
+     * An unmap wrote a GPU block's staging copy back to the device while it held the pool's lock:
+     * unmapping a GiB block stalled every allocation, free and figure of the pool for the whole copy.
+     * The copy back now runs outside the lock, after the views closed: none writes the copy then.
+     */
+    @Test
+    void aWriteBackRunsOutsideThePoolsLockWithItsViewsClosed() throws Exception {
+        StagedUpstream up = new StagedUpstream();
+        PooledMemoryManager m = manager(up);
+        MemoryHandle h = m.allocate(1000, GPU);
+        MemorySegment view = m.mapMemory(h, MemoryAccess.READ_WRITE);
+        view.fill((byte) 7);
+        Pause paused = up.pauseNextWriteBack();
+        CompletableFuture<Void> unmap = start("unmap", () -> {
+            m.unmapMemory(h);
+            return null;
+        });
+        paused.awaitArrival();
+        CompletableFuture<Void> other = start("allocate", () -> {
+            m.deallocate(m.allocate(1000, GPU));
+            return null;
+        });
+        try {
+            // The timeout is only the failure signal: before the fix the allocation waited for the lock.
+            other.get(10, TimeUnit.SECONDS);
+            assertThrows(IllegalStateException.class, () -> view.set(ValueLayout.JAVA_BYTE, 0, (byte) 9),
+                    "a view wrote the staging copy while it was written back");
+        } catch (TimeoutException e) {
+            throw new AssertionError("an allocation of the pool waited for the write-back of another block", e);
+        } finally {
+            paused.release();
+        }
+        unmap.get(30, TimeUnit.SECONDS);
+        assertEquals(7, firstByte(m, h), "the staging copy was written back");
+        assertFalse(up.writtenBack.get(0).scope().isAlive(), "the staging copy was not freed");
+    }
+
+    /**
+     * A mapping while the block's staging copy is written back must not copy the device's bytes
+     * before the write-back made them: it waits for the write-back's end and sees its bytes.
+     */
+    @Test
+    void aMappingDuringAWriteBackSeesTheWrittenBackBytes() throws Exception {
+        StagedUpstream up = new StagedUpstream();
+        PooledMemoryManager m = manager(up);
+        MemoryHandle h = m.allocate(1000, GPU);
+        m.mapMemory(h, MemoryAccess.READ_WRITE).fill((byte) 7);
+        Pause paused = up.pauseNextWriteBack();
+        CompletableFuture<Void> unmap = start("unmap", () -> {
+            m.unmapMemory(h);
+            return null;
+        });
+        paused.awaitArrival();
+        CompletableFuture<Byte> mapping = start("map", () -> m.mapMemory(h, MemoryAccess.READ_ONLY).get(ValueLayout.JAVA_BYTE, 0));
+        try {
+            // Parked in map, waiting for the write-back; a mapping that copied the device's old bytes is done.
+            awaitParkedInOrDone(threads.get(threads.size() - 1), "Mappings", "map", mapping);
+        } finally {
+            paused.release();
+        }
+        unmap.get(30, TimeUnit.SECONDS);
+        assertEquals((byte) 7, (byte) mapping.get(30, TimeUnit.SECONDS), "a mapping copied the device's bytes older than the write-back");
+        m.unmapMemory(h);
+        assertEquals(1024, m.memoryInfo().usedBytes(), "one block in use");
+    }
+
+    /**
+     * While the write-back runs the block is unmapped for every caller: a second unmap finds nothing
+     * mapped, and a free of the block is done once the write-back ends (its pin keeps the memory
+     * until then, and the memory goes back once).
+     */
+    @Test
+    void aSecondUnmapOrAFreeDuringAWriteBackWaitForNothingAndReleaseOnce() throws Exception {
+        StagedUpstream up = new StagedUpstream();
+        PooledMemoryManager m = manager(up);
+        MemoryHandle h = m.allocate(1000, GPU);
+        m.mapMemory(h, MemoryAccess.READ_WRITE).fill((byte) 7);
+        Pause paused = up.pauseNextWriteBack();
+        CompletableFuture<Void> unmap = start("unmap", () -> {
+            m.unmapMemory(h);
+            return null;
+        });
+        paused.awaitArrival();
+        CompletableFuture<Void> again = start("unmap again", () -> {
+            m.unmapMemory(h);
+            return null;
+        });
+        CompletableFuture<Void> free = new CompletableFuture<>();
+        try {
+            // The timeouts are only the failure signal: before the fix both waited for the lock.
+            ExecutionException notMapped = assertThrows(ExecutionException.class, () -> again.get(10, TimeUnit.SECONDS));
+            assertTrue(notMapped.getCause() instanceof InvalidMemoryRequestException, "second unmap: " + notMapped.getCause());
+            free = start("free", () -> {
+                m.deallocate(h);
+                return null;
+            });
+            free.get(10, TimeUnit.SECONDS);
+            assertEquals(1024, m.memoryInfo().usedBytes(), "the block went back under its write-back");
+        } finally {
+            paused.release();
+        }
+        unmap.get(30, TimeUnit.SECONDS);
+        free.get(30, TimeUnit.SECONDS);
+        assertEquals(0, m.memoryInfo().usedBytes(), "the freed block did not go back once written back");
+        assertEquals(0, m.memoryInfo().activeAllocations());
+        assertThrows(InvalidHandleException.class, () -> m.mapMemory(h, MemoryAccess.READ_ONLY));
+        assertFalse(up.writtenBack.get(0).scope().isAlive(), "the staging copy was not freed");
+        MemoryHandle next = m.allocate(1000, GPU);
+        MemoryHandle more = m.allocate(1000, GPU);
+        assertEquals(2048, m.memoryInfo().usedBytes(), "the block was released twice");
+        m.deallocate(next);
+        m.deallocate(more);
+        m.close();
+        assertEquals(0, up.memory.liveBytes(), "native bytes left after close");
+    }
+
+    /**
+     * A write-back the upstream fails: the unmap throws what the upstream threw, the views are
+     * closed, and the staging copy stays the block's mapping: the next mapping sees the bytes the
+     * views wrote and the next unmap writes them back. A free then drops nothing twice.
+     */
+    @Test
+    void aFailedWriteBackKeepsTheStagingCopyMappedAndFreeable() throws Exception {
+        StagedUpstream up = new StagedUpstream();
+        PooledMemoryManager m = manager(up);
+        MemoryHandle h = m.allocate(1000, GPU);
+        MemorySegment view = m.mapMemory(h, MemoryAccess.READ_WRITE);
+        view.fill((byte) 7);
+        RuntimeException lost = new IllegalStateException("device lost");
+        up.failNextWriteBack(lost);
+        assertSame(lost, assertThrows(RuntimeException.class, () -> m.unmapMemory(h)));
+        assertThrows(IllegalStateException.class, () -> view.get(ValueLayout.JAVA_BYTE, 0), "a view outlived its unmap");
+        assertTrue(up.writtenBack.get(0).scope().isAlive(), "the staging copy of a failed write-back was dropped");
+        assertEquals(1024, m.memoryInfo().usedBytes());
+        assertEquals(1, m.memoryInfo().activeAllocations());
+        MemorySegment kept = m.mapMemory(h, MemoryAccess.READ_ONLY);
+        assertEquals(7, kept.get(ValueLayout.JAVA_BYTE, 999), "the views' bytes are not the mapping's");
+        m.unmapMemory(h);
+        assertEquals(7, firstByte(m, h), "the second unmap did not write the copy back");
+        assertFalse(up.writtenBack.get(1).scope().isAlive(), "the staging copy was not freed");
+
+        // Failed again, then freed: the copy goes with the block.
+        m.mapMemory(h, MemoryAccess.READ_WRITE).fill((byte) 8);
+        up.failNextWriteBack(new IllegalStateException("device lost"));
+        assertThrows(IllegalStateException.class, () -> m.unmapMemory(h));
+        MemorySegment staging = up.writtenBack.get(2);
+        m.deallocate(h);
+        assertFalse(staging.scope().isAlive(), "the staging copy of a freed block was not freed");
+        assertEquals(0, m.memoryInfo().usedBytes());
+        assertEquals(0, m.memoryInfo().activeAllocations());
+        m.close();
+        assertEquals(0, up.memory.liveBytes(), "native bytes left after close");
+    }
+}
