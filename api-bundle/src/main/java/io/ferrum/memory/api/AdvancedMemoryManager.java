@@ -22,7 +22,9 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      * defragmentation. After {@link #unmapMemory} or {@link #deallocate} every access through the view
      * throws {@link IllegalStateException}: it never reads memory that belongs to someone else.
      * Mapping a block that is already mapped returns a new view of the same block; one unmap
-     * closes all of them.
+     * closes all of them. On memory the CPU cannot address (a GPU's) the views show a host staging
+     * copy of the block, which the first mapping makes; another mapping meanwhile waits for that copy
+     * and shares it ({@link #unmapMemory} writes it back).
      *
      * <p>A view may be used by any thread until it is closed. A thread that is reading or writing
      * through it when another thread unmaps or frees the block (or the manager closes) gets an

@@ -223,49 +223,4 @@ class EngineViewTest extends EngineTestSupport {
             pool.shutdownNow();
         }
     }
-
-    /**
-     * Two first mappings at once: the one whose staging copy ends second must not publish its copy
-     * over the other's. While one copy is paused, a second mapping is made, written and unmapped
-     * (written back), then made again: the paused copy, older than that write-back, is dropped for a
-     * fresh one the first time, and for the mapping in place the second.
-     */
-    @Test
-    void aStagingCopyOvertakenByAnotherMappingIsNotPublished() throws Exception {
-        PausedStaging up = new PausedStaging();
-        ExecutorService pool = Executors.newSingleThreadExecutor();
-        try (PooledMemoryManager m = PooledMemoryManager.create(up, config(pool(MiB, MiB)), PoolSettings.defaults(), null)) {
-            MemoryHandle h = m.allocate(1000, Device.cuda(0));
-            write(m, h, (byte) 5);
-            up.rearm();
-            Future<MemorySegment> first = pool.submit(() -> m.mapMemory(h, MemoryAccess.READ_WRITE));
-            up.awaitArrival();
-            MemorySegment other = m.mapMemory(h, MemoryAccess.READ_WRITE);
-            other.set(ValueLayout.JAVA_BYTE, 0, (byte) 88);
-            m.unmapMemory(h);
-            up.release();
-            MemorySegment view = first.get(30, TimeUnit.SECONDS);
-            assertEquals(88, view.get(ValueLayout.JAVA_BYTE, 0), "a staging copy older than a write-back was published");
-            view.set(ValueLayout.JAVA_BYTE, 1, (byte) 99);
-            m.unmapMemory(h);
-            byte[] head = new byte[2];
-            m.read(h, 0, MemorySegment.ofArray(head));
-            assertEquals(88, head[0], "the other mapping's write was lost");
-            assertEquals(99, head[1]);
-
-            up.rearm();
-            Future<MemorySegment> late = pool.submit(() -> m.mapMemory(h, MemoryAccess.READ_ONLY));
-            up.awaitArrival();
-            MemorySegment live = m.mapMemory(h, MemoryAccess.READ_WRITE);
-            live.set(ValueLayout.JAVA_BYTE, 2, (byte) 11);
-            up.release();
-            MemorySegment shared = late.get(30, TimeUnit.SECONDS);
-            assertEquals(11, shared.get(ValueLayout.JAVA_BYTE, 2), "the late mapping is not the one in place");
-            m.unmapMemory(h);
-            assertThrows(IllegalStateException.class, () -> shared.get(ValueLayout.JAVA_BYTE, 2), "one unmap closes both");
-        } finally {
-            up.release();
-            pool.shutdownNow();
-        }
-    }
 }

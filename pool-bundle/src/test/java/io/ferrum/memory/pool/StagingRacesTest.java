@@ -14,6 +14,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.Test;
@@ -43,6 +44,8 @@ class StagingRacesTest extends RaceHarness {
         private final AtomicReference<Pause> writeBack = new AtomicReference<>();
         private final AtomicReference<RuntimeException> failWriteBack = new AtomicReference<>();
         final List<MemorySegment> writtenBack = new CopyOnWriteArrayList<>();
+        /** Run after each staging copy a mapping made ({@code copyToHost}), by the thread that made it; or null. */
+        volatile Runnable afterCopy;
 
         StagedUpstream() {
             this(new ArenaUpstream(GPU, 64 * MiB, false));
@@ -61,6 +64,15 @@ class StagingRacesTest extends RaceHarness {
 
         void failNextWriteBack(RuntimeException e) {
             failWriteBack.set(e);
+        }
+
+        @Override
+        public void copyToHost(DeviceChunk src, long srcOffset, MemorySegment dst, long bytes) {
+            real.copyToHost(src, srcOffset, dst, bytes);
+            Runnable hook = afterCopy;
+            if (hook != null) {
+                hook.run();
+            }
         }
 
         @Override
@@ -240,5 +252,84 @@ class StagingRacesTest extends RaceHarness {
         assertEquals(0, m.memoryInfo().activeAllocations());
         m.close();
         assertEquals(0, up.memory.liveBytes(), "native bytes left after close");
+    }
+
+    /**
+     * A mapping whose staging copy is overtaken by a mapping published and unmapped meanwhile made
+     * its copy again, each time: a thread mapping and unmapping the block in a loop starved it for
+     * ever. Here each of its copies lets another thread map, write and unmap the block before it
+     * ends (for 5 rounds, so that the test ends): the mapping copies the block once.
+     */
+    @Test
+    void aMappingIsNotStarvedByAnotherMappingAndUnmappingTheBlock() throws Exception {
+        StagedUpstream up = new StagedUpstream();
+        PooledMemoryManager m = manager(up);
+        MemoryHandle h = m.allocate(1000, GPU);
+        AtomicInteger copies = new AtomicInteger();
+        AtomicInteger rounds = new AtomicInteger();
+        up.afterCopy = () -> {
+            Thread victim = threads.get(0);
+            if (Thread.currentThread() != victim) {
+                return;
+            }
+            copies.incrementAndGet();
+            int round = rounds.incrementAndGet();
+            if (round > 5) {
+                return;
+            }
+            CompletableFuture<Void> other = start("map and unmap " + round, () -> {
+                m.mapMemory(h, MemoryAccess.READ_WRITE).set(ValueLayout.JAVA_BYTE, round, (byte) round);
+                m.unmapMemory(h);
+                return null;
+            });
+            // Done (overtaking this copy), or waiting in map for it.
+            awaitParkedInOrDone(threads.get(threads.size() - 1), "Mappings", "map", other);
+        };
+        start("map", () -> m.mapMemory(h, MemoryAccess.READ_ONLY)).get(30, TimeUnit.SECONDS);
+        for (int i = 1; i < threads.size(); i++) {
+            threads.get(i).join(TimeUnit.SECONDS.toMillis(30));
+        }
+        assertEquals(1, copies.get(), "the mapping copied the block again each time another mapped and unmapped it");
+        byte[] head = new byte[2];
+        m.read(h, 0, MemorySegment.ofArray(head));
+        assertEquals(1, head[1], "the other thread's write was lost");
+    }
+
+    /**
+     * A second mapping while the first one's staging copy is made outside the lock waits for that
+     * copy and shares it (before, it made a copy of its own, and the later of the two was dropped or
+     * made again); an unmap meanwhile finds nothing mapped.
+     */
+    @Test
+    void aMappingDuringAStagingCopyWaitsForItAndSharesIt() throws Exception {
+        StagedUpstream up = new StagedUpstream();
+        PooledMemoryManager m = manager(up);
+        MemoryHandle h = m.allocate(1000, GPU);
+        m.mapMemory(h, MemoryAccess.WRITE_ONLY).fill((byte) 5);
+        m.unmapMemory(h);
+        Pause paused = new Pause();
+        up.afterCopy = () -> {
+            up.afterCopy = null;
+            paused.hold(); // copied, then paused
+        };
+        CompletableFuture<MemorySegment> first = start("first", () -> m.mapMemory(h, MemoryAccess.READ_WRITE));
+        CompletableFuture<MemorySegment> second;
+        try {
+            paused.awaitArrival();
+            assertThrows(InvalidMemoryRequestException.class, () -> m.unmapMemory(h), "unmapped a mapping still being made");
+            second = start("second", () -> m.mapMemory(h, MemoryAccess.READ_WRITE));
+            awaitParkedInOrDone(threads.get(1), "Mappings", "map", second);
+            assertFalse(second.isDone(), "a second mapping made a copy of its own while the first was made");
+        } finally {
+            paused.release();
+        }
+        MemorySegment a = first.get(30, TimeUnit.SECONDS);
+        MemorySegment b = second.get(30, TimeUnit.SECONDS);
+        a.set(ValueLayout.JAVA_BYTE, 0, (byte) 88);
+        assertEquals(88, b.get(ValueLayout.JAVA_BYTE, 0), "the two mappings are not one");
+        assertEquals(5, b.get(ValueLayout.JAVA_BYTE, 999));
+        m.unmapMemory(h);
+        assertThrows(IllegalStateException.class, () -> b.get(ValueLayout.JAVA_BYTE, 0), "one unmap closes both");
+        assertEquals(88, firstByte(m, h), "the shared copy was not written back");
     }
 }

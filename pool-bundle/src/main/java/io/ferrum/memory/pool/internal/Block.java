@@ -57,12 +57,6 @@ public final class Block extends BlockPadding {
     /** Freed, and its bytes already cleared for {@code zeroing=on-free}: it may go back to the free lists. */
     boolean scrubbed;
     volatile MappingState mapping;
-    /**
-     * Mappings published so far (under the pool lock): a staging copy made outside the lock is
-     * published only if none was published meanwhile, whose unmap may have written the block back
-     * after the copy read it ({@link Mappings#map}).
-     */
-    int mappingsPublished;
     AccessTracker access;
     /**
      * While the block sits in a thread cache: its last handle id, whose slot it keeps (the slot still

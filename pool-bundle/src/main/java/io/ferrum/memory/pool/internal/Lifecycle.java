@@ -280,7 +280,7 @@ final class Lifecycle {
             try {
                 pool.closed = true;
                 pool.grown.signalAll();
-                pool.writtenBack.signalAll();
+                pool.settled.signalAll();
                 // Scopes (withMapped, read, write) pin without the lock: each block with one inside
                 // is one piece of work, ended by its last scope to leave.
                 int scoped = Scopes.closeAll(pool);

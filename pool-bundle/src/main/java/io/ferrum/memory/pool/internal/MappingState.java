@@ -23,10 +23,21 @@ final class MappingState {
      * finds nothing mapped, a free or a close drops it; the unmap frees the copy when done.
      */
     boolean writingBack;
+    /**
+     * Under the pool lock: published before its staging copy is made outside the lock (the block
+     * pinned), without views or arenas: a map waits for the copy, an unmap finds nothing mapped, a
+     * free or a close drops it. The map replaces it with the filled mapping.
+     */
+    boolean filling;
 
     MappingState(Arena arena, MemorySegment staging, Arena stagingArena) {
         this.arena = arena;
         this.staging = staging;
         this.stagingArena = stagingArena;
+    }
+
+    /** @return true while a staging copy is made or written back outside the pool's lock: no view of it is handed out */
+    boolean inTransit() {
+        return filling || writingBack;
     }
 }

@@ -62,57 +62,63 @@ final class Mappings {
      * A view of {@code b}. Memory the CPU cannot address is copied to a staging buffer outside the
      * pool's lock (a GPU block of a GiB would stall every allocation, free and figure of the pool
      * for the whole copy): the block is pinned for the copy, so it is neither moved nor released
-     * under it, and the mapping is published under the lock only once filled. A mapping published
-     * meanwhile wins (this copy is dropped); one published and unmapped meanwhile may have written
-     * the block back after this copy read it, so the copy is made again. While an unmap writes the
-     * block's staging copy back, a mapping waits for it to end: a copy made then would miss its bytes.
+     * under it. The mapping is published under the lock before the copy, marked as filling, and
+     * completed under the lock once filled: another mapping of the block waits for it rather than
+     * making a copy of its own (as it waits while an unmap writes the copy back: a copy made then
+     * would miss its bytes), and no mapping or unmap can overtake the copy, so it is made once. A
+     * copy the upstream fails throws what it threw and leaves the block unmapped.
      */
     MemorySegment map(Block b, MemoryHandle handle, MemoryAccess access) {
         Pool pool = b.pool;
-        while (true) {
-            int published;
+        MappingState filling;
+        pool.acquire();
+        try {
+            MappingState m;
+            while (true) {
+                reclaimer.checkLive(pool, b, handle.id());
+                m = b.mapping;
+                // The chunk's host view, kept since it was added: the upstream is not asked under the lock.
+                if (m == null || !m.inTransit() || b.chunk.host != null) {
+                    break;
+                }
+                pool.settled.awaitUninterruptibly(); // as long as the copy: what a wait for the lock held across it took
+            }
+            if (m != null || b.chunk.host != null) {
+                return view(b, handle, access);
+            }
+            reclaimer.pin(b, handle.id()); // reentrant: no free, move or close gives the chunk away under the copy
+            // Published once pinned: a free that claims the name now sees the pin, takes the lock and drops it.
+            filling = new MappingState(null, null, null);
+            filling.filling = true;
+            b.mapping = filling;
+        } finally {
+            pool.lock.unlock();
+        }
+        Arena arena = null;
+        MappingState filled = null;
+        MemorySegment view = null;
+        try {
+            arena = Arena.ofShared();
+            MemorySegment staging = arena.allocate(b.requested, 64);
+            // A peer's block (named here by an alias) lives in its own upstream's chunk.
+            pool.reclaimer.upstream().copyToHost(b.chunk.device, b.offset, staging, b.requested);
+            filled = new MappingState(Arena.ofShared(), staging, arena);
+        } finally {
+            boolean kept = false;
             pool.acquire();
             try {
-                MappingState m;
-                while (true) {
+                pool.settled.signalAll();
+                if (b.mapping == filling) {
+                    b.mapping = filled; // null when the copy failed: the next mapping makes it again
+                    kept = filled != null;
+                }
+                if (filled != null) {
+                    // Not kept: a free or a close dropped the mapping meanwhile, and says so here.
                     reclaimer.checkLive(pool, b, handle.id());
-                    m = b.mapping;
-                    // The chunk's host view, kept since it was added: the upstream is not asked under the lock.
-                    if (m == null || !m.writingBack || b.chunk.host != null) {
-                        break;
-                    }
-                    pool.writtenBack.awaitUninterruptibly(); // as long as the copy: what a wait for the lock held across it took
+                    view = kept ? view(b, handle, access) : null;
                 }
-                if (m != null || b.chunk.host != null) {
-                    return view(b, handle, access, null);
-                }
-                published = b.mappingsPublished;
-                reclaimer.pin(b, handle.id()); // reentrant: no free, move or close gives the chunk away under the copy
             } finally {
                 pool.lock.unlock();
-            }
-            MemorySegment view = null;
-            Arena arena = null;
-            boolean kept = false; // the arena went to a published mapping, whose close closes it
-            try {
-                arena = Arena.ofShared();
-                MemorySegment staging = arena.allocate(b.requested, 64);
-                // A peer's block (named here by an alias) lives in its own upstream's chunk.
-                pool.reclaimer.upstream().copyToHost(b.chunk.device, b.offset, staging, b.requested);
-                pool.acquire();
-                try {
-                    reclaimer.checkLive(pool, b, handle.id());
-                    MappingState m = b.mapping;
-                    if (m != null && !m.writingBack) {
-                        view = view(b, handle, access, null); // another mapping won: this copy is dropped
-                    } else if (m == null && b.mappingsPublished == published) {
-                        kept = true;
-                        view = view(b, handle, access, new MappingState(Arena.ofShared(), staging, arena));
-                    }
-                } finally {
-                    pool.lock.unlock();
-                }
-            } finally {
                 try {
                     if (arena != null && !kept) {
                         arena.close(); // not published: no view of it was handed out
@@ -121,19 +127,19 @@ final class Mappings {
                     reclaimer.unpin(b);
                 }
             }
-            if (view != null) {
-                return view;
-            }
         }
+        if (view == null) {
+            throw checks.invalidHandle(handle);
+        }
+        return view;
     }
 
-    /** Under the pool lock: a view of live {@code b}, whose mapping is {@code fresh} when not null (published here). */
-    private MemorySegment view(Block b, MemoryHandle handle, MemoryAccess access, MappingState fresh) {
+    /** Under the pool lock: a view of live {@code b}, whose mapping is published here when it has none. */
+    private MemorySegment view(Block b, MemoryHandle handle, MemoryAccess access) {
         MappingState m = b.mapping;
         if (m == null) {
-            m = fresh != null ? fresh : new MappingState(Arena.ofShared(), null, null);
+            m = new MappingState(Arena.ofShared(), null, null);
             b.mapping = m;
-            b.mappingsPublished++;
             if (!b.isNamedBy(handle.id())) {
                 // A free claimed the handle without the lock just now: it did not see this mapping.
                 Reclaimer.closeArena(b, m);
@@ -173,7 +179,7 @@ final class Mappings {
         try {
             reclaimer.checkLive(pool, b, handle.id());
             m = b.mapping;
-            if (m == null || m.writingBack) {
+            if (m == null || m.inTransit()) {
                 throw checks.notMapped(handle);
             }
             if (m.staging == null || !m.writable) {
@@ -211,7 +217,7 @@ final class Mappings {
         boolean kept = false;
         pool.acquire();
         try {
-            pool.writtenBack.signalAll();
+            pool.settled.signalAll();
             if (b.mapping == m) {
                 // Not dropped meanwhile by a free or a close (closeArena): the block is still named.
                 b.mapping = null;
@@ -220,7 +226,6 @@ final class Mappings {
                     MappingState again = new MappingState(Arena.ofShared(), m.staging, m.stagingArena);
                     again.writable = true;
                     b.mapping = again;
-                    b.mappingsPublished++;
                     kept = true;
                 }
             }

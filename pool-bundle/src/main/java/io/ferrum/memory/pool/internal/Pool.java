@@ -51,8 +51,11 @@ public final class Pool {
     final Condition idle = lock.newCondition();
     /** Signalled when a growth ends, for allocations that waited for it rather than growing too. */
     final Condition grown = lock.newCondition();
-    /** Signalled when an unmap's write-back of a staging copy ends, for mappings of its block that waited for it. */
-    final Condition writtenBack = lock.newCondition();
+    /**
+     * Signalled when a staging copy made or written back outside the lock is done ({@link
+     * MappingState#inTransit}), for mappings of its block that waited for it.
+     */
+    final Condition settled = lock.newCondition();
     final List<PoolChunk> chunks = new ArrayList<>();
     /** The device-wide figures this pool's carves and releases add to. */
     private final DeviceAccount account;

@@ -283,13 +283,14 @@ final class Reclaimer {
 
     /**
      * Under the pool's lock: closes the views of {@code m}, {@code b}'s mapping, and frees its staging
-     * copy; the block is no longer mapped. A mapping whose unmap writes its copy back had its views
-     * closed already, and its copy is the unmap's to free once written ({@link Mappings#unmap}).
+     * copy; the block is no longer mapped. A mapping whose copy is made or written back outside the
+     * lock has no view open, and its copy is freed by the call that makes or writes it ({@link
+     * Mappings#map}, {@link Mappings#unmap}).
      *
      * @return true if the views of {@code m} are closed now (they are not while a native operation uses one)
      */
     static boolean closeArena(Block b, MappingState m) {
-        if (!m.writingBack) {
+        if (!m.inTransit()) {
             try {
                 m.arena.close();
             } catch (IllegalStateException inUse) {
