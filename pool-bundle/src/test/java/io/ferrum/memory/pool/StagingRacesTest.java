@@ -20,6 +20,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.InvalidHandleException;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryAccess;
@@ -46,6 +47,10 @@ class StagingRacesTest extends RaceHarness {
         final List<MemorySegment> writtenBack = new CopyOnWriteArrayList<>();
         /** Run after each staging copy a mapping made ({@code copyToHost}), by the thread that made it; or null. */
         volatile Runnable afterCopy;
+        /** Run before the next staging copy, once; or null. */
+        private final AtomicReference<Runnable> beforeCopy = new AtomicReference<>();
+        /** Every staging buffer a copy filled, to see whether it was freed. */
+        final List<MemorySegment> copiedTo = new CopyOnWriteArrayList<>();
 
         StagedUpstream() {
             this(new ArenaUpstream(GPU, 64 * MiB, false));
@@ -62,12 +67,24 @@ class StagingRacesTest extends RaceHarness {
             return p;
         }
 
+        /** Pauses the next staging copy before it copies (a copy on a released chunk would throw then). */
+        Pause pauseNextCopy() {
+            Pause p = new Pause();
+            beforeCopy.set(p::hold);
+            return p;
+        }
+
         void failNextWriteBack(RuntimeException e) {
             failWriteBack.set(e);
         }
 
         @Override
         public void copyToHost(DeviceChunk src, long srcOffset, MemorySegment dst, long bytes) {
+            copiedTo.add(dst);
+            Runnable before = beforeCopy.getAndSet(null);
+            if (before != null) {
+                before.run();
+            }
             real.copyToHost(src, srcOffset, dst, bytes);
             Runnable hook = afterCopy;
             if (hook != null) {
@@ -331,5 +348,160 @@ class StagingRacesTest extends RaceHarness {
         m.unmapMemory(h);
         assertThrows(IllegalStateException.class, () -> b.get(ValueLayout.JAVA_BYTE, 0), "one unmap closes both");
         assertEquals(88, firstByte(m, h), "the shared copy was not written back");
+    }
+
+    /** A close waits for a staging copy under way (it pins the block), then drops its mapping: no byte is left. */
+    @Test
+    void aCloseDuringAStagingCopyWaitsForItAndLeaksNothing() throws Exception {
+        StagedUpstream up = new StagedUpstream();
+        PooledMemoryManager m = manager(up);
+        MemoryHandle h = m.allocate(1000, GPU);
+        Pause paused = up.pauseNextCopy();
+        CompletableFuture<MemorySegment> mapping = start("map", () -> m.mapMemory(h, MemoryAccess.READ_WRITE));
+        paused.awaitArrival();
+        CompletableFuture<Void> close = start("close", () -> {
+            m.close();
+            return null;
+        });
+        try {
+            awaitParkedInOrDone(threads.get(1), "Lifecycle", "awaitIdle", close);
+            assertFalse(close.isDone(), "the close did not wait for the staging copy");
+        } finally {
+            paused.release();
+        }
+        close.get(30, TimeUnit.SECONDS);
+        ExecutionException refused = assertThrows(ExecutionException.class, () -> mapping.get(30, TimeUnit.SECONDS));
+        assertTrue(refused.getCause() instanceof DeviceUnavailableException, "refused: " + refused.getCause());
+        assertEquals(0, up.memory.liveBytes(), "native bytes left after close");
+        assertFalse(up.copiedTo.get(0).scope().isAlive(), "the staging copy was not freed");
+    }
+
+    /**
+     * A close whose wait is cut short (interrupted) while a staging copy runs leaves the pool's
+     * chunks to the copy's end: the copy never touches released memory, and then the chunks go.
+     */
+    @Test
+    void aCloseCutShortDuringAStagingCopyReleasesTheChunksAfterIt() throws Exception {
+        StagedUpstream up = new StagedUpstream();
+        PooledMemoryManager m = manager(up);
+        MemoryHandle h = m.allocate(1000, GPU);
+        Pause paused = up.pauseNextCopy();
+        CompletableFuture<MemorySegment> mapping = start("map", () -> m.mapMemory(h, MemoryAccess.READ_WRITE));
+        paused.awaitArrival();
+        CompletableFuture<Void> close = start("close", () -> {
+            m.close();
+            return null;
+        });
+        try {
+            awaitParkedInOrDone(threads.get(1), "Lifecycle", "awaitIdle", close);
+            threads.get(1).interrupt();
+            close.get(30, TimeUnit.SECONDS);
+            assertEquals(MiB, up.memory.liveBytes(), "the chunk went back under the staging copy");
+        } finally {
+            paused.release();
+        }
+        ExecutionException refused = assertThrows(ExecutionException.class, () -> mapping.get(30, TimeUnit.SECONDS));
+        assertTrue(refused.getCause() instanceof DeviceUnavailableException, "refused: " + refused.getCause());
+        assertEquals(0, up.memory.liveBytes(), "the copy's end did not release the closed pool's chunk");
+        assertFalse(up.copiedTo.get(0).scope().isAlive(), "the staging copy was not freed");
+    }
+
+    /** A close waits for a write-back under way (it pins the block), which completes: no byte is left. */
+    @Test
+    void aCloseDuringAWriteBackWaitsForItAndLeaksNothing() throws Exception {
+        StagedUpstream up = new StagedUpstream();
+        PooledMemoryManager m = manager(up);
+        MemoryHandle h = m.allocate(1000, GPU);
+        m.mapMemory(h, MemoryAccess.READ_WRITE).fill((byte) 7);
+        Pause paused = up.pauseNextWriteBack();
+        CompletableFuture<Void> unmap = start("unmap", () -> {
+            m.unmapMemory(h);
+            return null;
+        });
+        paused.awaitArrival();
+        CompletableFuture<Void> close = start("close", () -> {
+            m.close();
+            return null;
+        });
+        try {
+            awaitParkedInOrDone(threads.get(1), "Lifecycle", "awaitIdle", close);
+            assertFalse(close.isDone(), "the close did not wait for the write-back");
+        } finally {
+            paused.release();
+        }
+        close.get(30, TimeUnit.SECONDS);
+        unmap.get(30, TimeUnit.SECONDS);
+        assertEquals(0, up.memory.liveBytes(), "native bytes left after close");
+        assertFalse(up.writtenBack.get(0).scope().isAlive(), "the staging copy was not freed");
+    }
+
+    /** As {@link #aCloseCutShortDuringAStagingCopyReleasesTheChunksAfterIt}, for a write-back. */
+    @Test
+    void aCloseCutShortDuringAWriteBackReleasesTheChunksAfterIt() throws Exception {
+        StagedUpstream up = new StagedUpstream();
+        PooledMemoryManager m = manager(up);
+        MemoryHandle h = m.allocate(1000, GPU);
+        m.mapMemory(h, MemoryAccess.READ_WRITE).fill((byte) 7);
+        Pause paused = up.pauseNextWriteBack();
+        CompletableFuture<Void> unmap = start("unmap", () -> {
+            m.unmapMemory(h);
+            return null;
+        });
+        paused.awaitArrival();
+        CompletableFuture<Void> close = start("close", () -> {
+            m.close();
+            return null;
+        });
+        try {
+            awaitParkedInOrDone(threads.get(1), "Lifecycle", "awaitIdle", close);
+            threads.get(1).interrupt();
+            close.get(30, TimeUnit.SECONDS);
+            assertEquals(MiB, up.memory.liveBytes(), "the chunk went back under the write-back");
+        } finally {
+            paused.release();
+        }
+        unmap.get(30, TimeUnit.SECONDS);
+        assertEquals(0, up.memory.liveBytes(), "the write-back's end did not release the closed pool's chunk");
+        assertFalse(up.writtenBack.get(0).scope().isAlive(), "the staging copy was not freed");
+    }
+
+    /** Defragmentation moves no block whose staging copy is made or written back outside the lock. */
+    @Test
+    void defragmentationMovesNoBlockUnderAStagingCopyOrAWriteBack() throws Exception {
+        StagedUpstream up = new StagedUpstream();
+        PooledMemoryManager m = manager(up);
+        MemoryHandle hole = m.allocate(1000, GPU);
+        MemoryHandle h = m.allocate(1000, GPU);
+        fill(m, h, (byte) 5);
+        m.deallocate(hole);
+        Pause copying = up.pauseNextCopy();
+        CompletableFuture<MemorySegment> mapping = start("map", () -> m.mapMemory(h, MemoryAccess.READ_WRITE));
+        try {
+            copying.awaitArrival();
+            assertEquals(0, m.defragment(GPU).toCompletableFuture().get(30, TimeUnit.SECONDS).blocksMoved(),
+                    "a block moved under its staging copy");
+        } finally {
+            copying.release();
+        }
+        MemorySegment view = mapping.get(30, TimeUnit.SECONDS);
+        assertEquals(5, view.get(ValueLayout.JAVA_BYTE, 999));
+        view.set(ValueLayout.JAVA_BYTE, 0, (byte) 9);
+        Pause writing = up.pauseNextWriteBack();
+        CompletableFuture<Void> unmap = start("unmap", () -> {
+            m.unmapMemory(h);
+            return null;
+        });
+        try {
+            writing.awaitArrival();
+            assertEquals(0, m.defragment(GPU).toCompletableFuture().get(30, TimeUnit.SECONDS).blocksMoved(),
+                    "a block moved under its write-back");
+        } finally {
+            writing.release();
+        }
+        unmap.get(30, TimeUnit.SECONDS);
+        assertEquals(9, firstByte(m, h), "the write-back was lost");
+        assertEquals(1, m.defragment(GPU).toCompletableFuture().get(30, TimeUnit.SECONDS).blocksMoved(),
+                "the block does move once nothing runs on it");
+        assertEquals(9, firstByte(m, h));
     }
 }
