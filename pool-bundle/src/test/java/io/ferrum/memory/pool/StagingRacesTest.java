@@ -504,4 +504,57 @@ class StagingRacesTest extends RaceHarness {
                 "the block does move once nothing runs on it");
         assertEquals(9, firstByte(m, h));
     }
+
+    /**
+     * A write-back that fails while a free or a close of the block waits for it: the staging copy it
+     * would keep mapped goes with the block (the free's, the close's), and nothing is left.
+     */
+    @Test
+    void aFailedWriteBackUnderAFreeOrACloseLeavesNothing() throws Exception {
+        StagedUpstream up = new StagedUpstream();
+        PooledMemoryManager m = manager(up);
+        MemoryHandle h = m.allocate(1000, GPU);
+        m.mapMemory(h, MemoryAccess.READ_WRITE).fill((byte) 7);
+        Pause paused = up.pauseNextWriteBack();
+        up.failNextWriteBack(new IllegalStateException("device lost"));
+        CompletableFuture<Void> unmap = start("unmap", () -> {
+            m.unmapMemory(h);
+            return null;
+        });
+        try {
+            paused.awaitArrival();
+            m.deallocate(h);
+        } finally {
+            paused.release();
+        }
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> unmap.get(30, TimeUnit.SECONDS));
+        assertTrue(failed.getCause() instanceof IllegalStateException, "unmap: " + failed.getCause());
+        assertFalse(up.writtenBack.get(0).scope().isAlive(), "the staging copy of a freed block was kept");
+        assertEquals(0, m.memoryInfo().usedBytes(), "the freed block did not go back");
+        assertEquals(0, m.memoryInfo().activeAllocations());
+
+        MemoryHandle k = m.allocate(1000, GPU);
+        m.mapMemory(k, MemoryAccess.READ_WRITE).fill((byte) 8);
+        Pause again = up.pauseNextWriteBack();
+        up.failNextWriteBack(new IllegalStateException("device lost"));
+        CompletableFuture<Void> unmapK = start("unmap k", () -> {
+            m.unmapMemory(k);
+            return null;
+        });
+        CompletableFuture<Void> close;
+        try {
+            again.awaitArrival();
+            close = start("close", () -> {
+                m.close();
+                return null;
+            });
+            awaitParkedInOrDone(threads.getLast(), "Lifecycle", "awaitIdle", close);
+        } finally {
+            again.release();
+        }
+        assertThrows(ExecutionException.class, () -> unmapK.get(30, TimeUnit.SECONDS));
+        close.get(30, TimeUnit.SECONDS);
+        assertFalse(up.writtenBack.get(1).scope().isAlive(), "the staging copy kept by a failed write-back outlived the close");
+        assertEquals(0, up.memory.liveBytes(), "native bytes left after close");
+    }
 }
