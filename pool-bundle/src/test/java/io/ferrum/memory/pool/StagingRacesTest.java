@@ -9,7 +9,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -25,6 +27,8 @@ import io.ferrum.memory.api.InvalidHandleException;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryMapping;
+import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.pool.HookedUpstream.Pause;
 
 /**
@@ -556,5 +560,50 @@ class StagingRacesTest extends RaceHarness {
         close.get(30, TimeUnit.SECONDS);
         assertFalse(up.writtenBack.get(1).scope().isAlive(), "the staging copy kept by a failed write-back outlived the close");
         assertEquals(0, up.memory.liveBytes(), "native bytes left after close");
+    }
+
+    /**
+     * A mapping across two GPUs' managers, unmapped through the alias the peer issued: the write-back
+     * goes into the owner's chunk through the owner's upstream, outside its pool's lock, pinned in
+     * the owner's pool; a free of the alias meanwhile leaves the block to the other handle, and once
+     * both are freed and both managers closed nothing is left.
+     */
+    @Test
+    void anUnmapThroughAPeersAliasWritesBackIntoTheOwnersChunk() throws Exception {
+        Map<Device, PooledMemoryManager> running = new ConcurrentHashMap<>();
+        PoolSettings settings = PoolSettings.defaults().withPeers(running::get);
+        StagedUpstream up0 = new StagedUpstream();
+        ArenaUpstream up1 = new ArenaUpstream(Device.cuda(1), 64 * MiB, false);
+        PooledMemoryManager owner = manager(up0, config(pool(MiB, MiB, 256)), settings, null);
+        PooledMemoryManager peer = manager(up1, config(pool(MiB, MiB, 256)), settings, null);
+        running.put(GPU, owner);
+        running.put(Device.cuda(1), peer);
+        MemoryMapping mapping = owner.createMapping(GPU, Device.cuda(1), 4096);
+        peer.mapMemory(mapping.target(), MemoryAccess.READ_WRITE).fill((byte) 6);
+        Pause paused = up0.pauseNextWriteBack();
+        CompletableFuture<Void> unmap = start("unmap alias", () -> {
+            peer.unmapMemory(mapping.target());
+            return null;
+        });
+        try {
+            paused.awaitArrival();
+            CompletableFuture<Void> other = start("allocate", () -> {
+                owner.deallocate(owner.allocate(1000, MemoryType.MAPPED, GPU));
+                return null;
+            });
+            other.get(10, TimeUnit.SECONDS); // the timeout is only the failure signal
+            peer.deallocate(mapping.target());
+        } finally {
+            paused.release();
+        }
+        unmap.get(30, TimeUnit.SECONDS);
+        assertEquals(6, firstByte(owner, mapping.source()), "the alias's write-back did not reach the owner's chunk");
+        owner.deallocate(mapping.source());
+        assertEquals(0, owner.memoryInfo().usedBytes());
+        assertFalse(up0.writtenBack.get(0).scope().isAlive(), "the staging copy was not freed");
+        peer.close();
+        owner.close();
+        assertEquals(0, up0.memory.liveBytes(), "native bytes left after close");
+        assertEquals(0, up1.liveBytes());
     }
 }
