@@ -6,6 +6,7 @@ import org.osgi.service.log.Logger;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.pool.DeviceRegistration;
+import io.ferrum.memory.pool.DeviceUpstream;
 import io.ferrum.memory.pool.PoolSettings;
 import io.ferrum.memory.pool.PooledMemoryManager;
 import io.ferrum.memory.pool.ProvidesDeviceServices;
@@ -70,9 +71,11 @@ final class CudaDevice {
     /**
      * The pooled manager of one GPU, as a running device builds it.
      *
-     * @param streams the device's streams; null for private host streams that close with the manager
+     * @param upstream the GPU's {@link CudaUpstream} (tests without a GPU: host memory standing in
+     *                 for it); closed here when the manager cannot be made
+     * @param streams  the device's streams; null for private host streams that close with the manager
      */
-    static PooledMemoryManager newManager(CudaUpstream upstream, CudaDeviceConfig cfg, Logger log,
+    static PooledMemoryManager newManager(DeviceUpstream upstream, CudaDeviceConfig cfg, Logger log,
                                           io.ferrum.memory.pool.StreamExecutor streams) {
         PoolSettings settings = PoolSettings.defaults().withCapacity(CudaDeviceConfigs.capacity(cfg))
                 .withZeroing(CudaDeviceConfigs.zeroing(cfg.zeroing())).withLog(new CudaPoolLog(log))
