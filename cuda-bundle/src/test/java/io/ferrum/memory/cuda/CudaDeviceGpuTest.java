@@ -162,27 +162,40 @@ class CudaDeviceGpuTest {
         }
     }
 
+    /**
+     * The streams are those of the manager's own stream executor, as on a running GPU ({@link
+     * CudaDevice}): a manager refuses a stream of another stream manager, so the factory's manager
+     * and stream manager cannot be paired here.
+     */
     @Test
     void asyncWorkOnTwoStreamsIsOrderedByAnEvent() throws Exception {
         int n = 16 * (int) MiB;
         byte[] data = pattern(n, 3);
-        StreamManager streams = factory.createStreamManager(GPU);
-        StreamHandle s1 = streams.createStream(GPU);
-        StreamHandle s2 = streams.createStream(GPU);
-        MemoryHandle a = m.allocate(n, MemoryType.GENERAL, GPU);
-        MemoryHandle b = m.allocate(n, MemoryType.GENERAL, GPU);
-        byte[] out = new byte[n];
-        var written = m.writeAsync(a, 0, MemorySegment.ofArray(data), s1);
-        EventHandle e = streams.recordEvent(s1);
-        streams.waitEvent(s2, e);
-        var copied = m.copyAsync(MemoryTransfer.of(a, b, n), s2);
-        var read = m.readAsync(b, 0, MemorySegment.ofArray(out), s2);
-        read.toCompletableFuture().join();
-        assertTrue(written.toCompletableFuture().isDone() && copied.toCompletableFuture().isDone(),
-                "work before the event and on the stream completed first");
-        assertArrayEquals(data, out);
-        streams.synchronizeStream(s2).toCompletableFuture().join();
-        assertTrue(streams.isStreamReady(s1) && streams.isStreamReady(s2));
+        CudaStreams streams = new CudaStreams(PrimaryContext.retain(GPU));
+        CudaDeviceConfig cfg = CudaDeviceConfigs.of(Map.of("initialSize", 2 * MiB, "growthIncrement", 64 * MiB));
+        PooledMemoryManager gpu = CudaDevice.newManager(new CudaUpstream(PrimaryContext.retain(GPU),
+                CudaDeviceConfigs.settings(cfg), new PinnedRanges()), cfg, null, streams);
+        try {
+            StreamHandle s1 = streams.createStream(GPU);
+            StreamHandle s2 = streams.createStream(GPU);
+            MemoryHandle a = gpu.allocate(n, MemoryType.GENERAL, GPU);
+            MemoryHandle b = gpu.allocate(n, MemoryType.GENERAL, GPU);
+            byte[] out = new byte[n];
+            var written = gpu.writeAsync(a, 0, MemorySegment.ofArray(data), s1);
+            EventHandle e = streams.recordEvent(s1);
+            streams.waitEvent(s2, e);
+            var copied = gpu.copyAsync(MemoryTransfer.of(a, b, n), s2);
+            var read = gpu.readAsync(b, 0, MemorySegment.ofArray(out), s2);
+            read.toCompletableFuture().join();
+            assertTrue(written.toCompletableFuture().isDone() && copied.toCompletableFuture().isDone(),
+                    "work before the event and on the stream completed first");
+            assertArrayEquals(data, out);
+            streams.synchronizeStream(s2).toCompletableFuture().join();
+            assertTrue(streams.isStreamReady(s1) && streams.isStreamReady(s2));
+        } finally {
+            gpu.close();
+            streams.close();
+        }
     }
 
     @Test
