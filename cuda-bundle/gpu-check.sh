@@ -20,7 +20,9 @@ cd "$(dirname "$0")/.."
 kit=cuda-bundle/target/gpu-kit
 
 no_gpu() {
-    if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' && [ ! -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 ] \
+    # grep reads the whole listing: with -q it would stop at the first match, and ldconfig, cut off
+    # by SIGPIPE, would fail the pipeline (pipefail), so a listed driver would count as missing.
+    if ! ldconfig -p 2>/dev/null | grep 'libcuda\.so\.1' >/dev/null && [ ! -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 ] \
         && [ ! -e /usr/local/nvidia/lib64/libcuda.so.1 ]; then
         echo "no GPU: libcuda.so.1 (the CUDA driver) is not installed on $(hostname); nothing to check"
         return 0
@@ -52,7 +54,9 @@ make_kit() {
     done
     local jdk
     jdk="$(./ferrum java-home)"
-    "$jdk/bin/jlink" --add-modules java.base,java.management,jdk.management,jdk.unsupported,java.logging,java.xml,java.naming,java.sql \
+    # jdk.zipfs: JUnit scans the jars on the class path for the suite's package (a warning and a stack
+    # trace in the report without it).
+    "$jdk/bin/jlink" --add-modules java.base,java.management,jdk.management,jdk.unsupported,java.logging,java.xml,java.naming,java.sql,jdk.zipfs \
         --strip-debug --no-header-files --no-man-pages --compress=zip-9 --output "$kit/jre"
     tar -C "$kit" -czf "$kit/jre.tgz" jre
     rm -rf "$kit/jre"
@@ -75,7 +79,10 @@ run_kit() {
     fi
     {
         echo "# gpu-check $(date -u +%FT%TZ) on $(hostname)"
-        command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+        # Under set -e a failing query here would end run before the suite.
+        if command -v nvidia-smi >/dev/null; then
+            nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true
+        fi
         "$java" -version 2>&1 | head -1
     } > "$report"
     # JCuda's JNI library links libcuda.so.1: where the driver is mounted outside the linker's path.
