@@ -15,6 +15,10 @@
 # run there with the kit carried (about 40 MB), in one call of about 7 minutes:
 #   run(command="bash cuda-bundle/gpu-check.sh run $OUT", carry=["cuda-bundle/target/gpu-kit"])
 # Without a CUDA driver or device, run stops at once with one "no GPU" line and exit code 3.
+#
+# Exit code of run: 0 when the GPU suite passed; else the suite's (1: a test failed, 3: none ran,
+# 124: out of time), once the benchmark ran too. gpu-check.txt is written as it goes, so it holds
+# whatever ran also when a step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kit=cuda-bundle/target/gpu-kit
@@ -92,7 +96,8 @@ run_kit() {
     set +e
     timeout 240 "$java" "${opts[@]}" -cp "$kit/suite/test-classes:$kit/suite/classes:$kit/lib/*" \
         io.ferrum.memory.cuda.GpuSuite >> "$report" 2>&1
-    echo "suite exit code: $?" >> "$report"
+    local suite=$?
+    echo "suite exit code: $suite" >> "$report"
     echo "## GPU benchmark (ns/op; JSON in gpu-bench.json)" >> "$report"
     timeout 360 "$java" "${opts[@]}" -cp "$kit/bench/classes:$kit/lib/*" org.openjdk.jmh.Main GpuBenchmark \
         -jvm "$java" -rf json -rff "$out/gpu-bench.json" > "$out/gpu-bench.txt" 2>&1
@@ -104,6 +109,7 @@ run_kit() {
     fi
     echo "results: $out"
     cat "$report"
+    return "$suite"
 }
 
 case "${1:-}" in
