@@ -55,7 +55,13 @@ final class CudaStaging implements AutoCloseable {
         }
     }
 
+    /**
+     * The ring for one copy; the caller holds the lock. The context is made current here, after the
+     * lock: a driver context is current per OS thread, and a virtual thread that parked on the lock
+     * may go on on another carrier thread, where another context or none is current.
+     */
     private StagingRing.Channel channel(CudaChunk chunk, long base, CUstream stream) {
+        context.makeCurrent();
         allocate();
         java.util.Arrays.fill(used, false);
         return new StagingRing.Channel() {
@@ -146,13 +152,14 @@ final class CudaStaging implements AutoCloseable {
         }
     }
 
-    /** Frees the slots and events; later copies are refused. The context must be current. */
+    /** Frees the slots and events; later copies are refused. The context must not be released yet. */
     @Override
     public void close() {
         lock.lock();
         try {
             closed = true;
             if (buffers != null) {
+                context.makeCurrent(); // after the lock, as in channel()
                 free(buffers, events);
                 buffers = null;
                 views = null;

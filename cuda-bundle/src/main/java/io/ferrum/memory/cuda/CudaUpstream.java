@@ -31,7 +31,10 @@ import io.ferrum.memory.pool.DeviceUpstream;
  *
  * <p><b>Ordering.</b> Every call makes the device's primary context current on the calling thread,
  * enqueues on that thread's {@link CurrentStream} and synchronises it before it returns: the engine
- * unpins a block when a call returns, so the device must be done with it by then.
+ * unpins a block when a call returns, so the device must be done with it by then. A context is
+ * current per OS thread, and a virtual thread that parks (on a lock of the staging ring, the bounce
+ * buffer or the peer table) goes on on whichever carrier thread is free: the context is made
+ * current again after each such wait, before the next driver call.
  *
  * <p><b>Host copies.</b> From and to a native segment inside a pinned chunk of this bundle the copy
  * is one DMA; from anything else (heap arrays, pageable native memory) it goes through the
@@ -206,6 +209,7 @@ final class CudaUpstream implements DeviceUpstream {
             // both contexts' retains are live.
             peers.ensure(s.context());
             peers.ensure(d.context());
+            context.makeCurrent(); // the lookups may have parked a virtual thread, now on another carrier
             Cu.check(JCudaDriver.cuMemcpyPeerAsync(d.at(dstOffset), d.context().context(), s.at(srcOffset),
                     s.context().context(), bytes, stream), device, "cuMemcpyPeerAsync");
             synchronize(stream);
@@ -239,6 +243,9 @@ final class CudaUpstream implements DeviceUpstream {
 
     private void enqueueOverlapping(CudaChunk c, long srcOffset, long dstOffset, long bytes, CUstream stream) {
         CudaChunk b = bounce();
+        // After the locks: a virtual thread that parked on one goes on on another carrier thread,
+        // whose current context (per OS thread) may be another device's or none.
+        context.makeCurrent();
         boolean forward = CopyPlan.forward(srcOffset, dstOffset);
         long n = CopyPlan.pieces(bytes, bounceBytes);
         for (long k = 0; k < n; k++) {
