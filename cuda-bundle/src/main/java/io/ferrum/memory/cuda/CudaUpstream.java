@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.Optional;
 import java.util.concurrent.locks.ReentrantLock;
 
+import jcuda.Pointer;
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUdevice_attribute;
 import jcuda.driver.CUmemAttach_flags;
@@ -162,10 +163,18 @@ final class CudaUpstream implements DeviceUpstream {
                 yield new CudaChunk(kind, p, p.address(), p.address(), bytes, null, context);
             }
             case PINNED -> {
-                NativePointers.HostPointer h = new NativePointers.HostPointer();
-                Cu.checkReserve(JCudaDriver.cuMemHostAlloc(h, bytes,
-                        JCudaDriver.CU_MEMHOSTALLOC_PORTABLE | JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP),
-                        device, "cuMemHostAlloc", bytes);
+                int flags = JCudaDriver.CU_MEMHOSTALLOC_PORTABLE | JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP;
+                Pointer h;
+                long host;
+                if (LargeHostAlloc.jcudaCanWrap(bytes)) {
+                    NativePointers.HostPointer filled = new NativePointers.HostPointer();
+                    Cu.checkReserve(JCudaDriver.cuMemHostAlloc(filled, bytes, flags), device, "cuMemHostAlloc", bytes);
+                    h = filled;
+                    host = filled.address();
+                } else {
+                    host = LargeHostAlloc.allocate(bytes, flags, device);
+                    h = new NativePointers.HostAddress(host);
+                }
                 NativePointers.DevicePointer p = new NativePointers.DevicePointer();
                 try {
                     Cu.check(JCudaDriver.cuMemHostGetDevicePointer(p, h, 0), device, "cuMemHostGetDevicePointer");
@@ -173,8 +182,8 @@ final class CudaUpstream implements DeviceUpstream {
                     JCudaDriver.cuMemFreeHost(h);
                     throw e;
                 }
-                pinned.add(h.address(), bytes);
-                yield new CudaChunk(kind, p, p.address(), h.address(), bytes, h, context);
+                pinned.add(host, bytes);
+                yield new CudaChunk(kind, p, p.address(), host, bytes, h, context);
             }
         };
     }

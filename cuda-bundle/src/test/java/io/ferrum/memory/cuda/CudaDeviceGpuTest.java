@@ -305,6 +305,38 @@ class CudaDeviceGpuTest {
         }
     }
 
+    /**
+     * A PINNED chunk above 2<sup>31</sup> - 1 bytes ({@link LargeHostAlloc}: JCuda cannot make it, the
+     * driver's own {@code cuMemHostAlloc} does): reserved, written past 2 GiB by the CPU, read there
+     * by the device through its mapping, and released.
+     */
+    @Test
+    void aPinnedChunkAbove2GiBIsReservedUsedAndReleased() {
+        long n = (2L << 30) + 4096;
+        CudaUpstream upstream = new CudaUpstream(PrimaryContext.retain(GPU), CudaSettings.DEFAULTS, new PinnedRanges());
+        try {
+            CudaChunk big = (CudaChunk) upstream.reserve(n, MemoryType.PINNED);
+            try {
+                byte[] data = pattern(4096, 30);
+                MemorySegment host = upstream.hostSegment(big).orElseThrow();
+                MemorySegment.copy(data, 0, host, ValueLayout.JAVA_BYTE, n - 4096, 4096);
+                CudaChunk device = (CudaChunk) upstream.reserve(4096, MemoryType.GENERAL);
+                byte[] back = new byte[4096];
+                try {
+                    upstream.copy(big, n - 4096, device, 0, 4096);
+                    upstream.copyToHost(device, 0, MemorySegment.ofArray(back), 4096);
+                } finally {
+                    upstream.release(device);
+                }
+                assertArrayEquals(data, back, "the device read the last page of the pinned chunk");
+            } finally {
+                upstream.release(big);
+            }
+        } finally {
+            upstream.close();
+        }
+    }
+
     @Test
     void badInputIsRefusedAndChangesNothing() {
         byte[] data = pattern(4096, 5);

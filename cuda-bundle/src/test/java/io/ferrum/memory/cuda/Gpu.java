@@ -22,4 +22,9 @@ final class Gpu {
         }
         Assumptions.assumeTrue(FOUND.available(), () -> "GPU suite skipped: cuda backend " + FOUND.reason());
     }
+
+    /** Skips the calling test where a CUDA driver can be loaded: it checks what happens without one. */
+    static void assumeAbsent() {
+        Assumptions.assumeTrue(FOUND.reason().contains("no CUDA driver"), () -> "a CUDA driver is present: " + FOUND.reason());
+    }
 }
