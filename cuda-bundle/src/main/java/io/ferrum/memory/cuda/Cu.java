@@ -1,5 +1,10 @@
 package io.ferrum.memory.cuda;
 
+import java.util.HashMap;
+import java.util.Map;
+import java.util.function.IntSupplier;
+
+import jcuda.CudaException;
 import jcuda.driver.CUresult;
 
 import io.ferrum.memory.api.Device;
@@ -11,7 +16,36 @@ import io.ferrum.memory.api.OutOfDeviceMemoryException;
  * JVM-wide switch another bundle may flip; this backend leaves it alone and checks every code.
  */
 final class Cu {
+    /** Each result's name ({@code CUresult.stringFor}) to its code; the driver's codes are below 1000. */
+    private static final Map<String, Integer> CODES = new HashMap<>();
+
+    static {
+        for (int code = 0; code < 1000; code++) {
+            String name = CUresult.stringFor(code);
+            if (name.startsWith("CUDA_")) {
+                CODES.put(name, code);
+            }
+        }
+    }
+
     private Cu() {
+    }
+
+    /**
+     * Runs a driver call whose result this backend acts on (out of memory, peer access already
+     * enabled) and returns its result code, also where another bundle turned JCuda's exceptions on
+     * (a JVM-wide switch; {@code GpuBenchmark} does): JCuda then throws a {@link CudaException}
+     * named after the result instead of returning it, which is turned back into the code here.
+     *
+     * @param call a JCuda driver call
+     * @return its result code; {@code CUDA_ERROR_UNKNOWN} for an exception naming no known result
+     */
+    static int rc(IntSupplier call) {
+        try {
+            return call.getAsInt();
+        } catch (CudaException e) {
+            return CODES.getOrDefault(String.valueOf(e.getMessage()).strip(), CUresult.CUDA_ERROR_UNKNOWN);
+        }
     }
 
     /**

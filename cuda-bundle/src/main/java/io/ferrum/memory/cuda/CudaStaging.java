@@ -124,8 +124,9 @@ final class CudaStaging implements AutoCloseable {
         try {
             for (int i = 0; i < slots; i++) {
                 b[i] = new NativePointers.HostPointer();
-                Cu.checkReserve(JCudaDriver.cuMemHostAlloc(b[i], slotBytes, JCudaDriver.CU_MEMHOSTALLOC_PORTABLE),
-                        context.device(), "cuMemHostAlloc (staging)", slotBytes);
+                NativePointers.HostPointer slot = b[i];
+                int rc = Cu.rc(() -> JCudaDriver.cuMemHostAlloc(slot, slotBytes, JCudaDriver.CU_MEMHOSTALLOC_PORTABLE));
+                Cu.checkReserve(rc, context.device(), "cuMemHostAlloc (staging)", slotBytes);
                 v[i] = MemorySegment.ofAddress(b[i].address()).reinterpret(slotBytes);
                 e[i] = new CUevent();
                 Cu.check(JCudaDriver.cuEventCreate(e[i], CUevent_flags.CU_EVENT_DISABLE_TIMING), context.device(),

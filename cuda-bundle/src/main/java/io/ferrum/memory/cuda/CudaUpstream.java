@@ -153,12 +153,12 @@ final class CudaUpstream implements DeviceUpstream {
         return switch (kind) {
             case DEVICE -> {
                 NativePointers.DevicePointer p = new NativePointers.DevicePointer();
-                Cu.checkReserve(JCudaDriver.cuMemAlloc(p, bytes), device, "cuMemAlloc", bytes);
+                Cu.checkReserve(Cu.rc(() -> JCudaDriver.cuMemAlloc(p, bytes)), device, "cuMemAlloc", bytes);
                 yield new CudaChunk(kind, p, p.address(), 0, bytes, null, context);
             }
             case MANAGED -> {
                 NativePointers.DevicePointer p = new NativePointers.DevicePointer();
-                Cu.checkReserve(JCudaDriver.cuMemAllocManaged(p, bytes, CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL),
+                Cu.checkReserve(Cu.rc(() -> JCudaDriver.cuMemAllocManaged(p, bytes, CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL)),
                         device, "cuMemAllocManaged", bytes);
                 yield new CudaChunk(kind, p, p.address(), p.address(), bytes, null, context);
             }
@@ -168,7 +168,8 @@ final class CudaUpstream implements DeviceUpstream {
                 long host;
                 if (LargeHostAlloc.jcudaCanWrap(bytes)) {
                     NativePointers.HostPointer filled = new NativePointers.HostPointer();
-                    Cu.checkReserve(JCudaDriver.cuMemHostAlloc(filled, bytes, flags), device, "cuMemHostAlloc", bytes);
+                    Cu.checkReserve(Cu.rc(() -> JCudaDriver.cuMemHostAlloc(filled, bytes, flags)), device, "cuMemHostAlloc",
+                            bytes);
                     h = filled;
                     host = filled.address();
                 } else {

@@ -50,14 +50,16 @@ final class PeerAccess<C> {
         @Override
         public boolean canAccess(PrimaryContext self, PrimaryContext peer) {
             int[] can = new int[1];
-            int rc = JCudaDriver.cuDeviceCanAccessPeer(can, self.cuDevice(), peer.cuDevice());
+            int rc = Cu.rc(() -> JCudaDriver.cuDeviceCanAccessPeer(can, self.cuDevice(), peer.cuDevice()));
             return rc == CUresult.CUDA_SUCCESS && can[0] != 0;
         }
 
         @Override
         public int enable(PrimaryContext self, PrimaryContext peer) {
             self.makeCurrent();
-            return JCudaDriver.cuCtxEnablePeerAccess(peer.context(), 0);
+            // "Already enabled" (another thread asked first) is a result, not a failure, also where
+            // JCuda's exceptions are on.
+            return Cu.rc(() -> JCudaDriver.cuCtxEnablePeerAccess(peer.context(), 0));
         }
     };
 
