@@ -98,8 +98,10 @@ run_kit() {
     local opts=(--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow)
     echo "## GPU suite" >> "$report"
     set +e
-    timeout 180 "$java" "${opts[@]}" -cp "$kit/suite/test-classes:$kit/suite/classes:$kit/lib/*" \
-        io.ferrum.memory.cuda.GpuSuite >> "$report" 2>&1
+    # A crash in the driver or JCuda's JNI code ends the JVM: its error log goes with the results
+    # (by default it is written to the working directory, which does not come back from the machine).
+    timeout 180 "$java" "${opts[@]}" -XX:ErrorFile="$out/hs_err_suite.log" \
+        -cp "$kit/suite/test-classes:$kit/suite/classes:$kit/lib/*" io.ferrum.memory.cuda.GpuSuite >> "$report" 2>&1
     local suite=$?
     echo "suite exit code: $suite" >> "$report"
     # What is left of the budget, less 15 s for the report: JMH writes its JSON and summary only at
