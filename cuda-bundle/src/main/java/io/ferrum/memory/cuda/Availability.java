@@ -13,6 +13,12 @@ import jcuda.driver.CUresult;
 record Availability(int devices, String reason) {
     /** Longest piece of a native error message quoted in the reason. */
     static final int QUOTE_LIMIT = 160;
+    /**
+     * The oldest driver served: JCuda 12.6.0's JNI library is built against the CUDA 12.0 driver API
+     * and binds the driver's functions lazily, on their first call, so a function an older driver
+     * lacks ends the process at that call ("symbol lookup error"), not with a {@link LinkageError}.
+     */
+    static final int MIN_DRIVER_VERSION = 12000;
 
     /** @return true when at least one device can be served */
     boolean available() {
@@ -31,6 +37,15 @@ record Availability(int devices, String reason) {
             int rc = calls.init();
             if (rc != CUresult.CUDA_SUCCESS) {
                 return fromResult(rc);
+            }
+            int[] version = new int[1];
+            rc = calls.driverVersion(version);
+            if (rc != CUresult.CUDA_SUCCESS) {
+                return fromResult(rc);
+            }
+            if (version[0] < MIN_DRIVER_VERSION) {
+                return new Availability(0, "inactive: the CUDA driver supports CUDA " + cuda(version[0])
+                        + "; JCuda 12.6.0 needs a driver for CUDA " + cuda(MIN_DRIVER_VERSION) + " or newer");
             }
             int[] count = new int[1];
             rc = calls.deviceCount(count);
@@ -59,6 +74,11 @@ record Availability(int devices, String reason) {
             return noDevice("CUDA_ERROR_NO_DEVICE");
         }
         return new Availability(0, "inactive: the CUDA driver failed to start (" + CUresult.stringFor(rc) + ")");
+    }
+
+    /** @return a driver version as CUDA writes it: 11040 is 11.4 */
+    private static String cuda(int version) {
+        return version / 1000 + "." + version % 1000 / 10;
     }
 
     private static Availability noDevice(String detail) {

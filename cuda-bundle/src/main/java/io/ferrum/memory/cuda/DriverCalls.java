@@ -3,13 +3,20 @@ package io.ferrum.memory.cuda;
 import jcuda.driver.JCudaDriver;
 
 /**
- * The two driver calls the probe makes, behind an interface so that tests can make them fail the
- * ways a machine without a GPU does ({@link LinkageError}, {@code CUDA_ERROR_NO_DEVICE}).
+ * The driver calls the probe makes, behind an interface so that tests can make them fail the ways a
+ * machine without a GPU does ({@link LinkageError}, {@code CUDA_ERROR_NO_DEVICE}), or answer as an
+ * old driver does.
  */
 interface DriverCalls {
 
     /** @return the result code of {@code cuInit(0)} */
     int init();
+
+    /**
+     * @param version receives the CUDA version the driver supports, 1000 * major + 10 * minor
+     * @return the result code of {@code cuDriverGetVersion}
+     */
+    int driverVersion(int[] version);
 
     /**
      * @param count receives the number of devices
@@ -27,6 +34,11 @@ interface DriverCalls {
         @Override
         public int init() {
             return JCudaDriver.cuInit(0);
+        }
+
+        @Override
+        public int driverVersion(int[] version) {
+            return JCudaDriver.cuDriverGetVersion(version);
         }
 
         @Override

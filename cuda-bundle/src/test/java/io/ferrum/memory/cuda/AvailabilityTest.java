@@ -13,10 +13,20 @@ import jcuda.driver.CUresult;
 class AvailabilityTest {
 
     private static DriverCalls calls(int initResult, int count) {
+        return calls(initResult, Availability.MIN_DRIVER_VERSION, count);
+    }
+
+    private static DriverCalls calls(int initResult, int driverVersion, int count) {
         return new DriverCalls() {
             @Override
             public int init() {
                 return initResult;
+            }
+
+            @Override
+            public int driverVersion(int[] out) {
+                out[0] = driverVersion;
+                return CUresult.CUDA_SUCCESS;
             }
 
             @Override
@@ -36,6 +46,11 @@ class AvailabilityTest {
             }
 
             @Override
+            public int driverVersion(int[] version) {
+                throw new AssertionError("not reached");
+            }
+
+            @Override
             public int deviceCount(int[] count) {
                 throw new AssertionError("not reached");
             }
@@ -51,6 +66,11 @@ class AvailabilityTest {
             @Override
             public int init() {
                 throw new NoClassDefFoundError("Could not initialize class jcuda.driver.JCudaDriver");
+            }
+
+            @Override
+            public int driverVersion(int[] version) {
+                throw new AssertionError("not reached");
             }
 
             @Override
@@ -77,6 +97,11 @@ class AvailabilityTest {
             }
 
             @Override
+            public int driverVersion(int[] version) {
+                throw new AssertionError("not reached");
+            }
+
+            @Override
             public int deviceCount(int[] count) {
                 return 0;
             }
@@ -94,6 +119,19 @@ class AvailabilityTest {
     void otherDriverFailureNamesTheResult() {
         assertEquals("inactive: the CUDA driver failed to start (CUDA_ERROR_NOT_INITIALIZED)",
                 Availability.probe(calls(CUresult.CUDA_ERROR_NOT_INITIALIZED, 0)).reason());
+    }
+
+    /**
+     * A driver older than the CUDA 12.0 API JCuda's library is built against: its first call of a
+     * function that driver lacks would end the JVM, so nothing is served and the reason says why.
+     */
+    @Test
+    void aDriverOlderThanCuda12IsNotServed() {
+        Availability a = Availability.probe(calls(CUresult.CUDA_SUCCESS, 11040, 2));
+        assertFalse(a.available());
+        assertEquals("inactive: the CUDA driver supports CUDA 11.4; JCuda 12.6.0 needs a driver for CUDA 12.0 or newer",
+                a.reason());
+        assertTrue(Availability.probe(calls(CUresult.CUDA_SUCCESS, 13000, 1)).available(), "a CUDA 13.0 driver is served");
     }
 
     @Test
