@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Issue 16's GPU targets from GpuBenchmark's JMH JSON: met or missed, with the figures."""
+"""Issue 16's GPU targets from GpuBenchmark's JMH JSON files: met or missed, with the figures."""
 import json
 import sys
 
-rows = json.load(open(sys.argv[1]))
+# One or more JMH JSON files (gpu-check.sh runs the benchmark in parts).
+rows = [r for f in sys.argv[1:] for r in json.load(open(f))]
 score = {}
 for r in rows:
     name = r["benchmark"].rsplit(".", 1)[1]

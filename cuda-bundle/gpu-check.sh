@@ -17,7 +17,8 @@
 # Without a CUDA driver or device, run stops at once with one "no GPU" line and exit code 3.
 #
 # run ends within GPU_CHECK_SECONDS (default 450): the suite gets up to 180 s, the benchmark what is
-# left. A benchmark cut short keeps each finished trial's result in gpu-bench.txt and the report.
+# left, in three parts with the targets' rows first (gpu-bench-N.txt and .json). A part cut short
+# keeps each finished trial's result in its gpu-bench-N.txt and the report.
 #
 # Exit code of run: 0 when the GPU suite passed; else the suite's (1: a test failed, 3: none ran,
 # 124: out of time), once the benchmark ran too. gpu-check.txt is written as it goes, so it holds
@@ -104,23 +105,39 @@ run_kit() {
         -cp "$kit/suite/test-classes:$kit/suite/classes:$kit/lib/*" io.ferrum.memory.cuda.GpuSuite >> "$report" 2>&1
     local suite=$?
     echo "suite exit code: $suite" >> "$report"
-    # What is left of the budget, less 15 s for the report: JMH writes its JSON and summary only at
-    # the end, so a benchmark cut short by the caller's own time limit would leave neither.
-    local left=$((budget - SECONDS - 15))
-    echo "## GPU benchmark (ns/op; JSON in gpu-bench.json; ${left} s left for it)" >> "$report"
-    timeout "$((left > 1 ? left : 1))" "$java" "${opts[@]}" -cp "$kit/bench/classes:$kit/lib/*" \
-        org.openjdk.jmh.Main GpuBenchmark -jvm "$java" -rf json -rff "$out/gpu-bench.json" > "$out/gpu-bench.txt" 2>&1
-    echo "benchmark exit code: $?" >> "$report"
+    # The benchmark in three parts, the targets' rows first, so that a run cut by the budget keeps
+    # them: (1) allocation and the pinned copies with their raw peers, (2) heap to device at 64 MiB,
+    # (3) the pageable and heap rows. Each part gets what is left of the budget, less 15 s for the
+    # report: JMH writes its JSON and summary only at its end, so a part cut short by the caller's
+    # own time limit would leave neither.
+    local parts=("GpuBenchmark -p host=pinned"
+                 "GpuBenchmark\\.ferrumHostToDevice\$ -p host=heap -p size=67108864"
+                 "GpuBenchmark\\.(ferrum|raw)(HostToDevice|DeviceToHost)\$ -p host=pageable,heap")
+    local k json=()
+    for k in 0 1 2; do
+        local left=$((budget - SECONDS - 15))
+        echo "## GPU benchmark, part $((k + 1)) of 3: ${parts[$k]} (ns/op; JSON in gpu-bench-$((k + 1)).json; ${left} s left)" >> "$report"
+        if [ "$left" -lt 10 ]; then
+            echo "skipped: no time left" >> "$report"
+            continue
+        fi
+        local txt="$out/gpu-bench-$((k + 1)).txt"
+        # shellcheck disable=SC2086 # the part's words are JMH's arguments
+        timeout "$left" "$java" "${opts[@]}" -cp "$kit/bench/classes:$kit/lib/*" \
+            org.openjdk.jmh.Main ${parts[$k]} -jvm "$java" -rf json -rff "$out/gpu-bench-$((k + 1)).json" > "$txt" 2>&1
+        echo "benchmark exit code: $?" >> "$report"
+        if ! grep -E '^(Benchmark|GpuBenchmark)' "$txt" >> "$report"; then
+            # Cut short (no summary table): each finished trial's result, as JMH printed it.
+            echo "no summary; the trials that finished:" >> "$report"
+            awk '/^# Benchmark: /{b=$3} /^# Parameters: /{p=$0; sub(/^# Parameters: /, "", p)}
+                 /^Result "/{getline r; sub(/^ +/, "", r); print b, p, r}' "$txt" >> "$report"
+            tail -5 "$txt" >> "$report"
+        fi
+        [ -s "$out/gpu-bench-$((k + 1)).json" ] && json+=("$out/gpu-bench-$((k + 1)).json")
+    done
     set -e
-    if ! grep -E '^(Benchmark|GpuBenchmark)' "$out/gpu-bench.txt" >> "$report"; then
-        # Cut short (no summary table): each finished trial's result, as JMH printed it.
-        echo "no summary; the trials that finished:" >> "$report"
-        awk '/^# Benchmark: /{b=$3} /^# Parameters: /{p=$0; sub(/^# Parameters: /, "", p)}
-             /^Result "/{getline r; sub(/^ +/, "", r); print b, p, r}' "$out/gpu-bench.txt" >> "$report"
-        tail -5 "$out/gpu-bench.txt" >> "$report"
-    fi
-    if [ -s "$out/gpu-bench.json" ] && command -v python3 >/dev/null; then
-        python3 cuda-bundle/gpu-bench-summary.py "$out/gpu-bench.json" >> "$report" || true
+    if [ "${#json[@]}" -gt 0 ] && command -v python3 >/dev/null; then
+        python3 cuda-bundle/gpu-bench-summary.py "${json[@]}" >> "$report" || true
     fi
     echo "results: $out"
     cat "$report"
