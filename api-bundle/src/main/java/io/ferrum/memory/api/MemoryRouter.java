@@ -39,15 +39,17 @@ public interface MemoryRouter {
 
     /**
      * Copies synchronously between handles of any two devices, with the same checks as {@link
-     * DeviceMemoryManager#copy} before a byte moves. Between two devices the source's manager copies
-     * device to device when it can ({@link DeviceMemoryManager#copyToPeer}), both blocks pinned for
-     * the whole copy; otherwise the bytes move through host memory in pieces, each block pinned while
-     * a piece moves: a free of either block between two pieces is accepted, and the copy then fails
+     * DeviceMemoryManager#copy} before a byte moves. Between two devices the bytes move in pieces
+     * (of at most 64 MiB): device to device when the source's manager can ({@link
+     * DeviceMemoryManager#copyToPeer}), otherwise through host memory; each block is pinned while a
+     * piece moves, so a free of either block between two pieces is accepted, and the copy then fails
      * with {@link InvalidHandleException}, having written part of the destination (no byte reaches a
-     * block of another owner). An interrupt of the calling thread stops such a copy between two
-     * pieces with a {@link MemoryException} (cause: an {@link InterruptedException}) that names the
-     * bytes copied and the part of the destination that holds them; the interrupt stays set. A copy
-     * within one device, or device to device, is one call and runs to its end.
+     * block of another owner). An interrupt of the calling thread stops such a copy before its next
+     * piece, the first one included, with a {@link MemoryException} (cause: an {@link
+     * InterruptedException}) that names the bytes copied and the part of the destination that holds
+     * them (its first bytes, or its last ones when the destination offset is above the source's, as
+     * the pieces then go back to front); the rest of the destination is as it was, and the interrupt
+     * stays set. A copy within one device is one call and runs to its end.
      *
      * @param transfer what to copy
      */

@@ -20,14 +20,19 @@ import io.ferrum.memory.api.StreamHandle;
 /**
  * Copies between blocks of two different managers: a copy within one manager never comes here (that
  * manager copies it itself). The source's manager is asked first to copy device to device ({@link
- * DeviceMemoryManager#copyToPeer}: two GPUs of one backend, a peer copy), which holds both blocks for
- * the whole copy. When it cannot, the bytes go through the managers' data path ({@code write}, {@code
- * read}, {@code withMapped}), which pins each block only while its bytes move: from host memory (a
- * {@code cpu} device) a view of the source is written into the destination; into host memory the
- * source is read into a view of the destination; between two other devices through a host buffer of
- * at most {@value #BOUNCE_BYTES} bytes at a time, which an interrupt of the calling thread stops
- * between two pieces (a {@link MemoryException}). No block is mapped whole (a GPU block's mapping is
- * a staging copy of all of it), and a block the caller has mapped stays mapped.
+ * DeviceMemoryManager#copyToPeer}: two GPUs of one backend, a peer copy), which holds both blocks
+ * while a piece moves. When it cannot, the bytes go through the managers' data path ({@code write},
+ * {@code read}, {@code withMapped}), which pins each block only while its bytes move: from host
+ * memory (a {@code cpu} device) a view of the source is written into the destination; into host
+ * memory the source is read into a view of the destination; between two other devices through a
+ * host buffer of at most {@value #BOUNCE_BYTES} bytes at a time. No block is mapped whole (a GPU
+ * block's mapping is a staging copy of all of it), and a block the caller has mapped stays mapped.
+ *
+ * <p>Every route moves at most {@value #PIECE_BYTES} bytes (through the host buffer, {@value
+ * #BOUNCE_BYTES}) a call, and an interrupt of the calling thread stops the copy before its next
+ * piece, the first one included: a {@link MemoryException} naming the destination's offsets that
+ * hold the source's bytes (the first ones, or the last ones where the pieces go back to front); the
+ * rest of the destination is as it was.
  *
  * <p>Invariants: a copy is checked in full ({@link #plan}: both blocks live, both ranges inside their
  * blocks) before a byte moves; an asynchronous copy runs on the monitor's
@@ -50,10 +55,24 @@ final class CrossDeviceCopier {
     /** The most bytes a copy between two devices that are not host memory holds in host memory at once. */
     static final long BOUNCE_BYTES = 4L << 20;
 
+    /**
+     * The most bytes one call moves in a peer copy or a copy from or into host memory, between two
+     * looks at the interrupt: large enough that the calls cost nothing next to the bytes, small
+     * enough that Ctrl-C stops a copy of gigabytes promptly.
+     */
+    static final long PIECE_BYTES = 64L << 20;
+
     private final Executor workers;
+    /** {@link #PIECE_BYTES}; less in tests, so that a few MiB are several pieces. */
+    private final long pieceBytes;
 
     CrossDeviceCopier(Executor workers) {
+        this(workers, PIECE_BYTES);
+    }
+
+    CrossDeviceCopier(Executor workers, long pieceBytes) {
         this.workers = workers;
+        this.pieceBytes = pieceBytes;
     }
 
     /**
@@ -96,54 +115,96 @@ final class CrossDeviceCopier {
         }
         DeviceMemoryManager src = r.src();
         DeviceMemoryManager dst = r.dst();
-        if (src.copyToPeer(t, dst)) {
+        long done = 0;
+        // Device to device while the source's manager can: asked for each piece (false changes nothing),
+        // and the first false sends the rest through host memory.
+        while (done < t.size()) {
+            checkInterrupt(r, t, done);
+            long n = Math.min(pieceBytes, t.size() - done);
+            if (!src.copyToPeer(piece(t, done, n), dst)) {
+                break;
+            }
+            done += n;
+        }
+        if (done == t.size()) {
             return;
         }
         if (isHost(r.srcInfo()) && src instanceof AdvancedMemoryManager host) {
-            // Host memory at the source: a view of it for this call goes straight into the destination.
-            host.withMapped(t.src(), MemoryAccess.READ_ONLY, view -> {
-                dst.write(t.dst(), t.dstOffset(), view.asSlice(t.srcOffset(), t.size()));
-                return null;
-            });
+            // Host memory at the source: a view of it for each piece goes straight into the destination.
+            while (done < t.size()) {
+                checkInterrupt(r, t, done);
+                long n = Math.min(pieceBytes, t.size() - done);
+                MemoryTransfer p = piece(t, done, n);
+                host.withMapped(p.src(), MemoryAccess.READ_ONLY, view -> {
+                    dst.write(p.dst(), p.dstOffset(), view.asSlice(p.srcOffset(), p.size()));
+                    return null;
+                });
+                done += n;
+            }
         } else if (isHost(r.dstInfo()) && dst instanceof AdvancedMemoryManager host) {
-            host.withMapped(t.dst(), MemoryAccess.WRITE_ONLY, view -> {
-                src.read(t.src(), t.srcOffset(), view.asSlice(t.dstOffset(), t.size()));
-                return null;
-            });
+            while (done < t.size()) {
+                checkInterrupt(r, t, done);
+                long n = Math.min(pieceBytes, t.size() - done);
+                MemoryTransfer p = piece(t, done, n);
+                host.withMapped(p.dst(), MemoryAccess.WRITE_ONLY, view -> {
+                    src.read(p.src(), p.srcOffset(), view.asSlice(p.dstOffset(), p.size()));
+                    return null;
+                });
+                done += n;
+            }
         } else {
             // Neither is host memory a view reaches: through a host buffer, a bounded piece at a time.
-            // The two handles of one mapping name one block, so the ranges may overlap: pieces go
-            // back to front when the destination lies after the source, as memmove does.
             try (Arena arena = Arena.ofConfined()) {
-                MemorySegment bounce = arena.allocate(Math.min(BOUNCE_BYTES, t.size()), 64);
-                long pieces = (t.size() + bounce.byteSize() - 1) / bounce.byteSize();
-                boolean backwards = t.dstOffset() > t.srcOffset();
-                for (long k = 0; k < pieces; k++) {
-                    if (k > 0 && Thread.currentThread().isInterrupted()) {
-                        throw interrupted(r, t, k * bounce.byteSize(), backwards);
-                    }
-                    long at = (backwards ? pieces - 1 - k : k) * bounce.byteSize();
-                    MemorySegment piece = bounce.asSlice(0, Math.min(bounce.byteSize(), t.size() - at));
-                    src.read(t.src(), t.srcOffset() + at, piece);
-                    dst.write(t.dst(), t.dstOffset() + at, piece);
+                MemorySegment bounce = arena.allocate(Math.min(Math.min(BOUNCE_BYTES, pieceBytes), t.size() - done), 64);
+                while (done < t.size()) {
+                    checkInterrupt(r, t, done);
+                    long n = Math.min(bounce.byteSize(), t.size() - done);
+                    MemoryTransfer p = piece(t, done, n);
+                    MemorySegment staged = bounce.asSlice(0, n);
+                    src.read(p.src(), p.srcOffset(), staged);
+                    dst.write(p.dst(), p.dstOffset(), staged);
+                    done += n;
                 }
             }
         }
     }
 
     /**
-     * A copy through the host buffer stops between two pieces when its thread is interrupted (Ctrl-C
-     * in the shell): a large copy between two GPUs is many pieces. The interrupt stays set.
+     * The next piece of a copy. The two handles of one mapping name one block, so the ranges may
+     * overlap: pieces go back to front when the destination lies after the source, as memmove does,
+     * and the bytes done are then the range's last ones.
+     *
+     * @param done the bytes of {@code t} already copied
+     * @param n    the piece's size
+     */
+    private static MemoryTransfer piece(MemoryTransfer t, long done, long n) {
+        long at = t.dstOffset() > t.srcOffset() ? t.size() - done - n : done;
+        return new MemoryTransfer(t.src(), t.dst(), n, t.srcOffset() + at, t.dstOffset() + at);
+    }
+
+    /**
+     * A copy between two devices stops before its next piece, the first one included, when its
+     * thread is interrupted (Ctrl-C in the shell): a large block is many pieces. The interrupt stays
+     * set.
      *
      * @param done the bytes already copied, whole pieces
+     * @throws MemoryException (cause: an {@link InterruptedException}) saying which part of the
+     *                         destination holds the source's bytes; the rest of it is as it was
      */
-    private static MemoryException interrupted(Route r, MemoryTransfer t, long done, boolean backwards) {
-        long from = backwards ? t.dstOffset() + t.size() - done : t.dstOffset();
-        return new MemoryException("Copy of " + Bytes.count(t.size()) + " from " + t.src() + " on "
-                + r.srcInfo().device() + " to " + t.dst() + " on " + r.dstInfo().device() + " interrupted after "
-                + Bytes.count(done) + ": the destination holds part of the source (destination offsets " + from
-                + " to " + (from + done) + "), the rest of its range is as it was; copy again to complete it",
-                new InterruptedException("interrupted"));
+    private static void checkInterrupt(Route r, MemoryTransfer t, long done) {
+        if (!Thread.currentThread().isInterrupted()) {
+            return;
+        }
+        String copy = "Copy of " + Bytes.count(t.size()) + " from " + t.src() + " on " + r.srcInfo().device() + " to "
+                + t.dst() + " on " + r.dstInfo().device() + " interrupted ";
+        if (done == 0) {
+            throw new MemoryException(copy + "before its first byte: the destination is as it was",
+                    new InterruptedException("interrupted"));
+        }
+        long from = t.dstOffset() > t.srcOffset() ? t.dstOffset() + t.size() - done : t.dstOffset();
+        throw new MemoryException(copy + "after " + Bytes.count(done) + ": the destination holds part of the source"
+                + " (destination offsets " + from + " to " + (from + done) + "), the rest of its range is as it was;"
+                + " copy again to complete it", new InterruptedException("interrupted"));
     }
 
     /** @return whether the block is host memory, which a view reaches without a staging copy */

@@ -59,6 +59,18 @@ final class ShellWording {
             // The router: no device could allocate.
             new Rule(Pattern.compile("\\. Free memory or add a device$"),
                     m -> ". Free blocks (mem:handles, mem:free) or add a device (mem:backends)"),
+            // The router: a copy between two devices stopped by Ctrl-C says how far it got, as mem:fill does.
+            new Rule(Pattern.compile("^Copy of (\\d+) bytes? from (\\S+ on \\S+) to (\\S+ on \\S+) interrupted after (\\d+)"
+                    + " bytes?: the destination holds part of the source \\((destination offsets \\d+ to \\d+)\\), the rest of"
+                    + " its range is as it was; copy again to complete it$"),
+                    m -> "interrupted: " + Sizes.amount(Long.parseLong(m.group(4))) + " of the "
+                            + Sizes.count(Long.parseLong(m.group(1))) + " from " + m.group(2) + " were copied to " + m.group(3)
+                            + " (" + m.group(5) + "); the rest of the destination's range is as it was; copy again to"
+                            + " complete it"),
+            new Rule(Pattern.compile("^Copy of (\\d+) bytes? from (\\S+ on \\S+) to (\\S+ on \\S+) interrupted before its"
+                    + " first byte: the destination is as it was$"),
+                    m -> "interrupted: 0 bytes of the " + Sizes.count(Long.parseLong(m.group(1))) + " from " + m.group(2)
+                            + " were copied to " + m.group(3) + "; the destination is as it was"),
             // The router: every device refused by its own limits, each named in its own message above.
             new Rule(Pattern.compile("\\. Ask for less, or raise the limits named \\(configurePool\\)$"),
                     m -> ". Ask for less, or raise the limits named (mem:pool DEVICE TYPE KEY=VALUE)"));

@@ -25,6 +25,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import io.ferrum.memory.api.MemoryException;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryRouter;
 
@@ -336,6 +337,50 @@ class BytesCommandsTest {
         byte[] got = contents(big);
         assertEquals(0x11, got[(int) ShellFixture.MiB - 1]);
         assertEquals(0, got[(int) ShellFixture.MiB], "nothing written after the interrupt (a new block reads zeros here)");
+    }
+
+    /**
+     * Ctrl-C during {@code mem:copy} between two devices: the monitor's router stops before the next
+     * piece (or before the first) with a {@code MemoryException} in the router's words, the interrupt
+     * set. The command said so in those words, the bytes counted as a program reads them; it now says
+     * how far it got as {@code mem:fill} does. The router of the test throws what the monitor's throws
+     * ({@code CrossDeviceCopierTest} pins those messages).
+     */
+    @Test
+    void anInterruptedCopyBetweenDevicesSaysHowFarItGot() {
+        MemoryHandle dst = fixture.cpu1.allocate(100, CPU1);
+        List<String> thrown = new ArrayList<>(List.of(
+                "Copy of 3145851 bytes from " + block + " on cpu:0 to " + dst + " on cpu:1 interrupted after 1048576 bytes:"
+                        + " the destination holds part of the source (destination offsets 0 to 1048576), the rest of its"
+                        + " range is as it was; copy again to complete it",
+                "Copy of 3145851 bytes from " + block + " on cpu:0 to " + dst + " on cpu:1 interrupted before its first"
+                        + " byte: the destination is as it was"));
+        commands.router = (MemoryRouter) Proxy.newProxyInstance(MemoryRouter.class.getClassLoader(),
+                new Class<?>[] {MemoryRouter.class}, (proxy, m, args) -> {
+                    if (m.getName().equals("copy")) {
+                        Thread.currentThread().interrupt();
+                        throw new MemoryException(thrown.remove(0), new InterruptedException("interrupted"));
+                    }
+                    try {
+                        return m.invoke(fixture.directory, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        try {
+            assertEquals("error: interrupted: 1.0 MiB (1048576 bytes) of the 3145851 bytes from " + block + " on cpu:0 were"
+                    + " copied to " + dst + " on cpu:1 (destination offsets 0 to 1048576); the rest of the destination's"
+                    + " range is as it was; copy again to complete it", commands.copy(block.toString(), dst.toString(),
+                    "3145851").toString());
+            assertTrue(Thread.currentThread().isInterrupted(), "the interrupt stays for the shell to see");
+            Thread.interrupted();
+            assertEquals("error: interrupted: 0 bytes of the 3145851 bytes from " + block + " on cpu:0 were copied to "
+                    + dst + " on cpu:1; the destination is as it was", commands.copy(block.toString(), dst.toString(),
+                    "3145851").toString());
+            assertTrue(Thread.currentThread().isInterrupted(), "the interrupt stays for the shell to see");
+        } finally {
+            Thread.interrupted();
+        }
     }
 
     /**

@@ -1,0 +1,263 @@
+package io.ferrum.memory.monitor;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import io.ferrum.memory.api.AdvancedMemoryManager;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.MemoryException;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryTransfer;
+import io.ferrum.memory.pool.ArenaUpstream;
+import io.ferrum.memory.pool.PoolSettings;
+import io.ferrum.memory.pool.PooledMemoryManager;
+
+/**
+ * Ctrl-C in the shell interrupts the thread running {@code mem:copy}: a copy between two devices
+ * stops before its next piece on every route, the first piece included, over real pooled managers
+ * (host memory, and memory the CPU cannot address, whose views are staging copies).
+ */
+class CrossDeviceCopierTest {
+    private static final long MiB = 1L << 20;
+    private static final Device CPU1 = Device.cpu(1);
+    private static final Device CPU2 = Device.cpu(2);
+    private static final Device GPU1 = Device.cuda(1);
+    private static final Device GPU2 = Device.cuda(2);
+
+    /** The ways from one device to another: each takes its own route through the copier. */
+    enum Route {
+        HOST_TO_HOST(CPU1, CPU2, false), HOST_TO_DEVICE(CPU1, GPU1, false), DEVICE_TO_HOST(GPU1, CPU1, false),
+        STAGED(GPU1, GPU2, false), PEER(GPU1, GPU2, true);
+
+        final Device src;
+        final Device dst;
+        final boolean peers;
+
+        Route(Device src, Device dst, boolean peers) {
+            this.src = src;
+            this.dst = dst;
+            this.peers = peers;
+        }
+    }
+
+    private final List<AutoCloseable> toClose = new ArrayList<>();
+    private final Map<Device, PooledMemoryManager> running = new ConcurrentHashMap<>();
+
+    @AfterEach
+    void closeAll() throws Exception {
+        Thread.interrupted();
+        for (AutoCloseable c : toClose) {
+            c.close();
+        }
+    }
+
+    private PooledMemoryManager manager(Device d, boolean peers) {
+        PoolSettings settings = peers ? PoolSettings.defaults().withPeers(running::get) : PoolSettings.defaults();
+        PooledMemoryManager m = PooledMemoryManager.create(new ArenaUpstream(d, 64 * MiB, Device.CPU.equals(d.kind())),
+                MemoryManagerConfig.defaults().withAutoGc(false, 0.85), settings, null);
+        toClose.add(m);
+        running.put(d, m);
+        return m;
+    }
+
+    /**
+     * @return {@code m} seen through a proxy that interrupts the calling thread once a call of it
+     *         has moved bytes: a view given to a copy, a read, or a peer copy that was made (Ctrl-C
+     *         during the first piece)
+     */
+    private static DeviceMemoryManager interruptingOnceBytesMoved(PooledMemoryManager m) {
+        return (DeviceMemoryManager) Proxy.newProxyInstance(AdvancedMemoryManager.class.getClassLoader(),
+                new Class<?>[] {AdvancedMemoryManager.class}, (proxy, method, args) -> {
+                    Object answer;
+                    try {
+                        answer = method.invoke(m, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                    if (List.of("withMapped", "read").contains(method.getName())
+                            || method.getName().equals("copyToPeer") && Boolean.TRUE.equals(answer)) {
+                        Thread.currentThread().interrupt();
+                    }
+                    return answer;
+                });
+    }
+
+    private static byte[] contents(DeviceMemoryManager m, MemoryHandle h, int n) {
+        byte[] back = new byte[n];
+        m.read(h, 0, MemorySegment.ofArray(back));
+        return back;
+    }
+
+    /**
+     * An interrupt set before the copy: no byte moves, whatever the route. A copy from or into host
+     * memory and a peer copy were one call that never looked at the interrupt, and the staged copy
+     * looked only after its first piece, so each copied (all of it, or its first piece).
+     */
+    @ParameterizedTest
+    @EnumSource(Route.class)
+    void anInterruptSetBeforeACopyBetweenDevicesCopiesNothing(Route route) {
+        MemoryMonitor mon = new MemoryMonitor(null, MonitorBuilder.config("", 0, 4), null);
+        toClose.add(mon::deactivate);
+        PooledMemoryManager src = manager(route.src, route.peers);
+        PooledMemoryManager dst = manager(route.dst, route.peers);
+        mon.addManager(src, Map.of(DeviceMemoryManager.DEVICE_PROPERTY, route.src.toString(), "service.ranking", 0,
+                "service.id", 100L));
+        mon.addManager(dst, Map.of(DeviceMemoryManager.DEVICE_PROPERTY, route.dst.toString(), "service.ranking", 0,
+                "service.id", 101L));
+        int n = 4096;
+        MemoryHandle a = src.allocate(n, route.src);
+        MemoryHandle b = dst.allocate(n, route.dst);
+        byte[] sevens = new byte[n];
+        Arrays.fill(sevens, (byte) 7);
+        src.write(a, 0, MemorySegment.ofArray(sevens));
+
+        Thread.currentThread().interrupt(); // Ctrl-C as the command starts
+        MemoryException e;
+        try {
+            e = assertThrows(MemoryException.class, () -> mon.copy(MemoryTransfer.of(a, b, n)));
+            assertTrue(Thread.currentThread().isInterrupted(), "the interrupt stays set");
+        } finally {
+            Thread.interrupted();
+        }
+        assertTrue(e.getCause() instanceof InterruptedException, "an interrupt, said as one: " + e.getCause());
+        assertEquals("Copy of 4096 bytes from " + a + " on " + route.src + " to " + b + " on " + route.dst
+                + " interrupted before its first byte: the destination is as it was", e.getMessage());
+        assertArrayEquals(new byte[n], contents(dst, b, n), "no byte arrived");
+    }
+
+    /**
+     * An interrupt during the first piece (pieces of 1 MiB here): the copy stops before the second,
+     * and the destination holds exactly the bytes the message names, the rest as it was. A copy from
+     * or into host memory and a peer copy went on to the end, as one call.
+     */
+    @ParameterizedTest
+    @EnumSource(Route.class)
+    void anInterruptDuringTheFirstPieceStopsTheCopyBeforeTheSecond(Route route) {
+        PooledMemoryManager src = manager(route.src, route.peers);
+        PooledMemoryManager dst = manager(route.dst, route.peers);
+        int n = (int) (3 * MiB + 123); // four pieces
+        byte[] data = new byte[n];
+        new SplittableRandom(5).nextBytes(data);
+        MemoryHandle a = src.allocate(n, route.src);
+        MemoryHandle b = dst.allocate(n, route.dst);
+        src.write(a, 0, MemorySegment.ofArray(data));
+        CrossDeviceCopier copier = new CrossDeviceCopier(Runnable::run, MiB);
+        MemoryTransfer t = MemoryTransfer.of(a, b, n);
+        CrossDeviceCopier.Route r = copier.plan(t, interruptingOnceBytesMoved(src), dst);
+
+        MemoryException e;
+        try {
+            e = assertThrows(MemoryException.class, () -> copier.copy(r, t));
+            assertTrue(Thread.currentThread().isInterrupted(), "the interrupt stays set");
+        } finally {
+            Thread.interrupted();
+        }
+        assertTrue(e.getCause() instanceof InterruptedException, "an interrupt, said as one: " + e.getCause());
+        assertEquals("Copy of " + n + " bytes from " + a + " on " + route.src + " to " + b + " on " + route.dst
+                + " interrupted after 1048576 bytes: the destination holds part of the source (destination offsets 0"
+                + " to 1048576), the rest of its range is as it was; copy again to complete it", e.getMessage());
+        byte[] expected = new byte[n];
+        System.arraycopy(data, 0, expected, 0, (int) MiB);
+        assertArrayEquals(expected, contents(dst, b, n), "the first piece arrived, no other");
+    }
+
+    /**
+     * A copy whose destination offset is above its source's goes back to front (two handles of one
+     * mapping may name one block): interrupted after its first piece, the destination holds the
+     * range's last bytes, as the message says. The staged copy's first piece was the range's short
+     * remainder at its end, while its message counted a whole piece and named offsets it had not
+     * written.
+     */
+    @ParameterizedTest
+    @EnumSource(Route.class)
+    void anInterruptedCopyBackToFrontNamesTheLastBytesItCopied(Route route) {
+        PooledMemoryManager src = manager(route.src, route.peers);
+        PooledMemoryManager dst = manager(route.dst, route.peers);
+        long piece = Math.min(MiB, CrossDeviceCopier.BOUNCE_BYTES);
+        int n = (int) (2 * CrossDeviceCopier.BOUNCE_BYTES + 123); // not a whole number of pieces
+        int at = 64;
+        byte[] data = new byte[n];
+        new SplittableRandom(9).nextBytes(data);
+        MemoryHandle a = src.allocate(n, route.src);
+        MemoryHandle b = dst.allocate(n + at, route.dst);
+        src.write(a, 0, MemorySegment.ofArray(data));
+        CrossDeviceCopier copier = new CrossDeviceCopier(Runnable::run, piece);
+        MemoryTransfer t = MemoryTransfer.of(a, b, n).withDstOffset(at);
+        CrossDeviceCopier.Route r = copier.plan(t, interruptingOnceBytesMoved(src), dst);
+
+        MemoryException e;
+        try {
+            e = assertThrows(MemoryException.class, () -> copier.copy(r, t));
+        } finally {
+            Thread.interrupted();
+        }
+        long from = at + n - piece;
+        assertTrue(e.getMessage().contains("interrupted after " + piece + " bytes: the destination holds part of the"
+                + " source (destination offsets " + from + " to " + (at + n) + ")"), e.getMessage());
+        byte[] expected = new byte[n + at];
+        System.arraycopy(data, (int) (n - piece), expected, (int) from, (int) piece);
+        assertArrayEquals(expected, contents(dst, b, n + at), "the range's last piece arrived, no other");
+    }
+
+    /**
+     * The two handles of one mapping across two devices name one block: a copy between them whose
+     * ranges overlap stays a memmove, forwards and backwards, when it goes in several pieces (1 MiB
+     * here) on every route such a pair can take: a peer copy, from host memory, through the host buffer.
+     */
+    @ParameterizedTest(name = "{0}, peer copies {1}")
+    @org.junit.jupiter.params.provider.CsvSource({"cpu, true", "cpu, false", "cuda, true", "cuda, false"})
+    void anOverlappingCopyInSeveralPiecesBetweenTheTwoHandlesOfOneMappingIsAMemmove(String kind, boolean peerCopies) {
+        Device d1 = Device.parse(kind + ":1");
+        Device d2 = Device.parse(kind + ":2");
+        PooledMemoryManager a = manager(d1, true);
+        PooledMemoryManager b = manager(d2, true);
+        DeviceMemoryManager from = peerCopies ? a : (DeviceMemoryManager) Proxy.newProxyInstance(
+                AdvancedMemoryManager.class.getClassLoader(), new Class<?>[] {AdvancedMemoryManager.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("copyToPeer")) {
+                        return false;
+                    }
+                    try {
+                        return method.invoke(a, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        CrossDeviceCopier copier = new CrossDeviceCopier(Runnable::run, MiB);
+        int n = (int) (3 * MiB + 4096 + 7); // four pieces
+        int size = n + 2 * (int) MiB;
+        for (long shift : new long[] {MiB / 2 + 5, -(MiB / 2 + 5)}) {
+            io.ferrum.memory.api.MemoryMapping mapping = a.createMapping(d1, d2, size);
+            byte[] before = new byte[size];
+            new SplittableRandom(shift).nextBytes(before);
+            a.write(mapping.source(), 0, MemorySegment.ofArray(before));
+            long src = shift > 0 ? 0 : -shift;
+            long dst = src + shift;
+            MemoryTransfer t = MemoryTransfer.of(mapping.source(), mapping.target(), n).withSrcOffset(src).withDstOffset(dst);
+            copier.copy(copier.plan(t, from, b), t);
+            byte[] expected = before.clone();
+            System.arraycopy(before, (int) src, expected, (int) dst, n);
+            assertArrayEquals(expected, contents(b, mapping.target(), size), "shift " + shift);
+            b.deallocate(mapping.target());
+            a.deallocate(mapping.source());
+        }
+    }
+}
