@@ -52,7 +52,7 @@ public final class AllocationCommands {
             + " strategy) picks the device. TYPE: GENERAL (default), TENSOR, CACHE, TEMPORARY, PINNED or MAPPED; ALIGN:"
             + " bytes, a power of two (0: the pool's); SIZE: 4096, 64k, 64KiB, 512MiB, 2g. Prints the handle")
     public Reply alloc(@Descriptor("[-t TYPE] [-a ALIGN] SIZE [DEVICE]") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("alloc", () -> {
             Syntax.Words w = ALLOC.parse(args);
             MemoryType t = Arguments.memoryType(w.option("--type", "GENERAL"));
             long a = Sizes.parse("alignment", w.option("--align", "0"));
@@ -86,7 +86,7 @@ public final class AllocationCommands {
 
     @Descriptor("Free a block: mem:free HANDLE")
     public Reply free(@Descriptor("HANDLE: as mem:alloc printed it, or the value it returned ($h)") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("free", () -> {
             MemoryHandle h = Arguments.handle(FREE.parse(args).get("HANDLE"));
             Services.router(router).deallocate(h);
             return Reply.line("freed " + h);
@@ -95,7 +95,7 @@ public final class AllocationCommands {
 
     @Descriptor("List the live blocks of every device, or of one: mem:handles [DEVICE]")
     public Reply handles(@Descriptor("[DEVICE], e.g. cpu:0") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("handles", () -> {
             String device = HANDLES.parse(args).get("DEVICE", null);
             if (device != null) {
                 Device d = Device.parse(device);

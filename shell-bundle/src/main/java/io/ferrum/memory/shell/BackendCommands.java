@@ -50,7 +50,7 @@ public final class BackendCommands {
 
     @Descriptor("List the device backend bundles with their state, their devices, and what to do about an inactive one (mem:backends)")
     public Reply backends(@Descriptor("none") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("backends", () -> {
             BACKENDS.parse(args);
             Table t = new Table("ID", "BACKEND", "KIND", "STATE", "DEVICES", "NOTE").text("NOTE");
             for (Bundle b : context.getBundles()) {

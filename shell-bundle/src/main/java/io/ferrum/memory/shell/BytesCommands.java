@@ -53,7 +53,7 @@ public final class BytesCommands {
     @Descriptor("Copy bytes between two blocks, on one device or across devices: mem:copy SRC DST SIZE [SRC_OFFSET"
             + " [DST_OFFSET]] (offsets default to 0)")
     public Reply copy(@Descriptor("SRC DST SIZE [SRC_OFFSET [DST_OFFSET]]") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("copy", () -> {
             Syntax.Words w = COPY.parse(args);
             MemoryTransfer t = new MemoryTransfer(Arguments.handle(w.get("SRC")), Arguments.handle(w.get("DST")),
                     Sizes.parse(w.get("SIZE")), Sizes.parse("source offset", w.get("SRC_OFFSET", "0")),
@@ -74,7 +74,7 @@ public final class BytesCommands {
             + " --text (-s) takes it as UTF-8 text even when it looks like hex; data starting"
             + " with - goes after --")
     public Reply write(@Descriptor("[--text] HANDLE OFFSET DATA...") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("write", () -> {
             Syntax.Words w = WRITE.parse(args);
             MemoryHandle h = Arguments.handle(w.get("HANDLE"));
             long at = Sizes.parse("offset", w.get("OFFSET"));
@@ -87,7 +87,7 @@ public final class BytesCommands {
     @Descriptor("Show a range of a block's bytes in hex: mem:read HANDLE OFFSET LENGTH (at most 64k); the whole range"
             + " must lie inside the block")
     public Reply read(@Descriptor("HANDLE OFFSET LENGTH") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("read", () -> {
             Syntax.Words w = READ.parse(args);
             MemoryHandle h = Arguments.handle(w.get("HANDLE"));
             long from = Sizes.parse("offset", w.get("OFFSET"));
@@ -104,7 +104,7 @@ public final class BytesCommands {
 
     @Descriptor("Set every byte of a block to one value: mem:fill HANDLE VALUE (0-255, or 0x00-0xff)")
     public Reply fill(@Descriptor("HANDLE VALUE") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("fill", () -> {
             Syntax.Words w = FILL.parse(args);
             MemoryHandle h = Arguments.handle(w.get("HANDLE"));
             byte b = Arguments.byteValue(w.get("VALUE"));
@@ -116,7 +116,7 @@ public final class BytesCommands {
     @Descriptor("Show a block's bytes in hex: mem:dump HANDLE [OFFSET [LENGTH]] (from 0, 256 bytes, at most to the"
             + " block's end and at most 64k)")
     public Reply dump(@Descriptor("HANDLE [OFFSET [LENGTH]]") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("dump", () -> {
             Syntax.Words w = DUMP.parse(args);
             MemoryHandle h = Arguments.handle(w.get("HANDLE"));
             long from = Sizes.parse("offset", w.get("OFFSET", "0"));
@@ -135,7 +135,7 @@ public final class BytesCommands {
     @Descriptor("Map a block for CPU access: mem:map HANDLE [ACCESS] (READ_ONLY, WRITE_ONLY or READ_WRITE, the"
             + " default); it stays mapped, and is not moved, until mem:unmap")
     public Reply map(@Descriptor("HANDLE [ACCESS]") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("map", () -> {
             Syntax.Words w = MAP.parse(args);
             MemoryHandle h = Arguments.handle(w.get("HANDLE"));
             MemoryAccess a = Arguments.access(w.get("ACCESS", MemoryAccess.READ_WRITE.name()));
@@ -146,7 +146,7 @@ public final class BytesCommands {
 
     @Descriptor("Unmap a block: mem:unmap HANDLE; every view of it is closed")
     public Reply unmap(@Descriptor("HANDLE") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("unmap", () -> {
             MemoryHandle h = Arguments.handle(UNMAP.parse(args).get("HANDLE"));
             Services.mappingManager(monitor, router, h).unmapMemory(h);
             return Reply.line("unmapped " + h);

@@ -56,7 +56,7 @@ public final class DeviceCommands {
 
     @Descriptor("List every memory device: backend, capacity, use, fragmentation and pressure (mem:devices)")
     public Reply devices(@Descriptor("none") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("devices", () -> {
             DEVICES.parse(args);
             GlobalMemoryMonitor mon = Services.monitor(monitor);
             Map<Device, MemoryInfo> all = mon.globalMemoryInfo();
@@ -73,7 +73,7 @@ public final class DeviceCommands {
 
     @Descriptor("Show everything known about every device, or about one: mem:info [DEVICE]")
     public Reply info(@Descriptor("[DEVICE], e.g. cpu:0") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("info", () -> {
             String device = INFO.parse(args).get("DEVICE", null);
             if (device != null) {
                 Device d = Device.parse(device);
@@ -156,7 +156,7 @@ public final class DeviceCommands {
 
     @Descriptor("Show the memory pressure of every device and overall (mem:pressure)")
     public Reply pressure(@Descriptor("none") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("pressure", () -> {
             PRESSURE.parse(args);
             Map<Device, MemoryInfo> all = Services.monitor(monitor).globalMemoryInfo();
             if (all.isEmpty()) { // the overall level would read LOW: there is no pressure to speak of
@@ -179,7 +179,7 @@ public final class DeviceCommands {
 
     @Descriptor("List the streams of every device (mem:streams)")
     public Reply streams(@Descriptor("none") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("streams", () -> {
             STREAMS.parse(args);
             Table t = new Table("DEVICE", "STREAM", "STATE");
             for (ServiceReference<StreamManager> ref : context.getServiceReferences(StreamManager.class, null)) {

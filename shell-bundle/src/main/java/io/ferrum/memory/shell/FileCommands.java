@@ -68,7 +68,7 @@ public final class FileCommands {
             + " of the file's size, on DEVICE or where the router chooses, of TYPE (GENERAL by default); with HANDLE"
             + " into that block, from OFFSET (0 by default)")
     public Reply load(@Descriptor("[-d DEVICE] [-t TYPE] FILE [HANDLE [OFFSET]]") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("load", () -> {
             Syntax.Words w = LOAD.parse(args);
             // Null when not given: an empty value (--device= or --device $d with d = "") is a bad
             // value, refused by its parser as mem:alloc refuses it, not taken for none.
@@ -107,7 +107,7 @@ public final class FileCommands {
 
     @Descriptor("Save a whole block to a file, replacing the file if it exists: mem:save HANDLE FILE")
     public Reply save(@Descriptor("HANDLE FILE") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("save", () -> {
             Syntax.Words w = SAVE.parse(args);
             MemoryHandle h = Arguments.handle(w.get("HANDLE"));
             String file = w.get("FILE");

@@ -49,7 +49,7 @@ public final class MaintenanceCommands {
 
     @Descriptor("Defragment every device, one after the other (Ctrl-C stops before the next), or one: mem:defrag [DEVICE]")
     public Reply defrag(@Descriptor("[DEVICE], e.g. cpu:0") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("defrag", () -> {
             String device = DEFRAG.parse(args).get("DEVICE", null);
             if (device != null) {
                 Device d = Device.parse(device);
@@ -87,7 +87,7 @@ public final class MaintenanceCommands {
     @Descriptor("Defragment and trim every device at once, as the monitor's global GC does (mem:gc); a device that"
             + " fails gets an error line saying why, and the others are still collected")
     public Reply gc(@Descriptor("none") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("gc", () -> {
             GC.parse(args);
             GlobalMemoryMonitor mon = Services.monitor(monitor);
             // Every device at once, as GlobalMemoryMonitor.globalGc does (each active manager's defragment on a
@@ -147,7 +147,7 @@ public final class MaintenanceCommands {
             + " default). Settings are not saved (the next restart of the device uses its configuration): initialSize,"
             + " maxSize (0: unlimited), growthIncrement, autoExpansion, alignment, preAllocate, stats")
     public Reply pool(@Descriptor("DEVICE [TYPE] [KEY=VALUE...], e.g. cpu:0 GENERAL maxSize=1g or cpu:0 maxSize=1g") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("pool", () -> {
             Syntax.Words w = POOL.parse(args);
             Device d = Device.parse(w.get("DEVICE"));
             String type = w.get("TYPE", MemoryType.GENERAL.name());

@@ -30,23 +30,27 @@ sealed interface Reply permits Table, Reply.Text, Reply.Failure {
     /**
      * Runs a command's body.
      *
-     * @param body the command
+     * @param command the command's Gogo function, as its method is named ({@code copy} for {@code
+     *                mem:copy}), for the line of an internal error: given, not read off the stack,
+     *                which a JVM may keep no frames of ({@code -XX:-StackTraceInThrowable})
+     * @param body    the command
      * @return what the body answered, or a {@link Failure} with the message of what it threw
      */
-    static Reply attempt(Body body) {
+    static Reply attempt(String command, Body body) {
         Failure failed;
         try {
             return body.run();
         } catch (CompletionException e) {
             // An asynchronous call's failure (a defragmentation's): an Error there is one as well.
-            failed = e.getCause() instanceof Error inside ? internal(inside) : Failure.of(e.getCause() != null ? e.getCause() : e);
+            failed = e.getCause() instanceof Error inside ? internal(command, inside)
+                    : Failure.of(e.getCause() != null ? e.getCause() : e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             failed = Failure.of(e);
         } catch (Exception e) {
             failed = Failure.of(e);
         } catch (Error e) {
-            failed = internal(e);
+            failed = internal(command, e);
         }
         recordInSession(failed);
         return failed;
@@ -56,27 +60,10 @@ sealed interface Reply permits Table, Reply.Text, Reply.Failure {
      * A NoClassDefFoundError's message is a class name alone, a StackOverflowError has none: shown as
      * an API message is, the line would not say what happened.
      */
-    private static Failure internal(Error e) {
-        String command = "mem:" + caller();
-        ShellLog.error(command + " failed with an internal error", e);
-        return new Failure("internal error in " + command + ": " + e.getClass().getSimpleName()
+    private static Failure internal(String command, Error e) {
+        ShellLog.error("mem:" + command + " failed with an internal error", e);
+        return new Failure("internal error in mem:" + command + ": " + e.getClass().getSimpleName()
                 + (e.getMessage() != null ? ": " + e.getMessage() : "") + "; see the log");
-    }
-
-    /**
-     * @return the name of the method that called {@link #attempt}: every command's method calls it
-     *         and is named as its Gogo function is ({@code copy} for {@code mem:copy})
-     */
-    private static String caller() {
-        // No lambda: the first one's class is spun where it is first used, and an Error may come after
-        // the shell's uninstall, when its loader defines nothing more (ShellActivator).
-        StackTraceElement[] frames = new Throwable().getStackTrace();
-        for (int k = 0; k + 1 < frames.length; k++) {
-            if (frames[k].getMethodName().equals("attempt") && frames[k].getClassName().equals(Reply.class.getName())) {
-                return frames[k + 1].getMethodName();
-            }
-        }
-        return "?";
     }
 
     /**

@@ -70,7 +70,7 @@ public final class StrategyCommands {
 
     @Descriptor("List the allocation strategies present, by name; * in the ACTIVE column marks the router's (mem:strategies)")
     public Reply strategies(@Descriptor("none") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("strategies", () -> {
             STRATEGIES.parse(args);
             MemoryRouter r = router;
             Optional<String> active = r == null ? Optional.empty() : r.activeStrategy();
@@ -124,7 +124,7 @@ public final class StrategyCommands {
     @Descriptor("Show the active allocation strategy, or switch it (saved in the monitor's configuration): mem:strategy"
             + " [NAME], e.g. best-fit, most-free, preferred-order, round-robin")
     public Reply strategy(@Descriptor("[NAME]") String... args) {
-        return Reply.attempt(() -> {
+        return Reply.attempt("strategy", () -> {
             String name = STRATEGY.parse(args).get("NAME", null);
             if (name == null) {
                 List<String> out = new ArrayList<>();
