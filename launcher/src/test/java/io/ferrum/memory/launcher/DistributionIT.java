@@ -829,6 +829,39 @@ class DistributionIT {
     }
 
     /**
+     * A symbolic link in config/ that leads to no file ({@code ln -s /nowhere}), and one to an empty
+     * folder: FileInstall skipped both without a word, at any log level (it takes the first for a file
+     * deleted, and fails to pack the second into a jar). One error line names each, once; the link
+     * pointed at a configuration file, it applies.
+     */
+    @Test
+    void aLinkInConfigToNothingOrToAnEmptyFolderIsNamedOnce() throws Exception {
+        Path dir = freshDir("links-in-config");
+        Path config = Files.createDirectories(dir.resolve("config"));
+        Path nowhere = Files.createSymbolicLink(config.resolve("io.ferrum.memory.cpu.device-t1.cfg"), Path.of("/nowhere"));
+        Path empty = Files.createDirectories(dir.resolve("empty"));
+        Path toEmpty = Files.createSymbolicLink(config.resolve("io.ferrum.memory.cpu.device-t2.cfg"), empty);
+        String dangling = nowhere + " (a symbolic link to /nowhere) leads to no file FileInstall can see (gone, never there,"
+                + " out of reach, or a loop of links): FileInstall skips it, so nothing is made of it; point the link at a"
+                + " file or remove it";
+        String emptyFolder = toEmpty + " (a symbolic link to " + empty + ") is an empty folder: FileInstall makes"
+                + " configurations of files only, so it configures nothing; put the configuration in a file of that name";
+        try (Session s = new Session(dir)) {
+            s.until("log 50 error", dangling, 1);
+            s.until("log 50 error", emptyFolder, 1);
+            Files.writeString(dir.resolve("t1.cfg"), "index=1\ncapacity=64m\n");
+            Files.delete(nowhere);
+            Files.createSymbolicLink(nowhere, dir.resolve("t1.cfg"));
+            assertTrue(s.until("mem:devices", "cpu:1").contains("64.0 MiB"), s.output());
+            String log = s.until("log 50 error", emptyFolder, 1);
+            assertEquals(1, Pattern.compile(Pattern.quote(dangling)).matcher(log).results().count(), "named once: " + log);
+            assertEquals(1, Pattern.compile(Pattern.quote(emptyFolder)).matcher(log).results().count(), "named once: " + log);
+            assertFalse(s.output().contains("Exception"), "no stack trace: " + s.output());
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
      * FileInstall kept its temporary folder ({@code fileinstall-<random>}, where it packs a folder named
      * as a file, one for each watched folder) in {@code java.io.tmpdir}, to be deleted at exit only if
      * empty: a folder packed there when the process was stopped by a signal (its jar is deleted only when

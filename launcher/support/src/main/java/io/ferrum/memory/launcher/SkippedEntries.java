@@ -1,0 +1,154 @@
+package io.ferrum.memory.launcher;
+
+import java.io.IOException;
+import java.nio.file.DirectoryIteratorException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+
+import org.osgi.framework.BundleContext;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.log.Logger;
+import org.osgi.service.log.LoggerFactory;
+
+/**
+ * Names the entries of the watched folders that FileInstall skips without a word, each in one error
+ * line:
+ * <ul>
+ * <li>a symbolic link that leads to no file ({@code ln -s /nowhere config/x.cfg}: its target gone,
+ * never there, out of reach, or a loop of links), which FileInstall takes for a file deleted;
+ * <li>an empty folder named as a configuration file ({@code config/x.cfg/}, or a symbolic link to an
+ * empty folder), which FileInstall fails to pack into a jar (a jar needs an entry) and says so only at
+ * a log level the distribution does not show. A folder with something in it is packed, and {@link
+ * FolderNamedAsConfigFile} names it.
+ * </ul>
+ * Only the names FileInstall looks at ({@code felix.fileinstall.filter}) are looked at, and no hidden
+ * one (a name starting with {@code .}: an editor's lock, {@code .#x.cfg}, is a link to nothing while
+ * the file is edited). The folders are looked at when this component starts, then at FileInstall's
+ * poll interval ({@code felix.fileinstall.poll}, 2 s unless set); an entry is named again only when
+ * what is wrong with it changes, or once it was fixed or removed and comes back.
+ */
+@Component(immediate = true, service = {})
+public final class SkippedEntries {
+    private static final List<String> CONFIG_EXTENSIONS = List.of(".cfg", ".config");
+    private static final long DEFAULT_POLL_MS = 2000;
+
+    private final List<Path> watched = new ArrayList<>();
+    private final Pattern filter;
+    private final Logger log;
+    /** The line given for each entry while the entry earns it; used by the scanning thread only. */
+    private final Map<Path, String> named = new HashMap<>();
+    private final ScheduledExecutorService scans;
+
+    @Activate
+    public SkippedEntries(BundleContext context, @Reference(service = LoggerFactory.class) Logger log) {
+        this(folders(context.getProperty("felix.fileinstall.dir")), context.getProperty("felix.fileinstall.filter"), log);
+        long poll = DEFAULT_POLL_MS;
+        try {
+            String p = context.getProperty("felix.fileinstall.poll");
+            poll = p == null ? poll : Math.max(1, Long.parseLong(p.strip()));
+        } catch (NumberFormatException notANumber) {
+            // FileInstall keeps its default then too
+        }
+        scans.scheduleWithFixedDelay(this::scan, 0, poll, TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * @param watched the watched folders
+     * @param filter  the names FileInstall looks at, a regular expression; null: every name
+     */
+    SkippedEntries(List<Path> watched, String filter, Logger log) {
+        this.watched.addAll(watched);
+        this.filter = filter == null || filter.isBlank() ? null : Pattern.compile(filter);
+        this.log = log;
+        scans = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "ferrum skipped entries");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    @Deactivate
+    void stop() {
+        scans.shutdownNow();
+    }
+
+    private static List<Path> folders(String dirs) {
+        List<Path> folders = new ArrayList<>();
+        if (dirs != null) {
+            for (String d : dirs.split(",")) {
+                if (!d.isBlank()) {
+                    folders.add(Path.of(d.strip()).toAbsolutePath().normalize());
+                }
+            }
+        }
+        return folders;
+    }
+
+    /** Looks at every watched folder once, and names each entry that earns a line it was not given yet. */
+    void scan() {
+        Map<Path, String> now = new HashMap<>();
+        for (Path dir : watched) {
+            try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
+                for (Path entry : entries) {
+                    String name = entry.getFileName().toString();
+                    if (name.startsWith(".") || filter != null && !filter.matcher(name).matches()) {
+                        continue;
+                    }
+                    String why = whySkipped(entry);
+                    if (why != null) {
+                        now.put(entry, why);
+                    }
+                }
+            } catch (IOException | DirectoryIteratorException | SecurityException unreadable) {
+                // The folder gone or unreadable: FileInstall finds nothing in it either.
+            }
+        }
+        now.forEach((entry, why) -> {
+            if (!why.equals(named.get(entry))) {
+                log.error("{}", why);
+            }
+        });
+        named.keySet().retainAll(now.keySet());
+        named.putAll(now);
+    }
+
+    /**
+     * @param entry an entry of a watched folder
+     * @return the line naming it when FileInstall skips it without a word, or null
+     */
+    static String whySkipped(Path entry) {
+        try {
+            boolean link = Files.isSymbolicLink(entry);
+            String shown = ControlCharacters.escaped(entry.toAbsolutePath())
+                    + (link ? " (a symbolic link to " + ControlCharacters.escaped(Files.readSymbolicLink(entry)) + ")" : "");
+            if (link && !Files.exists(entry)) {
+                return shown + " leads to no file FileInstall can see (gone, never there, out of reach, or a loop of"
+                        + " links): FileInstall skips it, so nothing is made of it; point the link at a file or remove it";
+            }
+            String name = entry.getFileName().toString();
+            if (CONFIG_EXTENSIONS.stream().anyMatch(name::endsWith) && Files.isDirectory(entry)) {
+                try (DirectoryStream<Path> in = Files.newDirectoryStream(entry)) {
+                    if (!in.iterator().hasNext()) {
+                        return shown + " is an empty folder: FileInstall makes configurations of files only, so it"
+                                + " configures nothing; put the configuration in a file of that name";
+                    }
+                }
+            }
+        } catch (IOException | DirectoryIteratorException | SecurityException unreadable) {
+            // Gone or changed meanwhile: the next look decides.
+        }
+        return null;
+    }
+}
