@@ -908,6 +908,34 @@ class DistributionIT {
     }
 
     /**
+     * A named pipe in config/ named as a configuration file ({@code mkfifo config/x.cfg}): the gate's
+     * reader opened it to read, and an open of a pipe waits for a writer; FileInstall's first scan runs
+     * on the framework's start-level thread, so the distribution hung at start for good, with no word.
+     * It is now refused unopened in one error line, and the rest starts.
+     */
+    @Test
+    void aNamedPipeInConfigIsRefusedUnopenedAndTheDistributionStarts() throws Exception {
+        Path dir = freshDir("named-pipe-in-config");
+        Path pipe = Files.createDirectories(dir.resolve("config")).resolve("io.ferrum.memory.cpu.device-t1.cfg");
+        Process mkfifo;
+        try {
+            mkfifo = new ProcessBuilder("mkfifo", pipe.toString()).inheritIO().start();
+        } catch (IOException e) {
+            org.junit.jupiter.api.Assumptions.assumeTrue(false, "no mkfifo here: " + e.getMessage());
+            return;
+        }
+        org.junit.jupiter.api.Assumptions.assumeTrue(mkfifo.waitFor() == 0 && Files.exists(pipe), "mkfifo failed");
+        try (Session s = new Session(dir)) {
+            String error = s.until("log 50 error", pipe + " is not a regular file");
+            assertTrue(error.contains(pipe + " is not a regular file (a pipe, a socket or a device): FileInstall would wait on"
+                    + " it for ever, and the distribution with it, so no configuration is made of it; put the configuration"
+                    + " in a regular file"), error);
+            assertTrue(s.until("mem:devices", "cpu:0").contains("cpu:0"), s.output());
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
      * A file named (a PID nothing designates, a byte order mark), deleted, and saved again as it was
      * (a deployment that copies config/ anew): each warning was given once per file name for the
      * whole run, so the file saved again configured nothing without a word. A file is named again

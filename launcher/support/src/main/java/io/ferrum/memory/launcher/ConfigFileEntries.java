@@ -56,10 +56,24 @@ final class ConfigFileEntries {
     }
 
     /**
+     * @return what {@code file} is when it is no regular file ({@code "is not a regular file (a pipe, a
+     *         socket or a device)"}), or null when it is one: a pipe blocks whoever opens it to read until a
+     *         writer comes, for ever if none does, and a device may never end
+     */
+    static String notRegular(Path file) {
+        return Files.isRegularFile(file) ? null : "is not a regular file (a pipe, a socket or a device)";
+    }
+
+    /**
      * @return the keys of {@code file} with their values, in the order of the file, a key given twice twice
-     * @throws IOException when it cannot be read, or is larger than {@link #MAX_BYTES}, which is not read
+     * @throws IOException when it cannot be read, is no regular file ({@link #notRegular}), or is larger
+     *                     than {@link #MAX_BYTES}; neither of the last two is opened
      */
     static List<Entry> read(Path file) throws IOException {
+        String notRegular = notRegular(file);
+        if (notRegular != null) {
+            throw new IOException(file + " " + notRegular);
+        }
         String tooLarge = tooLarge(file);
         if (tooLarge != null) {
             throw new IOException(file + " " + tooLarge);

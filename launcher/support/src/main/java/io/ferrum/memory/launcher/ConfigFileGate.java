@@ -41,6 +41,9 @@ import org.osgi.util.tracker.ServiceTracker;
  * the key nor the file's fate;
  * <li>a file larger than {@link ConfigFileEntries#MAX_BYTES} (a log saved there by mistake), which
  * FileInstall's reader read whole into memory, and this one after it;
+ * <li>an entry that is no regular file (a named pipe, a socket, a device: {@code mkfifo config/x.cfg}),
+ * whose open blocked this gate's reader, and FileInstall's after it, until a writer came: at start,
+ * FileInstall's first scan runs on the framework's start-level thread, and the distribution hung;
  * <li>anything else FileInstall's installer throws on the file, in its own words.
  * </ul>
  * A new file so refused makes no configuration, an edited one leaves the configuration made of it before
@@ -146,13 +149,20 @@ final class ConfigFileGate implements ArtifactInstaller {
     }
 
     /**
-     * @return whether {@code artifact} is larger than {@link ConfigFileEntries#MAX_BYTES}, gives keys that
-     *         differ only in case or a typed value its type cannot take, which is then logged
+     * @return whether {@code artifact} is no regular file, is larger than {@link ConfigFileEntries#MAX_BYTES},
+     *         gives keys that differ only in case or a typed value its type cannot take, which is then logged
      */
     private boolean refused(File artifact) {
         File file = artifact.getAbsoluteFile();
         List<ConfigFileEntries.Entry> entries;
         try {
+            String notRegular = ConfigFileEntries.notRegular(file.toPath());
+            if (notRegular != null) {
+                // Not handed to FileInstall's installer either: its reader would open it as this one would.
+                refuse(file, notRegular + ": FileInstall would wait on it for ever, and the distribution with it,",
+                        "put the configuration in a regular file");
+                return true;
+            }
             String tooLarge = ConfigFileEntries.tooLarge(file.toPath());
             if (tooLarge != null) {
                 refuse(file, tooLarge + ": FileInstall would read it whole into memory,",

@@ -69,4 +69,20 @@ class ConfigFileGateTest {
         Path untyped = Files.writeString(dir.resolve("untyped.cfg"), "a=I\"abc\"\nb=3\n", StandardCharsets.ISO_8859_1);
         assertEquals(null, ConfigFileGate.badTypedValue(ConfigFileEntries.read(untyped)), "read as text: a is the text I\"abc\"");
     }
+
+    /** A named pipe is not opened: the open would wait for a writer. */
+    @Test
+    void aNamedPipeIsNotOpened() throws Exception {
+        Path pipe = dir.resolve("io.ferrum.memory.cpu.cfg");
+        Process mkfifo;
+        try {
+            mkfifo = new ProcessBuilder("mkfifo", pipe.toString()).inheritIO().start();
+        } catch (IOException e) {
+            org.junit.jupiter.api.Assumptions.assumeTrue(false, "no mkfifo here: " + e.getMessage());
+            return;
+        }
+        org.junit.jupiter.api.Assumptions.assumeTrue(mkfifo.waitFor() == 0 && Files.exists(pipe), "mkfifo failed");
+        IOException e = assertThrows(IOException.class, () -> ConfigFileEntries.read(pipe));
+        assertEquals(pipe + " is not a regular file (a pipe, a socket or a device)", e.getMessage());
+    }
 }
