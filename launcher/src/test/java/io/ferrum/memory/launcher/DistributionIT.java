@@ -936,6 +936,34 @@ class DistributionIT {
     }
 
     /**
+     * A named pipe in plugins/ named as a bundle jar ({@code mkfifo plugins/x.jar}): FileInstall's own
+     * bundle installer opened it as a zip to see whether it takes it, and an open of a pipe waits for a
+     * writer, on the framework's start-level thread: the distribution hung at start for good, with no
+     * word. It is now refused unopened in one error line, and the rest starts.
+     */
+    @Test
+    void aNamedPipeInPluginsIsRefusedUnopenedAndTheDistributionStarts() throws Exception {
+        Path dir = freshDir("named-pipe-in-plugins");
+        Path pipe = Files.createDirectories(dir.resolve("plugins")).resolve("x.jar");
+        Process mkfifo;
+        try {
+            mkfifo = new ProcessBuilder("mkfifo", pipe.toString()).inheritIO().start();
+        } catch (IOException e) {
+            org.junit.jupiter.api.Assumptions.assumeTrue(false, "no mkfifo here: " + e.getMessage());
+            return;
+        }
+        org.junit.jupiter.api.Assumptions.assumeTrue(mkfifo.waitFor() == 0 && Files.exists(pipe), "mkfifo failed");
+        try (Session s = new Session(dir)) {
+            String error = s.until("log 50 error", pipe + " is not installed");
+            assertTrue(error.contains(pipe + " is not installed: it is not a regular file (a pipe, a socket or a device),"
+                    + " which FileInstall would wait on for ever, and the distribution with it; put a bundle jar in its"
+                    + " place or remove it"), error);
+            assertTrue(s.until("mem:devices", "cpu:0").contains("cpu:0"), s.output());
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
      * A file named (a PID nothing designates, a byte order mark), deleted, and saved again as it was
      * (a deployment that copies config/ anew): each warning was given once per file name for the
      * whole run, so the file saved again configured nothing without a word. A file is named again

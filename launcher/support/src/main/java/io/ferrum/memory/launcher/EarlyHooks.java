@@ -15,16 +15,22 @@ public final class EarlyHooks implements BundleActivator {
     private ServiceRegistration<FindHook> guard;
     private ConfigFileGate configFileGate;
     private ServiceRegistration<ArtifactInstaller> configFileGateRegistration;
+    private SpecialFilesInPlugins specialFiles;
+    private ServiceRegistration<ArtifactInstaller> specialFilesRegistration;
 
     @Override
     public void start(BundleContext context) {
         guard = context.registerService(FindHook.class, new BuiltInBundlesGuard(context), null);
         configFileGate = new ConfigFileGate(context);
         configFileGateRegistration = configFileGate.register();
+        specialFiles = new SpecialFilesInPlugins(context);
+        specialFilesRegistration = specialFiles.register();
     }
 
     @Override
     public void stop(BundleContext context) {
+        specialFilesRegistration.unregister();
+        specialFiles.close();
         configFileGateRegistration.unregister();
         configFileGate.close();
         guard.unregister();
