@@ -26,6 +26,20 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      * copy of the block, which the first mapping makes; another mapping meanwhile waits for that copy
      * and shares it ({@link #unmapMemory} writes it back).
      *
+     * <p><b>Staged mappings exclude the other data paths.</b> From the start of that copy to the end
+     * of the unmap's write-back, the views hold the block's bytes: every other call that moves them
+     * ({@code read}, {@code write}, their asynchronous forms, {@link #withMapped}, {@code copy},
+     * {@code copyAsync}, {@code copyToPeer}, with the block on either side) is refused with {@link
+     * StagingConflictException}, changing nothing, rather than read the device's older bytes or write
+     * bytes the write-back would overwrite. Unmap the block first: once {@link #unmapMemory} has
+     * returned, those calls see every byte the views wrote. Conversely a mapping that would make the
+     * copy while such a call on the block is under way (on another thread, an asynchronous copy
+     * accepted and not yet run, a prefetch or usage hint being applied, or a {@link #withMapped}
+     * action of the calling thread) is refused with
+     * {@link StagingConflictException}: its copy would miss their bytes. Of two such calls not ordered
+     * by their callers, the later is refused; calls ordered by the caller always see each other. Host
+     * memory has no staging copy and no such rule: its views are the memory itself.
+     *
      * <p>A view may be used by any thread until it is closed. A thread that is reading or writing
      * through it when another thread unmaps or frees the block (or the manager closes) gets an
      * {@link IllegalStateException}; on JDK 25 it may also find its interrupt flag set afterwards
@@ -41,7 +55,9 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      * @param handle a live handle of this manager
      * @param access how the view will be used
      * @return a view of exactly the block
-     * @throws InvalidHandleException on an invalid handle
+     * @throws InvalidHandleException   on an invalid handle
+     * @throws StagingConflictException on memory the CPU cannot address, when the staging copy would
+     *                                  start while another call moves the block's bytes (see above)
      */
     MemorySegment mapMemory(MemoryHandle handle, MemoryAccess access);
 
@@ -70,9 +86,11 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      *     write} writes it and the device; so the action sees their bytes and its write-back keeps
      *     them (it also runs after a READ_ONLY action when a nested view wrote); {@code copyToPeer}
      *     of the block answers false, so that a router copies it through {@code read} and {@code
-     *     write}. {@code copy}, {@code copyAsync} and {@link #mapMemory} work on the device's bytes,
-     *     not on that copy; what they or other threads write to the block during the action is
-     *     overwritten by the write-back.</li>
+     *     write}. {@code copy} and {@code copyAsync} work on the device's bytes, not on that copy;
+     *     what they or other threads write to the block during the action is overwritten by the
+     *     write-back. A {@link #mapMemory} of the block during the action is refused with {@link
+     *     StagingConflictException}, and the action is refused so while the block is mapped (see
+     *     {@link #mapMemory}).</li>
      * </ul>
      * Whatever the action throws reaches the caller unchanged, after the view is closed.
      *
@@ -83,6 +101,9 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      * @return what the action returned
      * @throws InvalidHandleException        on a null, zero, freed, stale or foreign handle
      * @throws InvalidMemoryRequestException on a null access or action (the action is not run)
+     * @throws StagingConflictException      on memory the CPU cannot address, if the block is mapped
+     *                                       through a host staging copy ({@link #mapMemory}); the
+     *                                       action is not run
      * @since 1.1
      */
     <R> R withMapped(MemoryHandle handle, MemoryAccess access, Function<? super MemorySegment, ? extends R> action);
@@ -94,7 +115,10 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      * mapping of it made meanwhile waits for the write-back and sees its bytes. A write-back the
      * device fails throws the device's exception, the views closed all the same; the staging copy,
      * with every byte written through them, stays the block's mapping: the next {@link #mapMemory}
-     * returns views of it and the next unmap writes it back again (a free drops it).
+     * returns views of it and the next unmap writes it back again (a free drops it). Until this call
+     * returns, the block's other data paths are refused ({@link #mapMemory}, "Staged mappings");
+     * once it has returned, they see the bytes written back (a failed write-back leaves the block
+     * mapped, and them refused).
      *
      * @param handle a live, mapped handle of this manager
      * @throws InvalidHandleException        on an invalid handle

@@ -26,6 +26,15 @@ import org.osgi.annotation.versioning.ProviderType;
  * devices; {@link InvalidHandleException} for zero, freed, stale or foreign handles; {@link
  * OutOfDeviceMemoryException} when the pool or device is full; {@link DeviceUnavailableException}
  * once the manager is closed or its device is gone.
+ *
+ * <p><b>Mapped blocks of memory the CPU cannot address</b> (a GPU's): while {@link
+ * AdvancedMemoryManager#mapMemory} holds a block through a host staging copy, from the start of
+ * that copy to the end of the write-back of {@link AdvancedMemoryManager#unmapMemory}, every other
+ * call that moves the block's bytes ({@link #read}, {@link #write}, their asynchronous forms, {@link
+ * #copy}, {@link #copyAsync} and {@link #copyToPeer} with the block on either side) is refused with
+ * {@link StagingConflictException} and changes nothing: it would read the device's bytes, older than
+ * the views', or write bytes the write-back overwrites. Unmap the block first. Host memory has no
+ * staging copy: its views are the memory itself, and these calls see them.
  */
 @ProviderType
 public interface DeviceMemoryManager extends AutoCloseable {
@@ -112,6 +121,8 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * @param dstOffset offset into {@code dst}, zero or more, with {@code dstOffset + size} within it
      * @throws InvalidHandleException        on an invalid handle
      * @throws InvalidMemoryRequestException on a negative value or a range outside a block
+     * @throws StagingConflictException      if either block is mapped through a host staging copy
+     *                                       (see "Mapped blocks" above); nothing is copied then
      */
     void copy(MemoryHandle src, MemoryHandle dst, long size, long srcOffset, long dstOffset);
 
@@ -130,6 +141,9 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * @throws InvalidMemoryRequestException on a null segment, a negative offset, a range outside
      *                                       the block, or a segment whose scope is closed or
      *                                       belongs to another thread; nothing is written then
+     * @throws StagingConflictException      if the block is mapped through a host staging copy (see
+     *                                       "Mapped blocks" above): the unmap's write-back would
+     *                                       overwrite the bytes; nothing is written then
      * @since 1.1
      */
     void write(MemoryHandle dst, long dstOffset, MemorySegment src);
@@ -146,6 +160,9 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * @throws InvalidMemoryRequestException on a null or read-only segment, a negative offset, a
      *                                       range outside the block, or a segment whose scope is
      *                                       closed or belongs to another thread; nothing is read then
+     * @throws StagingConflictException      if the block is mapped through a host staging copy (see
+     *                                       "Mapped blocks" above): the views hold newer bytes than
+     *                                       the device; nothing is read then
      * @since 1.1
      */
     void read(MemoryHandle src, long srcOffset, MemorySegment dst);
@@ -161,6 +178,10 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * @param stream a stream of this manager's device, or {@code null} for the default stream;
      *               another device's stream is refused with {@link InvalidMemoryRequestException}
      * @return a stage that completes when the bytes have arrived in the block
+     * @throws StagingConflictException if the block is mapped through a host staging copy when the
+     *                                  call is made (see "Mapped blocks" above); accepted, the call
+     *                                  holds the block until it has run, and a mapping meanwhile is
+     *                                  refused instead
      * @since 1.1
      */
     CompletionStage<Void> writeAsync(MemoryHandle dst, long dstOffset, MemorySegment src, StreamHandle stream);
@@ -170,6 +191,7 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * read or change {@code dst} until the stage completes.
      *
      * @return a stage that completes when the bytes have arrived in {@code dst}
+     * @throws StagingConflictException as {@link #writeAsync} does
      * @since 1.1
      */
     CompletionStage<Void> readAsync(MemoryHandle src, long srcOffset, MemorySegment dst, StreamHandle stream);
@@ -184,6 +206,8 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * @param transfer what to copy
      * @param stream   the stream to order it on, or {@code null} for the default stream
      * @return a stage that completes when the copy is done
+     * @throws StagingConflictException if either block is mapped through a host staging copy when the
+     *                                  call is made, as {@link #writeAsync} says
      */
     CompletionStage<Void> copyAsync(MemoryTransfer transfer, StreamHandle stream);
 
@@ -209,6 +233,8 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * @throws InvalidHandleException        if either handle is not live on its manager
      * @throws InvalidMemoryRequestException on a null argument or a range outside a block
      * @throws DeviceUnavailableException    if this manager is closed
+     * @throws StagingConflictException      if either block is mapped through a host staging copy
+     *                                       (see "Mapped blocks" above); nothing is copied then
      * @since 1.4
      */
     default boolean copyToPeer(MemoryTransfer transfer, DeviceMemoryManager target) {

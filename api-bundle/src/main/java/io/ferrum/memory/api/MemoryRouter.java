@@ -51,7 +51,14 @@ public interface MemoryRouter {
      * the pieces then go back to front); the rest of the destination is as it was, and the interrupt
      * stays set. A copy within one device is one call and runs to its end.
      *
+     * <p>A block its manager holds mapped through a host staging copy (a GPU block between {@link
+     * AdvancedMemoryManager#mapMemory} and {@link AdvancedMemoryManager#unmapMemory}) is refused on
+     * either side with {@link StagingConflictException}, as its manager refuses it; a mapping made
+     * while a copy through host memory runs refuses that copy at its next piece, having written part
+     * of the destination, as a free does.
+     *
      * @param transfer what to copy
+     * @throws StagingConflictException if either block is mapped through a host staging copy
      */
     void copy(MemoryTransfer transfer);
 
@@ -73,6 +80,7 @@ public interface MemoryRouter {
      *
      * @throws InvalidHandleException     on an unknown or freed handle
      * @throws DeviceUnavailableException if its device has gone away
+     * @throws StagingConflictException   if the block is mapped through a host staging copy
      * @since 1.1
      */
     void write(MemoryHandle dst, long dstOffset, MemorySegment src);
@@ -83,6 +91,7 @@ public interface MemoryRouter {
      *
      * @throws InvalidHandleException     on an unknown or freed handle
      * @throws DeviceUnavailableException if its device has gone away
+     * @throws StagingConflictException   if the block is mapped through a host staging copy
      * @since 1.1
      */
     void read(MemoryHandle src, long srcOffset, MemorySegment dst);

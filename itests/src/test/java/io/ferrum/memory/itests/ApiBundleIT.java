@@ -27,7 +27,7 @@ import org.osgi.framework.wiring.BundleWiring;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.MemoryPoolConfig;
 
-/** The API bundle installs, resolves and exports its package at 1.4.0, on Felix and on Equinox. */
+/** The API bundle installs, resolves and exports its package at 1.5.0, on Felix and on Equinox. */
 @RunWith(PaxExam.class)
 @ExamReactorStrategy(PerClass.class)
 public class ApiBundleIT {
@@ -66,7 +66,7 @@ public class ApiBundleIT {
         assertEquals(1, exports.size());
         BundleCapability export = exports.get(0);
         assertEquals("io.ferrum.memory.api", export.getAttributes().get(PackageNamespace.PACKAGE_NAMESPACE));
-        assertEquals(new Version(1, 4, 0), export.getAttributes().get(PackageNamespace.CAPABILITY_VERSION_ATTRIBUTE));
+        assertEquals(new Version(1, 5, 0), export.getAttributes().get(PackageNamespace.CAPABILITY_VERSION_ATTRIBUTE));
     }
 
     @Test

@@ -26,7 +26,9 @@ import io.ferrum.memory.api.StreamHandle;
  * memory (a {@code cpu} device) a view of the source is written into the destination; into host
  * memory the source is read into a view of the destination; between two other devices through a
  * host buffer of at most {@value #BOUNCE_BYTES} bytes at a time. No block is mapped whole (a GPU
- * block's mapping is a staging copy of all of it), and a block the caller has mapped stays mapped.
+ * block's mapping is a staging copy of all of it), and a block the caller has mapped stays mapped;
+ * one mapped through a staging copy (a GPU's) is refused by its manager on every path, with a {@link
+ * io.ferrum.memory.api.StagingConflictException}, at the first piece that touches it.
  *
  * <p>Every route moves at most {@value #PIECE_BYTES} bytes (through the host buffer, {@value
  * #BOUNCE_BYTES}) a call, and an interrupt of the calling thread stops the copy before its next

@@ -49,6 +49,7 @@ import io.ferrum.memory.api.MemoryPressure;
 import io.ferrum.memory.api.MemoryTransfer;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.OutOfDeviceMemoryException;
+import io.ferrum.memory.api.StagingConflictException;
 import io.ferrum.memory.pool.ArenaUpstream;
 import io.ferrum.memory.pool.PoolSettings;
 import io.ferrum.memory.pool.PooledMemoryManager;
@@ -693,6 +694,68 @@ class MemoryMonitorTest {
         byte[] back = new byte[n];
         g1.read(h1, 0, MemorySegment.ofArray(back));
         assertArrayEquals(data, back);
+    }
+
+    /**
+     * A GPU block its manager has mapped through a host staging copy, reached through the router: a
+     * copy into it, a read and a write of it are refused, naming its handle, and change nothing (before,
+     * the read returned the device's bytes and the copy and the write were lost to the unmap's
+     * write-back); once unmapped, the router's copy goes through. Both routes: a peer copy (cuda:1 to
+     * cuda:2) and one through host memory (cuda:3, which the backend's lookup does not answer).
+     */
+    @Test
+    void theRouterIsRefusedABlockMappedThroughAStagingCopy() throws Exception {
+        Device gpu1 = Device.cuda(1);
+        Device gpu2 = Device.cuda(2);
+        Map<Device, PooledMemoryManager> running = new ConcurrentHashMap<>();
+        PoolSettings settings = PoolSettings.defaults().withPeers(running::get);
+        MemoryManagerConfig config = MemoryManagerConfig.defaults().withAutoGc(false, 0.85);
+        PooledMemoryManager g1 = PooledMemoryManager.create(new ArenaUpstream(gpu1, 64 * MiB, false), config, settings, null);
+        toClose.add(g1);
+        PooledMemoryManager g2 = PooledMemoryManager.create(new ArenaUpstream(gpu2, 64 * MiB, false), config, settings, null);
+        toClose.add(g2);
+        running.put(gpu1, g1);
+        running.put(gpu2, g2);
+        MemoryMonitor mon = monitor("");
+        Device gpu3 = Device.cuda(3);
+        PooledMemoryManager g3 = PooledMemoryManager.create(new ArenaUpstream(gpu3, 64 * MiB, false), config, settings, null);
+        toClose.add(g3);
+        mon.addManager(g1, props(gpu1, 0));
+        mon.addManager(g2, props(gpu2, 0));
+        mon.addManager(g3, props(gpu3, 0));
+        MemoryHandle h1 = g1.allocate(4096, gpu1);
+        MemoryHandle h2 = g2.allocate(4096, gpu2);
+        MemoryHandle h3 = g3.allocate(4096, gpu3);
+        byte[] threes = new byte[4096];
+        java.util.Arrays.fill(threes, (byte) 3);
+        mon.write(h1, 0, MemorySegment.ofArray(threes));
+        g2.mapMemory(h2, MemoryAccess.READ_WRITE).fill((byte) 1);
+
+        StagingConflictException copy = assertThrows(StagingConflictException.class,
+                () -> mon.copy(MemoryTransfer.of(h1, h2, 4096)), "a router copy into the mapped block");
+        assertEquals(h2, copy.handle(), copy.getMessage());
+        StagingConflictException staged = assertThrows(StagingConflictException.class,
+                () -> mon.copy(MemoryTransfer.of(h3, h2, 4096)), "a router copy through host memory into the mapped block");
+        assertEquals(h2, staged.handle(), staged.getMessage());
+        staged = assertThrows(StagingConflictException.class,
+                () -> mon.copy(MemoryTransfer.of(h2, h3, 4096)), "a router copy through host memory out of the mapped block");
+        assertEquals(h2, staged.handle(), staged.getMessage());
+        assertThrows(StagingConflictException.class, () -> mon.read(h2, 0, MemorySegment.ofArray(new byte[1])),
+                "a router read of the mapped block");
+        assertThrows(StagingConflictException.class, () -> mon.write(h2, 0, MemorySegment.ofArray(new byte[] {9})),
+                "a router write into the mapped block");
+        g2.unmapMemory(h2);
+        byte[] back = new byte[4096];
+        mon.read(h2, 0, MemorySegment.ofArray(back));
+        byte[] ones = new byte[4096];
+        java.util.Arrays.fill(ones, (byte) 1);
+        assertArrayEquals(ones, back, "a refused call changed the block, or the views' bytes were lost");
+        mon.copy(MemoryTransfer.of(h1, h2, 4096));
+        mon.read(h2, 0, MemorySegment.ofArray(back));
+        assertArrayEquals(threes, back, "unmapped, the router's copy goes through");
+        byte[] untouched = new byte[4096];
+        mon.read(h3, 0, MemorySegment.ofArray(untouched));
+        assertArrayEquals(new byte[4096], untouched, "a refused copy out of the mapped block wrote its destination");
     }
 
     /** Two managers of one backend (cpu:1, cpu:2) that know each other, so that a mapping may span them. */

@@ -48,6 +48,7 @@ class StagingRacesTest extends RaceHarness {
         final ArenaUpstream memory;
         private final AtomicReference<Pause> writeBack = new AtomicReference<>();
         private final AtomicReference<RuntimeException> failWriteBack = new AtomicReference<>();
+        private final AtomicReference<RuntimeException> failCopy = new AtomicReference<>();
         final List<MemorySegment> writtenBack = new CopyOnWriteArrayList<>();
         /** Run after each staging copy a mapping made ({@code copyToHost}), by the thread that made it; or null. */
         volatile Runnable afterCopy;
@@ -60,7 +61,7 @@ class StagingRacesTest extends RaceHarness {
             this(new ArenaUpstream(GPU, 64 * MiB, false));
         }
 
-        private StagedUpstream(ArenaUpstream memory) {
+        StagedUpstream(ArenaUpstream memory) {
             super(memory);
             this.memory = memory;
         }
@@ -82,12 +83,21 @@ class StagingRacesTest extends RaceHarness {
             failWriteBack.set(e);
         }
 
+        /** Fails the next staging copy ({@code copyToHost}), after a pause set by {@link #pauseNextCopy}. */
+        void failNextCopy(RuntimeException e) {
+            failCopy.set(e);
+        }
+
         @Override
         public void copyToHost(DeviceChunk src, long srcOffset, MemorySegment dst, long bytes) {
             copiedTo.add(dst);
             Runnable before = beforeCopy.getAndSet(null);
             if (before != null) {
                 before.run();
+            }
+            RuntimeException e = failCopy.getAndSet(null);
+            if (e != null) {
+                throw e;
             }
             real.copyToHost(src, srcOffset, dst, bytes);
             Runnable hook = afterCopy;

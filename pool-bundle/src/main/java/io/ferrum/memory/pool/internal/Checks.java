@@ -14,6 +14,7 @@ import io.ferrum.memory.api.MemoryTransfer;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.MemoryUsageHint;
 import io.ferrum.memory.api.OutOfDeviceMemoryException;
+import io.ferrum.memory.api.StagingConflictException;
 import io.ferrum.memory.api.StreamHandle;
 
 /**
@@ -295,6 +296,21 @@ final class Checks {
         return new InvalidMemoryRequestException("Block " + handle + " on " + device + " cannot be unmapped now:"
                 + " a native operation (an I/O call on a buffer of its view, say) still uses a view;"
                 + " unmap it when that operation has ended. It stays mapped");
+    }
+
+    /** A data-path call on a block mapped through a host staging copy ({@link Mappings#staged}). */
+    StagingConflictException staged(MemoryHandle handle) {
+        return new StagingConflictException(handle, "Block " + handle + " on " + device + " is mapped through a host"
+                + " staging copy (mapMemory): a read, write or copy of the device's bytes would miss the views' bytes,"
+                + " or be overwritten when the copy is written back. unmapMemory it first. Nothing was done");
+    }
+
+    /** A mapping through a host staging copy while a data-path call on the block is under way. */
+    StagingConflictException stagingBusy(MemoryHandle handle) {
+        return new StagingConflictException(handle, "Block " + handle + " on " + device + " cannot be mapped now:"
+                + " a read, write, copy, withMapped action or hint on it is under way (an asynchronous copy until"
+                + " it has run, a withMapped action of this thread until it returns), and a host staging copy made"
+                + " now would miss its bytes. Map it once that call has returned. Nothing was done");
     }
 
     /** Both devices of a mapping are given and one of them is this manager's. */

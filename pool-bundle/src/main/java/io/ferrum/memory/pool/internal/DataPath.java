@@ -26,6 +26,11 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * view is the same copy, a read reads it, a write goes to it and to the device. So the action sees
  * their bytes and its write-back, which also runs when only a nested view wrote, keeps them.
  *
+ * <p><b>Mapped memory.</b> On memory the CPU cannot address, a block mapped through a host staging
+ * copy ({@link Mappings#staged}) is refused by every call here, inside its scope and before a byte
+ * moves ({@link Mappings.Staged}): the mapping's views hold the block's bytes until it is unmapped.
+ * The check reads {@code b.mapping} only past the host branch: host memory pays nothing for it.
+ *
  * <p>Bandwidth figures count copies of {@value #TIMED_BYTES} bytes or more only: a clock read costs
  * as much as a small copy (PERFORMANCE item 15); and only of blocks with statistics on (enableStats
  * keeps "access statistics and bandwidth figures"). Access statistics, when on, record every call that
@@ -104,6 +109,9 @@ final class DataPath {
             if (host != null) {
                 MemorySegment.copy(src, 0, host, b.offset + offset, n);
             } else {
+                if (b.mapping != null) {
+                    throw Mappings.Staged.SOURCE; // the write-back would overwrite these bytes
+                }
                 upstream(b).copyFromHost(src, b.chunk.device, b.offset + offset, n);
                 Staging open = staged(b);
                 if (open != null) {
@@ -131,6 +139,9 @@ final class DataPath {
             if (host != null) {
                 MemorySegment.copy(host, b.offset + offset, dst, 0, n);
             } else {
+                if (b.mapping != null) {
+                    throw Mappings.Staged.SOURCE; // the views' bytes are newer than the device's
+                }
                 Staging open = staged(b);
                 if (open != null) {
                     MemorySegment.copy(open.copy, offset, dst, 0, n);
@@ -158,6 +169,9 @@ final class DataPath {
                 return action.apply(access == MemoryAccess.READ_ONLY ? view.asReadOnly() : view);
             }
             // Memory the CPU cannot address: a staging copy, written back after an action that may write.
+            if (b.mapping != null) {
+                throw Mappings.Staged.SOURCE; // mapped through a staging copy of its own
+            }
             Staging open = staged(b);
             if (open != null) {
                 // Nested in an action of this thread on the block: its copy, alive for this action only.

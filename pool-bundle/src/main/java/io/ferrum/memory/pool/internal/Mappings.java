@@ -19,8 +19,9 @@ import io.ferrum.memory.pool.PooledMemoryManager;
  *
  * <p><b>Views.</b> Every view of a block is bound to one shared arena ({@link MappingState});
  * closing it makes every view throw, so freed memory is never read through an old view. A device
- * the CPU cannot address gets a staging copy, written back on unmap. A mapped block is never moved
- * (it is not {@link Block#isMovable()}).
+ * the CPU cannot address gets a staging copy, written back on unmap; while it exists, the block's
+ * other data paths are refused, and a mapping that would make it while one runs is refused ({@link
+ * #staged}). A mapped block is never moved (it is not {@link Block#isMovable()}).
  *
  * <p><b>Invariants.</b> A mapping's block is counted as named twice before its first handle is
  * published (a free of the guessable first handle leaves it to the second); a mapping whose second
@@ -66,7 +67,10 @@ final class Mappings {
      * completed under the lock once filled: another mapping of the block waits for it rather than
      * making a copy of its own (as it waits while an unmap writes the copy back: a copy made then
      * would miss its bytes), and no mapping or unmap can overtake the copy, so it is made once. A
-     * copy the upstream fails throws what it threw and leaves the block unmapped.
+     * copy the upstream fails throws what it threw and leaves the block unmapped. A mapping that
+     * would make the copy while another data path runs on the block (a pin of an async copy or a
+     * hint, seen under the lock; a scope, seen once the filling mapping is published) is refused,
+     * leaving the block unmapped: the copy would miss that call's bytes ({@link #staged}).
      */
     MemorySegment map(Block b, MemoryHandle handle, MemoryAccess access) {
         Pool pool = b.pool;
@@ -86,6 +90,11 @@ final class Mappings {
             if (m != null || b.chunk.host != null) {
                 return view(b, handle, access);
             }
+            if (b.pins > 0) {
+                // An asynchronous copy accepted and not yet run (or a hint under way), pinned before
+                // this lock: the copy made now would miss what it writes, the write-back overwrite it.
+                throw checks.stagingBusy(handle);
+            }
             reclaimer.pin(b, handle.id()); // reentrant: no free, move or close gives the chunk away under the copy
             // Published once pinned: a free that claims the name now sees the pin, takes the lock and drops it.
             filling = new MappingState(null, null, null);
@@ -98,6 +107,14 @@ final class Mappings {
         MappingState filled = null;
         MemorySegment view = null;
         try {
+            // Published, the filling mapping refuses every data-path call that enters the block from
+            // now on (staged); one that entered before may still move bytes. The mapping was written
+            // before the scopes are read here, and a scope reads the mapping after it entered: either
+            // it sees the mapping, or this sees it. Waited for briefly (one that entered a reused
+            // block by mistake leaves at once), then the mapping is refused: the copy would miss it.
+            if (!Scopes.awaitNone(b)) {
+                throw checks.stagingBusy(handle);
+            }
             arena = Arena.ofShared();
             MemorySegment staging = arena.allocate(b.requested, 64);
             // A peer's block (named here by an alias) lives in its own upstream's chunk.
@@ -105,26 +122,37 @@ final class Mappings {
             filled = new MappingState(Arena.ofShared(), staging, arena);
         } finally {
             boolean kept = false;
-            pool.acquire();
             try {
-                pool.settled.signalAll();
-                if (b.mapping == filling) {
-                    b.mapping = filled; // null when the copy failed: the next mapping makes it again
-                    kept = filled != null;
-                }
-                if (filled != null) {
-                    // Not kept: a free or a close dropped the mapping meanwhile, and says so here.
-                    reclaimer.checkLive(pool, b, handle.id());
-                    view = kept ? view(b, handle, access) : null;
+                if (filled == null) {
+                    // Failed or refused: the pin goes while the filling mapping still stands, so that a
+                    // mapping waiting for it never finds this pin, which it would take for another
+                    // call's under way and be refused by.
+                    reclaimer.unpin(b);
                 }
             } finally {
-                pool.lock.unlock();
+                pool.acquire();
                 try {
-                    if (arena != null && !kept) {
-                        arena.close(); // not published: no view of it was handed out
+                    pool.settled.signalAll();
+                    if (b.mapping == filling) {
+                        b.mapping = filled; // null when the copy failed: the next mapping makes it again
+                        kept = filled != null;
+                    }
+                    if (filled != null) {
+                        // Not kept: a free or a close dropped the mapping meanwhile, and says so here.
+                        reclaimer.checkLive(pool, b, handle.id());
+                        view = kept ? view(b, handle, access) : null;
                     }
                 } finally {
-                    reclaimer.unpin(b);
+                    pool.lock.unlock();
+                    try {
+                        if (arena != null && !kept) {
+                            arena.close(); // not published: no view of it was handed out
+                        }
+                    } finally {
+                        if (filled != null) {
+                            reclaimer.unpin(b);
+                        }
+                    }
                 }
             }
         }
@@ -132,6 +160,36 @@ final class Mappings {
             throw checks.invalidHandle(handle);
         }
         return view;
+    }
+
+    /**
+     * Whether {@code b}'s bytes are held by a mapping through a host staging copy: from the start of
+     * its copy ({@link MappingState#filling}), through its views, to the end of its write-back
+     * ({@link MappingState#writingBack}). Every other data path on the block ({@link DataPath},
+     * {@link Transfers}) is refused then: it would read the device's older bytes, or write bytes the
+     * write-back overwrites. Read by those paths inside their scope or after their pin; never on
+     * memory the CPU addresses (its views are the memory itself), whose paths read {@code
+     * chunk.host} first and go no further.
+     */
+    static boolean staged(Block b) {
+        return b.chunk.host == null && b.mapping != null;
+    }
+
+    /**
+     * A data-path call found its block {@link #staged} inside a scope. One shared instance per side,
+     * with neither stack trace nor suppressed exceptions (as {@link Scopes.StaleName}): the scope
+     * leaves at once, and the manager's entry point throws {@link Checks#staged} naming the handle.
+     */
+    static final class Staged extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        /** The block found staged is the call's only block, or a copy's source. */
+        static final Staged SOURCE = new Staged();
+        /** The block found staged is a copy's destination. */
+        static final Staged DESTINATION = new Staged();
+
+        private Staged() {
+            super("a block mapped through a staging copy, seen inside a scope", null, false, false);
+        }
     }
 
     /** Under the pool lock: a view of live {@code b}, whose mapping is published here when it has none. */
@@ -215,28 +273,31 @@ final class Mappings {
     private void endWriteBack(Block b, MappingState m, boolean written) {
         Pool pool = b.pool;
         boolean kept = false;
-        pool.acquire();
         try {
-            pool.settled.signalAll();
-            if (b.mapping == m) {
-                // Not dropped meanwhile by a free or a close (closeArena): the block is still named.
-                b.mapping = null;
-                if (!written) {
-                    // The copy holds the views' bytes, which the device may not: it stays mapped, in new views.
-                    MappingState again = new MappingState(Arena.ofShared(), m.staging, m.stagingArena);
-                    again.writable = true;
-                    b.mapping = again;
-                    kept = true;
-                }
-            }
+            // The pin goes while the mapping still stands (writing back), so that a mapping waiting for
+            // its end never finds this pin, which it would take for another call's under way. A free
+            // meanwhile dropped the mapping (closeArena), and this unpin gives the block back then.
+            reclaimer.unpin(b);
         } finally {
-            pool.lock.unlock();
+            pool.acquire();
             try {
+                pool.settled.signalAll();
+                if (b.mapping == m) {
+                    // Not dropped meanwhile by a free or a close (closeArena): the block is still named.
+                    b.mapping = null;
+                    if (!written) {
+                        // The copy holds the views' bytes, which the device may not: it stays mapped, in new views.
+                        MappingState again = new MappingState(Arena.ofShared(), m.staging, m.stagingArena);
+                        again.writable = true;
+                        b.mapping = again;
+                        kept = true;
+                    }
+                }
+            } finally {
+                pool.lock.unlock();
                 if (!kept) {
                     m.stagingArena.close();
                 }
-            } finally {
-                reclaimer.unpin(b);
             }
         }
     }

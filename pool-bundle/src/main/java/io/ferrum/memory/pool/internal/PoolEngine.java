@@ -251,6 +251,8 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
             transfers.copy(s, src.id(), srcOffset, d, dst.id(), dstOffset, size);
         } catch (Scopes.StaleName e) {
             throw s.isNamedBy(src.id()) ? owner.checks.invalidHandle(dst) : checks.invalidHandle(src);
+        } catch (Mappings.Staged e) {
+            throw e == Mappings.Staged.SOURCE ? checks.staged(src) : owner.checks.staged(dst);
         }
         return true;
     }
@@ -308,6 +310,8 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
             dataPath.write(resolve(dst), dst, dstOffset, src);
         } catch (Scopes.StaleName e) {
             throw checks.invalidHandle(dst);
+        } catch (Mappings.Staged e) {
+            throw checks.staged(dst);
         }
     }
 
@@ -317,6 +321,8 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
             dataPath.read(resolve(src), src, srcOffset, dst);
         } catch (Scopes.StaleName e) {
             throw checks.invalidHandle(src);
+        } catch (Mappings.Staged e) {
+            throw checks.staged(src);
         }
     }
 
@@ -594,6 +600,8 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
             return dataPath.withMapped(resolve(handle), handle, access, action);
         } catch (Scopes.StaleName e) {
             throw checks.invalidHandle(handle);
+        } catch (Mappings.Staged e) {
+            throw checks.staged(handle);
         }
     }
 

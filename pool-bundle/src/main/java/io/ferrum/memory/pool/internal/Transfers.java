@@ -29,6 +29,11 @@ import io.ferrum.memory.pool.StreamExecutor;
  * <p><b>Aliases.</b> A block may be a peer's, named here by an alias: pins and unpins go to its
  * own manager ({@link Reclaimer#unpin}), and upstream calls on it to its own upstream.
  *
+ * <p><b>Mapped memory.</b> A block of memory the CPU cannot address that is mapped through a host
+ * staging copy ({@link Mappings#staged}) is copied neither from nor into: a copy is refused, before
+ * a byte moves, once inside its scopes or after its pins, which a mapping made later sees and is
+ * refused by. Host memory reads {@code chunk.host} first and pays nothing more.
+ *
  * <p>With statistics on (a block with an {@link AccessTracker}), each copy of {@link DataPath#TIMED_BYTES}
  * or more with a measurable duration counts in the bandwidth of the {@link Figures}, and the block
  * records the read and the write.
@@ -74,6 +79,13 @@ final class Transfers {
             try {
                 if (d != s) {
                     Scopes.checkNamed(d, dstId);
+                }
+                // Inside both scopes, as a write checks (a mapping made meanwhile sees the scopes).
+                if (Mappings.staged(s)) {
+                    throw Mappings.Staged.SOURCE;
+                }
+                if (Mappings.staged(d)) {
+                    throw Mappings.Staged.DESTINATION;
                 }
                 doCopy(s, srcOffset, d, dstOffset, size);
             } finally {
@@ -196,6 +208,16 @@ final class Transfers {
             reclaimer.unpin(s);
             throw checks.invalidHandle(transfer.dst());
         }
+        // After the pins (taken under the pool lock, as a mapping is published): a mapping before
+        // them is seen here, one after them sees them and is refused (Mappings.map).
+        boolean source = Mappings.staged(s);
+        if (source || Mappings.staged(d)) {
+            if (d != s) {
+                reclaimer.unpin(d);
+            }
+            reclaimer.unpin(s);
+            throw checks.staged(source ? transfer.src() : transfer.dst());
+        }
         Pins pins = new Pins(s, d);
         Runnable work = () -> {
             if (!pins.claim()) {
@@ -275,6 +297,11 @@ final class Transfers {
             reclaimer.unpin(b);
             // Nothing to copy, but a place on the stream: the stage completes after the work before it.
             return streams.submit(stream, NOTHING);
+        }
+        if (Mappings.staged(b)) {
+            // Seen after the pin, as copyAsync sees it (a zero-byte call, which moves nothing, is not refused).
+            reclaimer.unpin(b);
+            throw checks.staged(h);
         }
         try {
             // The executor either refuses the work here (it will never run) or runs it once.
