@@ -156,7 +156,9 @@ record MonitorSettings(String strategy, long samplePeriodMs, int maxAttempts) {
                 // named below like any other bad value
             }
         }
-        String sign = t.startsWith("-") ? " (zero or more, without a sign)" : t.startsWith("+") ? " (without a sign)" : "";
+        // The advice names the lower bound; "zero or more" only where zero is taken (maxAttempts needs 1).
+        String sign = t.startsWith("-") && min == 0 ? " (zero or more, without a sign)"
+                : t.startsWith("-") || t.startsWith("+") ? " (without a sign)" : "";
         bad.add("Invalid " + attribute + " '" + printable(String.valueOf(text)) + "': " + advice + sign);
         return -1;
     }

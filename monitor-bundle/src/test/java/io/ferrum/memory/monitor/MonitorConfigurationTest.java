@@ -181,6 +181,20 @@ class MonitorConfigurationTest {
                 + " (zero or more, without a sign)"), e.getMessage());
     }
 
+    /**
+     * maxAttempts=-3 was named "use a whole number of devices, 1 or more (zero or more, without a
+     * sign)": the bracket said 0 would do, and 0 is refused. A negative value is named with the
+     * attribute's own lower bound.
+     */
+    @Test
+    void aNegativeNumberIsNamedWithTheAttributesOwnLowerBound() {
+        InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class,
+                () -> MonitorSettings.of(file(Map.of("maxAttempts", "-3", "samplePeriodMs", "-5"))));
+        assertTrue(e.getMessage().contains("Invalid maxAttempts '-3': use a whole number of devices, 1 or more (without a sign)")
+                && e.getMessage().contains("Invalid samplePeriodMs '-5': use 0 (no sampling) or a whole number of milliseconds"
+                + " (zero or more, without a sign)"), e.getMessage());
+    }
+
     /** Review defect: DS cut maxAttempts=["3","0"] to 3 silently. */
     @Test
     void aValueGivenAsAListIsRefusedNamingTheAttribute() {
