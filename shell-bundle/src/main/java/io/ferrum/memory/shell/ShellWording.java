@@ -41,6 +41,9 @@ final class ShellWording {
                     m -> "Out of memory on " + m.group(1) + ": cannot allocate " + m.group(2) + " in the " + m.group(3)
                             + " pool: " + m.group(4).replace("enableAutoExpansion=false", "autoExpansion=false")
                             + "; " + outOfMemoryAdvice(m.group(1), m.group(3), m.group(4))),
+            // Checks: a fixed pool's initialSize below its live blocks, named by the key mem:pool takes.
+            new Rule(Pattern.compile("(Cannot fix the \\w+ pool on \\S+ at its initialSize of .*?) \\(enableAutoExpansion=false\\)"),
+                    m -> m.group(1) + " (autoExpansion=false)"),
             // MemoryPoolConfig: a pool that may grow needs a step to grow by; mem:pool's keys name both.
             new Rule(Pattern.compile("growthIncrement is 0 while enableAutoExpansion is on; give a growth increment or turn"
                     + " auto-expansion off"),

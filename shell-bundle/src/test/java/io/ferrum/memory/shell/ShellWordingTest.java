@@ -51,6 +51,20 @@ class ShellWordingTest {
         assertTrue(fixture.cpu0.handles().isEmpty());
     }
 
+    /**
+     * mem:pool cpu:0 GENERAL autoExpansion=false initialSize=1m over 3 MiB of live blocks answered
+     * "... at its initialSize of 1048576 bytes (1.0 MiB) (enableAutoExpansion=false): ...", naming the
+     * API's field, not the key just typed.
+     */
+    @Test
+    void aFixedPoolBelowItsLiveBlocksNamesTheKeyMemPoolTakes() {
+        assertTrue(allocation.alloc("3m", "cpu:0").toString().endsWith(" on cpu:0"));
+        String refused = maintenance.pool("cpu:0", "GENERAL", "autoExpansion=false", "initialSize=1m").toString();
+        speaksShell(refused);
+        assertEquals("error: Cannot fix the GENERAL pool on cpu:0 at its initialSize of 1048576 bytes (1.0 MiB)"
+                + " (autoExpansion=false): its live blocks already use 3145728 bytes (3.0 MiB)", refused);
+    }
+
     @Test
     void aPoolThatMayNotGrowSaysWhichSettingLetsIt() {
         maintenance.pool("cpu:0", "TENSOR", "autoExpansion=false", "initialSize=1m");
