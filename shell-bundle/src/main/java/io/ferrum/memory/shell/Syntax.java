@@ -88,7 +88,12 @@ final class Syntax {
         return this;
     }
 
-    /** @return e.g. {@code mem:alloc [-t TYPE] [-a ALIGN] SIZE [DEVICE]} */
+    /**
+     * @return e.g. {@code mem:alloc [-t TYPE] [-a ALIGN] SIZE [DEVICE]}; optional words nest (a later
+     *         one only after the earlier: {@code [SRC_OFFSET [DST_OFFSET]]}), a rest stands apart,
+     *         as the one command with both reads it: {@code mem:pool DEVICE [TYPE] [KEY=VALUE...]}
+     *         takes {@code cpu:0 maxSize=8g}
+     */
     String usage() {
         StringBuilder sb = new StringBuilder(command);
         options.values().forEach(o -> sb.append(' ').append(o.usage()));
@@ -98,10 +103,11 @@ final class Syntax {
             sb.append(" [").append(o);
             tail.append(']');
         }
+        sb.append(tail);
         if (rest != null) {
             sb.append(" [").append(rest).append("...]");
         }
-        return sb.append(tail).toString();
+        return sb.toString();
     }
 
     /**

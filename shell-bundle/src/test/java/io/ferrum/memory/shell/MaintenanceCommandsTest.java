@@ -28,6 +28,19 @@ class MaintenanceCommandsTest {
         fixture.close();
     }
 
+    /**
+     * A wrong mem:pool call gave the usage "mem:pool DEVICE [TYPE [KEY=VALUE...]]", as if settings
+     * needed a type, where its help and docs/SHELL.md say "DEVICE [TYPE] [KEY=VALUE...]" and
+     * mem:pool cpu:0 maxSize=2g sets the GENERAL pool.
+     */
+    @Test
+    void theUsageOfAWrongPoolCallIsTheOneItsHelpGives() {
+        assertEquals("error: mem:pool is missing DEVICE; usage: mem:pool DEVICE [TYPE] [KEY=VALUE...]",
+                commands.pool().toString());
+        String set = commands.pool("cpu:0", "initialSize=1m", "maxSize=2m").toString();
+        assertTrue(set.contains("cpu:0 GENERAL pool") && set.contains("maxSize          2.0 MiB"), set);
+    }
+
     @Test
     void defragReportsOneLinePerDevice() {
         String one = commands.defrag("cpu:0").toString();
