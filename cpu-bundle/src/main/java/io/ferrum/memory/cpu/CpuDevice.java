@@ -320,7 +320,7 @@ abstract class CpuDevice {
         check.flag("autoGc", cfg.autoGc());
         check.flag("debug", cfg.debug());
         Double gcThreshold = check.decimal("gcThreshold", cfg.gcThreshold());
-        Integer transfers = check.integer("maxConcurrentTransfers", cfg.maxConcurrentTransfers());
+        Integer transfers = check.integer("maxConcurrentTransfers", cfg.maxConcurrentTransfers(), 1);
 
         check.poolRules(initial, maxSize, growth, autoExpansion, alignment);
         check.managerRules(gcThreshold, transfers);

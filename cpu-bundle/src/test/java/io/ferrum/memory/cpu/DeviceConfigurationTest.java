@@ -582,14 +582,18 @@ class DeviceConfigurationTest {
         }
     }
 
-    /** Review defect: files took +5 and -0 where the shell refuses any sign. */
+    /**
+     * Review defect: files took +5 and -0 where the shell refuses any sign. And maxConcurrentTransfers=-2
+     * was named "use a whole number, zero or more, without a sign", offering a 0 that is refused in turn
+     * ("must be one or more"): a signed value is named with the attribute's own lower bound.
+     */
     @Test
     void numbersInAFileTakeNoSignAndANegativeOneIsNamedAsBelowZero() {
         Map<Map<String, Object>, String> bad = new java.util.LinkedHashMap<>();
         bad.put(Map.of("index", "+5"), "got '+5'");
         bad.put(Map.of("index", "-0"), "got '-0'");
-        bad.put(Map.of("index", "1", "maxConcurrentTransfers", "+3"), "Invalid maxConcurrentTransfers '+3': use a whole number, zero or more, without a sign");
-        bad.put(Map.of("index", "1", "maxConcurrentTransfers", "-2"), "Invalid maxConcurrentTransfers '-2': use a whole number, zero or more, without a sign");
+        bad.put(Map.of("index", "1", "maxConcurrentTransfers", "+3"), "Invalid maxConcurrentTransfers '+3': use a whole number, 1 or more, without a sign");
+        bad.put(Map.of("index", "1", "maxConcurrentTransfers", "-2"), "Invalid maxConcurrentTransfers '-2': use a whole number, 1 or more, without a sign");
         bad.put(Map.of("index", "1", "gcThreshold", "+0.5"), "Invalid gcThreshold '+0.5': use a decimal number, zero or more, without a sign");
         bad.put(Map.of("index", "1", "initialSize", "-0"), "Invalid initialSize '-0'");
         bad.put(Map.of("index", "1", "capacity", "-5"), "(zero or more, without a sign)");
@@ -606,7 +610,7 @@ class DeviceConfigurationTest {
         Map<Map<String, Object>, String> bad = new java.util.LinkedHashMap<>();
         bad.put(Map.of("gcThreshold", "1e400"), "Invalid gcThreshold '1e400': out of range");
         bad.put(Map.of("maxConcurrentTransfers", "99999999999"), "Invalid maxConcurrentTransfers '99999999999': out of range, use at most 2147483647");
-        bad.put(Map.of("maxConcurrentTransfers", "-99999999999"), "Invalid maxConcurrentTransfers '-99999999999': use a whole number, zero or more");
+        bad.put(Map.of("maxConcurrentTransfers", "-99999999999"), "Invalid maxConcurrentTransfers '-99999999999': use a whole number, 1 or more");
         bad.put(Map.of("capacity", "1", "initialSize", "2"), "initialSize 2 bytes is larger than capacity 1 byte");
         for (Map.Entry<Map<String, Object>, String> e : bad.entrySet()) {
             String r = CpuDevice.refusal(TestConfigs.small(e.getKey()), 0, null);

@@ -96,8 +96,8 @@ final class CudaDeviceConfigs {
         check.flag("autoGc", cfg.autoGc());
         check.flag("debug", cfg.debug());
         Double gcThreshold = check.decimal("gcThreshold", cfg.gcThreshold());
-        Integer transfers = check.integer("maxConcurrentTransfers", cfg.maxConcurrentTransfers());
-        Integer slots = check.integer("stagingSlots", cfg.stagingSlots());
+        Integer transfers = check.integer("maxConcurrentTransfers", cfg.maxConcurrentTransfers(), 1);
+        Integer slots = check.integer("stagingSlots", cfg.stagingSlots(), CudaSettings.MIN_SLOTS);
         Long slotBytes = check.longInteger("stagingSlotBytes", cfg.stagingSlotBytes());
 
         check.poolRules(initial, maxSize, growth, autoExpansion, alignment);

@@ -68,12 +68,15 @@ class CudaConfigTest {
         assertTrue(r.startsWith("Configuration of cuda:0 refused: "), r);
     }
 
-    /** Review defect: stagingSlots=+8 and initialSize=-0 were taken; the shell refuses any sign. */
+    /**
+     * Review defect: stagingSlots=+8 and initialSize=-0 were taken; the shell refuses any sign. A signed
+     * stagingSlots was then named "zero or more", though it takes 2 to 64: it names its own bound.
+     */
     @Test
     void numbersTakeNoSign() {
         String r = CudaDeviceConfigs.refusal(CudaDeviceConfigs.of(Map.of("stagingSlots", "+8", "initialSize", "-0",
                 "maxSize", "-5")), 0, 1);
-        assertTrue(r != null && r.contains("Invalid stagingSlots '+8': use a whole number, zero or more, without a sign")
+        assertTrue(r != null && r.contains("Invalid stagingSlots '+8': use a whole number, 2 or more, without a sign")
                 && r.contains("Invalid initialSize '-0'") && r.contains("Invalid maxSize '-5': use a whole number, zero or more"), r);
     }
 

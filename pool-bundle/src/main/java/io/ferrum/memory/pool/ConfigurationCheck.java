@@ -69,7 +69,12 @@ public final class ConfigurationCheck {
      * @throws InvalidMemoryRequestException naming the attribute and the value if it is none
      */
     public static int toInteger(String attribute, Object value) {
-        long v = toLong(attribute, value);
+        return toInteger(attribute, value, 0);
+    }
+
+    /** @return as {@link #toInteger(String, Object)}; a value with a sign is named with {@code least} as the bound */
+    private static int toInteger(String attribute, Object value, int least) {
+        long v = toLong(attribute, value, least);
         if (v > Integer.MAX_VALUE) {
             throw new InvalidMemoryRequestException("Invalid " + attribute + " " + quoted(value) + ": out of range, use at most "
                     + Integer.MAX_VALUE);
@@ -86,17 +91,26 @@ public final class ConfigurationCheck {
      * @throws InvalidMemoryRequestException naming the attribute and the value if it is none
      */
     public static long toLong(String attribute, Object value) {
+        return toLong(attribute, value, 0);
+    }
+
+    /**
+     * @param least the attribute's own lower bound, named when the value has a sign (its check against
+     *              the bound is the rule's: here a value is only read)
+     */
+    private static long toLong(String attribute, Object value, long least) {
+        String bound = least == 0 ? "zero or more" : least + " or more";
         if (value instanceof Long || value instanceof Integer || value instanceof Short || value instanceof Byte) {
             long v = ((Number) value).longValue();
             if (v < 0) {
-                throw new InvalidMemoryRequestException("Invalid " + attribute + " " + quoted(value) + ": use a whole number, zero or more");
+                throw new InvalidMemoryRequestException("Invalid " + attribute + " " + quoted(value) + ": use a whole number, " + bound);
             }
             return v;
         }
         String text = value instanceof String s ? s.strip() : null;
         if (text != null && SIGNED.matcher(text).matches()) {
-            throw new InvalidMemoryRequestException("Invalid " + attribute + " " + quoted(value) + ": use a whole number, zero or"
-                    + " more, without a sign");
+            throw new InvalidMemoryRequestException("Invalid " + attribute + " " + quoted(value) + ": use a whole number, " + bound
+                    + ", without a sign");
         }
         if (text != null && WHOLE.matcher(text).matches()) {
             try {
@@ -162,6 +176,18 @@ public final class ConfigurationCheck {
     /** @return the number (see {@link #toInteger}), or null after recording why it is none */
     public Integer integer(String attribute, Object value) {
         return read(() -> toInteger(attribute, value));
+    }
+
+    /**
+     * @param least the attribute's lower bound ({@code maxConcurrentTransfers}: 1), which a value with
+     *              a sign is told to keep: {@code -2} is named {@code use a whole number, 1 or more,
+     *              without a sign}, not {@code zero or more}, which would offer a 0 the rule refuses.
+     *              The rule itself (the API's, the backend's) still checks the bound
+     * @return the number (see {@link #toInteger}), or null after recording why it is none
+     * @since 2.8
+     */
+    public Integer integer(String attribute, Object value, int least) {
+        return read(() -> toInteger(attribute, value, least));
     }
 
     /** @return the number (see {@link #toLong}), or null after recording why it is none */

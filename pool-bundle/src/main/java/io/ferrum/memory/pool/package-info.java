@@ -10,8 +10,9 @@
  * managers serve, and has its loader load every class it imports from another bundle (2.6: on
  * Equinox a class of a bundle being uninstalled cannot be loaded). {@link
  * io.ferrum.memory.pool.PooledMemoryManager#configurePools} applies an edited configuration's pools
- * to a running manager, all or none (2.7).
+ * to a running manager, all or none (2.7). {@link io.ferrum.memory.pool.ConfigurationCheck#integer(String,
+ * Object, int)} names a signed value with the attribute's own lower bound (2.8).
  */
 @org.osgi.annotation.bundle.Export
-@org.osgi.annotation.versioning.Version("2.7.0")
+@org.osgi.annotation.versioning.Version("2.8.0")
 package io.ferrum.memory.pool;

@@ -23,6 +23,27 @@ class ConfigurationCheckTest {
      * Review defect: a .cfg file of random bytes was refused with its raw bytes, control characters
      * and all, as "Unknown attribute" names in the log and in mem:backends.
      */
+    /** A signed value is named with the attribute's own lower bound: "zero or more" would offer a refused 0. */
+    @Test
+    void aSignedNumberIsNamedWithTheAttributesOwnLowerBound() {
+        ConfigurationCheck check = new ConfigurationCheck();
+        assertEquals(null, check.integer("maxConcurrentTransfers", "-2", 1));
+        assertEquals(null, check.integer("maxConcurrentTransfers", -2, 1));
+        assertEquals(null, check.integer("stagingSlots", "+8", 2));
+        assertEquals(Integer.valueOf(4), check.integer("maxConcurrentTransfers", "4", 1));
+        assertEquals(List.of("Invalid maxConcurrentTransfers '-2': use a whole number, 1 or more, without a sign",
+                "Invalid maxConcurrentTransfers '-2': use a whole number, 1 or more",
+                "Invalid stagingSlots '+8': use a whole number, 2 or more, without a sign"), check.problems());
+        assertEquals(List.of("Invalid capacity '-5': use a whole number, zero or more, without a sign"),
+                problemsOf(c -> c.longInteger("capacity", "-5")));
+    }
+
+    private static List<String> problemsOf(java.util.function.Consumer<ConfigurationCheck> reads) {
+        ConfigurationCheck check = new ConfigurationCheck();
+        reads.accept(check);
+        return check.problems();
+    }
+
     @Test
     void anUnknownAttributeOfBinaryBytesIsShownEscapedAndBounded() {
         byte[] noise = new byte[4096];
