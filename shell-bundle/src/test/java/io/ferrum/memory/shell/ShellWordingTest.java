@@ -86,6 +86,20 @@ class ShellWordingTest {
         assertEquals(before, fixture.cpu0.handles().stream().map(i -> i.handle()).toList());
     }
 
+    /**
+     * An out-of-memory refusal read "... (maxSize). Free 23.5 GiB of 23.5 GiB; free blocks (mem:handles,
+     * mem:free), ...": the device's free memory, written as an order to free all of it.
+     */
+    @Test
+    void outOfMemorySaysWhatTheDeviceHasFreeRatherThanAskToFreeIt() {
+        maintenance.pool("cpu:0", "GENERAL", "initialSize=1m", "maxSize=4m", "growthIncrement=1m");
+        assertTrue(allocation.alloc("3m", "cpu:0").toString().startsWith("0x"));
+        String oom = allocation.alloc("3m", "cpu:0").toString();
+        assertTrue(oom.contains(" (maxSize). The device has 61.0 MiB of 64.0 MiB free; free blocks (mem:handles, mem:free)"),
+                oom);
+        assertFalse(oom.contains("Free "), oom);
+    }
+
     @Test
     void outOfMemoryAtTheDevicesCapacityPointsToItsConfigurationNotToMaxSize() {
         String pool = maintenance.pool("cpu:0", "GENERAL").toString();
@@ -138,13 +152,13 @@ class ShellWordingTest {
     @Test
     void outOfMemoryAndAStoppedRouterAreAdvisedInCommands() {
         String oom = ShellWording.of("Out of memory on cpu:0: cannot allocate 1.0 GiB in the GENERAL pool: the pool holds"
-                + " 64.0 MiB and may not grow (enableAutoExpansion=false). Free 1.0 MiB of 64.0 MiB; free blocks, raise the"
+                + " 64.0 MiB and may not grow (enableAutoExpansion=false). The device has 1.0 MiB of 64.0 MiB free; free blocks, raise the"
                 + " limit, or defragment");
         assertEquals("Out of memory on cpu:0: cannot allocate 1.0 GiB in the GENERAL pool: the pool holds 64.0 MiB and may"
-                + " not grow (autoExpansion=false). Free 1.0 MiB of 64.0 MiB; free blocks (mem:handles, mem:free), let"
+                + " not grow (autoExpansion=false). The device has 1.0 MiB of 64.0 MiB free; free blocks (mem:handles, mem:free), let"
                 + " the pool grow (mem:pool cpu:0 GENERAL autoExpansion=true), or defragment (mem:defrag cpu:0)", oom);
         String unknownLimit = ShellWording.of("Out of memory on cpu:0: cannot allocate 1.0 GiB in the GENERAL pool: some"
-                + " new reason. Free 1.0 MiB of 64.0 MiB; free blocks, raise the limit, or defragment");
+                + " new reason. The device has 1.0 MiB of 64.0 MiB free; free blocks, raise the limit, or defragment");
         assertTrue(unknownLimit.endsWith("; free blocks (mem:handles, mem:free), raise the pool's limit (mem:pool cpu:0"
                 + " GENERAL maxSize=SIZE) or the device's capacity (capacity= in its configuration), or defragment"
                 + " (mem:defrag cpu:0)"), "a reason it does not know names both limits: " + unknownLimit);

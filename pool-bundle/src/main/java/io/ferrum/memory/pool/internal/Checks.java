@@ -382,8 +382,8 @@ final class Checks {
     OutOfDeviceMemoryException outOfMemory(long size, MemoryType type, String why, long used) {
         long free = Math.max(0, capacity - used);
         return new OutOfDeviceMemoryException(device, size, free, "Out of memory on " + device + ": cannot allocate "
-                + Bytes.exact(size) + " in the " + type + " pool: " + why + ". Free " + Bytes.human(free)
-                + " of " + Bytes.human(capacity) + "; free blocks, raise the limit, or defragment");
+                + Bytes.exact(size) + " in the " + type + " pool: " + why + ". The device has " + Bytes.human(free)
+                + " of " + Bytes.human(capacity) + " free; free blocks, raise the limit, or defragment");
     }
 
     OutOfDeviceMemoryException preAllocationFailed(long bytes, MemoryType type, String why, long used) {
