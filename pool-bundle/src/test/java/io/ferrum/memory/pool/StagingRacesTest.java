@@ -616,4 +616,67 @@ class StagingRacesTest extends RaceHarness {
         assertEquals(0, up0.memory.liveBytes(), "native bytes left after close");
         assertEquals(0, up1.liveBytes());
     }
+
+    /**
+     * A mapping whose handle is freed while its staging copy is made, the block still named by the
+     * mapping's other handle: the map is refused (the handle is gone), and it must leave nothing
+     * mapped. Before, it kept its copy as the block's mapping, which no one had a view of: every read,
+     * write and copy through the other handle was refused as staged, and the block showed as mapped.
+     */
+    @Test
+    void aMappingWhoseHandleIsFreedDuringItsCopyLeavesTheBlockUnmapped() throws Exception {
+        StagedUpstream up = new StagedUpstream();
+        PooledMemoryManager m = manager(up);
+        MemoryMapping mapping = m.createMapping(GPU, GPU, 4096);
+        m.write(mapping.source(), 0, MemorySegment.ofArray(new byte[] {3}));
+        Pause copying = up.pauseNextCopy();
+        CompletableFuture<MemorySegment> map = start("map", () -> m.mapMemory(mapping.target(), MemoryAccess.READ_WRITE));
+        try {
+            copying.awaitArrival();
+            m.deallocate(mapping.target());
+        } finally {
+            copying.release();
+        }
+        ExecutionException refused = assertThrows(ExecutionException.class, () -> map.get(30, TimeUnit.SECONDS));
+        assertTrue(refused.getCause() instanceof InvalidHandleException, "refused: " + refused.getCause());
+        assertFalse(m.handleInfo(mapping.source()).orElseThrow().mapped(), "a refused mapping left the block mapped");
+        assertEquals(3, firstByte(m, mapping.source()), "the block's other handle cannot read it");
+        assertFalse(up.copiedTo.get(0).scope().isAlive(), "the refused mapping's staging copy was not freed");
+        m.deallocate(mapping.source());
+        m.close();
+        assertEquals(0, up.memory.liveBytes(), "native bytes left after close");
+    }
+
+    /**
+     * As {@link #aMappingWhoseHandleIsFreedDuringItsCopyLeavesTheBlockUnmapped}, with a mapping through
+     * the other handle waiting for that copy: the refused mapping's pin goes before its filling mapping
+     * does, so the waiting one never takes that pin for another call under way; it makes its own copy.
+     */
+    @Test
+    void aMappingWaitingForAnotherHandlesRefusedCopyMakesItsOwn() throws Exception {
+        StagedUpstream up = new StagedUpstream();
+        PooledMemoryManager m = manager(up);
+        MemoryMapping mapping = m.createMapping(GPU, GPU, 4096);
+        m.write(mapping.source(), 0, MemorySegment.ofArray(new byte[] {3}));
+        Pause copying = up.pauseNextCopy();
+        CompletableFuture<MemorySegment> refused = start("map", () -> m.mapMemory(mapping.target(), MemoryAccess.READ_WRITE));
+        CompletableFuture<MemorySegment> waiting;
+        try {
+            copying.awaitArrival();
+            waiting = start("map other", () -> m.mapMemory(mapping.source(), MemoryAccess.READ_ONLY));
+            awaitParkedInOrDone(threads.get(1), "Mappings", "map", waiting);
+            assertFalse(waiting.isDone(), "the second mapping did not wait for the first one's copy");
+            m.deallocate(mapping.target());
+        } finally {
+            copying.release();
+        }
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> refused.get(30, TimeUnit.SECONDS));
+        assertTrue(failed.getCause() instanceof InvalidHandleException, "refused: " + failed.getCause());
+        assertEquals(3, waiting.get(30, TimeUnit.SECONDS).get(ValueLayout.JAVA_BYTE, 0), "the waiting mapping's own copy");
+        m.unmapMemory(mapping.source());
+        assertEquals(2, up.copiedTo.size(), "the refused copy and the waiting mapping's own");
+        m.deallocate(mapping.source());
+        m.close();
+        assertEquals(0, up.memory.liveBytes(), "native bytes left after close");
+    }
 }

@@ -122,6 +122,9 @@ final class Mappings {
             filled = new MappingState(Arena.ofShared(), staging, arena);
         } finally {
             boolean kept = false;
+            // The handle was freed meanwhile, the block's other name staying: the call is refused, and
+            // its filling mapping, which no one will have a view of, goes once its pin went.
+            boolean orphaned = false;
             try {
                 if (filled == null) {
                     // Failed or refused: the pin goes while the filling mapping still stands, so that a
@@ -134,8 +137,11 @@ final class Mappings {
                 try {
                     pool.settled.signalAll();
                     if (b.mapping == filling) {
-                        b.mapping = filled; // null when the copy failed: the next mapping makes it again
-                        kept = filled != null;
+                        orphaned = filled != null && !b.isNamedBy(handle.id());
+                        if (!orphaned) {
+                            b.mapping = filled; // null when the copy failed: the next mapping makes it again
+                            kept = filled != null;
+                        }
                     }
                     if (filled != null) {
                         // Not kept: a free or a close dropped the mapping meanwhile, and says so here.
@@ -149,8 +155,14 @@ final class Mappings {
                             arena.close(); // not published: no view of it was handed out
                         }
                     } finally {
-                        if (filled != null) {
-                            reclaimer.unpin(b);
+                        try {
+                            if (filled != null) {
+                                reclaimer.unpin(b);
+                            }
+                        } finally {
+                            if (orphaned) {
+                                dropFilling(b, filling);
+                            }
                         }
                     }
                 }
@@ -160,6 +172,20 @@ final class Mappings {
             throw checks.invalidHandle(handle);
         }
         return view;
+    }
+
+    /** Ends {@code filling}, {@code b}'s mapping whose handle went during its copy, unless a free or a close dropped it. */
+    private static void dropFilling(Block b, MappingState filling) {
+        Pool pool = b.pool;
+        pool.acquire();
+        try {
+            if (b.mapping == filling) {
+                b.mapping = null;
+            }
+            pool.settled.signalAll();
+        } finally {
+            pool.lock.unlock();
+        }
     }
 
     /**
