@@ -101,14 +101,14 @@ public final class DeviceCommands {
         MemoryInfo i = m.memoryInfo();
         List<String> lines = new ArrayList<>(List.of(
                 d + " (" + backendOf(d, m) + ")",
-                "  total        " + Sizes.human(i.totalBytes()) + " (" + i.totalBytes() + " bytes)",
-                "  used         " + Sizes.human(i.usedBytes()) + " (" + percent(i.utilizationPercent()) + ")",
-                "  free         " + Sizes.human(i.freeBytes()),
-                "  reserved     " + Sizes.human(i.reservedBytes()),
-                "  allocations  " + i.activeAllocations(),
+                "  total         " + Sizes.human(i.totalBytes()) + " (" + i.totalBytes() + " bytes)",
+                "  used          " + Sizes.human(i.usedBytes()) + " (" + percent(i.utilizationPercent()) + ")",
+                "  free          " + Sizes.human(i.freeBytes()),
+                "  reserved      " + Sizes.human(i.reservedBytes()),
+                "  allocations   " + i.activeAllocations(),
                 "  fragmentation " + percent(i.fragmentationRatio() * 100),
-                "  bandwidth    " + bandwidth(i),
-                "  pressure     " + i.pressureLevel()));
+                "  bandwidth     " + bandwidth(i),
+                "  pressure      " + i.pressureLevel()));
         lines.addAll(5, pools(m, i)); // under the reserved line
         return lines;
     }
@@ -144,11 +144,11 @@ public final class DeviceCommands {
                 continue;
             }
             if (r == null && byType) {
-                lines.add(String.format(Locale.ROOT, "    %-10s none reserved here, %s in %d %s of another device (a mapping's handle)",
+                lines.add(String.format(Locale.ROOT, "    %-11s none reserved here, %s in %d %s of another device (a mapping's handle)",
                         t, Sizes.human(l[0]), l[1], l[1] == 1 ? "block" : "blocks"));
                 continue;
             }
-            lines.add(String.format(Locale.ROOT, "    %-10s %s reserved, %s in %d %s", t,
+            lines.add(String.format(Locale.ROOT, "    %-11s %s reserved, %s in %d %s", t,
                     r == null ? "not reported" : Sizes.human(r), Sizes.human(l[0]), l[1], l[1] == 1 ? "block" : "blocks"));
         }
         return lines;

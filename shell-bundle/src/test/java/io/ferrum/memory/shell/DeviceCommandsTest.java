@@ -106,8 +106,8 @@ class DeviceCommandsTest {
         fixture.cpu0.allocate(MiB, CPU0);
         List<String> info = lines(commands().info("cpu:0"));
         assertEquals("cpu:0 (test-arena)", info.get(0));
-        assertTrue(info.contains("  allocations  1"), info.toString());
-        assertTrue(info.contains("  pressure     LOW"), info.toString());
+        assertTrue(info.contains("  allocations   1"), info.toString());
+        assertTrue(info.contains("  pressure      LOW"), info.toString());
     }
 
     /** Issue 17: mem:info shows, under the device's reserved bytes, what each memory type's pool reserved and uses. */
@@ -123,11 +123,11 @@ class DeviceCommandsTest {
         List<String> info = lines(commands().info("cpu:0"));
         int reserved = info.indexOf(info.stream().filter(l -> l.startsWith("  reserved ")).findFirst().orElseThrow());
         Map<io.ferrum.memory.api.MemoryType, Long> byType = fixture.cpu0.reservedByType();
-        assertEquals("    GENERAL    " + Sizes.human(byType.get(MemoryType.GENERAL)) + " reserved, 1.0 MiB in 1 block",
+        assertEquals("    GENERAL     " + Sizes.human(byType.get(MemoryType.GENERAL)) + " reserved, 1.0 MiB in 1 block",
                 info.get(reserved + 1), info.toString());
-        assertEquals("    TENSOR     " + Sizes.human(byType.get(MemoryType.TENSOR)) + " reserved, 128.0 KiB in 2 blocks",
+        assertEquals("    TENSOR      " + Sizes.human(byType.get(MemoryType.TENSOR)) + " reserved, 128.0 KiB in 2 blocks",
                 info.get(reserved + 2), info.toString());
-        assertTrue(info.get(reserved + 3).startsWith("  allocations  3"), info.toString());
+        assertTrue(info.get(reserved + 3).startsWith("  allocations   3"), info.toString());
     }
 
     /**
@@ -154,9 +154,9 @@ class DeviceCommandsTest {
 
             List<String> peer = lines(c.info("cpu:1"));
             int reserved = peer.indexOf(peer.stream().filter(l -> l.startsWith("  reserved ")).findFirst().orElseThrow());
-            assertEquals("    MAPPED     none reserved here, 4.0 KiB in 1 block of another device (a mapping's handle)",
+            assertEquals("    MAPPED      none reserved here, 4.0 KiB in 1 block of another device (a mapping's handle)",
                     peer.get(reserved + 1), peer.toString());
-            assertTrue(peer.contains("  allocations  0"), peer.toString());
+            assertTrue(peer.contains("  allocations   0"), peer.toString());
         }
     }
 
@@ -173,7 +173,7 @@ class DeviceCommandsTest {
         assertEquals(size, fixture.cpu0.memoryInfo().usedBytes());
         DeviceCommands c = commands();
         List<String> info = lines(c.info("cpu:0"));
-        assertTrue(info.contains("  pressure     HIGH"), info.toString());
+        assertTrue(info.contains("  pressure      HIGH"), info.toString());
         assertTrue(info.stream().anyMatch(l -> l.startsWith("  used ") && l.endsWith("(94.9%)")), info.toString());
         List<String> pressure = lines(c.pressure());
         assertTrue(pressure.get(1).matches("cpu:0 .* 94\\.9% +HIGH"), pressure.toString());
