@@ -242,7 +242,22 @@ public final class Console {
 
     /** A session whose commands read no input: standard input belongs to the script. */
     private CommandSession quietSession() {
-        return processor.createSession(new ByteArrayInputStream(new byte[0]), STDOUT, STDERR);
+        return quietSession(processor, STDOUT, STDERR);
+    }
+
+    /**
+     * @param out the process's standard output, which the session writes to
+     * @param err its standard error
+     * @return a session whose commands read no input, and which never closes {@code out} or {@code
+     *         err} ({@link KeptOpen}): they are the console's for as long as the process runs
+     */
+    static CommandSession quietSession(CommandProcessor processor, PrintStream out, PrintStream err) {
+        return processor.createSession(new ByteArrayInputStream(new byte[0]), keptOpen(out), keptOpen(err));
+    }
+
+    /** @return a stream that writes to {@code s}, in its encoding, and whose close only flushes it */
+    private static PrintStream keptOpen(PrintStream s) {
+        return new PrintStream(new KeptOpen(s), true, s.charset());
     }
 
     private int terminal() throws IOException {
