@@ -638,6 +638,33 @@ class ConsoleIT {
         }
     }
 
+    /**
+     * Ctrl-C while {@code mem:save} showed its progress line: the command, its thread interrupted,
+     * erased the line through {@code System.out}, which Gogo writes through a {@code java.nio}
+     * channel over the session's stream; such a channel closes itself and the stream under it when an
+     * interrupted thread writes to it, so the terminal's output was closed and every answer after it
+     * was lost (the next {@code mem:devices} showed nothing).
+     */
+    @Test
+    void atATerminalCtrlCDuringAProgressLineLeavesTheOutputOpen() throws Exception {
+        assumeCtrlCReachesTheConsole();
+        Path dir = DistributionIT.freshDir("terminal-ctrl-c-progress");
+        try (Terminal t = new Terminal(dir, dir.resolve("history"))) {
+            t.await("g! ");
+            t.type("h = mem:alloc 3g cpu:0\r");
+            t.await(" on cpu:0");
+            t.await("g! ");
+            t.type("mem:save $h " + dir.resolve("saved.bin") + "\r");
+            t.await("saving ");
+            t.type("\u0003");
+            t.await("error: interrupted");
+            t.type("mem:devices\r");
+            t.await("DEVICE  BACKEND");
+            t.type("exit 5\r");
+            assertEquals(5, t.exitCode());
+        }
+    }
+
     @Test
     void atATerminalTabCompletesCommandsTypesDevicesHandlesAndStrategiesHistoryIsKeptAndCtrlCDropsTheLine() throws Exception {
         assumeTrue(Files.isExecutable(Path.of("/usr/bin/script")), "util-linux 'script' is not installed: no pseudo-terminal to test with");

@@ -270,7 +270,7 @@ public final class Console {
         try (Terminal t = TerminalBuilder.builder().name("ferrum").system(true).build()) {
             terminal = t;
             PrintStream out = new PrintStream(t.output(), true, t.encoding());
-            try (CommandSession s = processor.createSession(t.input(), out, out)) {
+            try (CommandSession s = processor.createSession(t.input(), keptOpen(out), keptOpen(out))) {
                 LineRunner runner = new LineRunner(s, out, out, failures -> { }, this::ending);
                 // Ctrl-C while a command runs interrupts that command's job and drops the rest of
                 // its line, not the JVM (JLine's default handler would end the process, and every
