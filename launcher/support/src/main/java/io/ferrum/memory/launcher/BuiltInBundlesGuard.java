@@ -28,13 +28,8 @@ public final class BuiltInBundlesGuard implements FindHook {
     private final List<String> watched = new ArrayList<>();
 
     public BuiltInBundlesGuard(BundleContext context) {
-        String dirs = context.getProperty("felix.fileinstall.dir");
-        if (dirs != null) {
-            for (String d : dirs.split(",")) {
-                if (!d.isBlank()) {
-                    watched.add(Path.of(d.strip()).toAbsolutePath().normalize().toUri().toString());
-                }
-            }
+        for (Path p : WatchedFolders.of(context)) {
+            watched.add(p.toUri().toString());
         }
     }
 

@@ -36,14 +36,7 @@ public final class FolderNamedAsConfigFile implements ArtifactInstaller {
     @Activate
     public FolderNamedAsConfigFile(BundleContext context, @Reference(service = LoggerFactory.class) Logger log) {
         this.log = log;
-        String dirs = context.getProperty("felix.fileinstall.dir");
-        if (dirs != null) {
-            for (String d : dirs.split(",")) {
-                if (!d.isBlank()) {
-                    watched.add(Path.of(d.strip()).toAbsolutePath().normalize());
-                }
-            }
-        }
+        watched.addAll(WatchedFolders.of(context));
     }
 
     @Override

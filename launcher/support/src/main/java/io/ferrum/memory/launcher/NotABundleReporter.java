@@ -38,14 +38,7 @@ public final class NotABundleReporter implements ArtifactInstaller {
     @Activate
     public NotABundleReporter(BundleContext context, @Reference(service = LoggerFactory.class) Logger log) {
         this.log = log;
-        String dirs = context.getProperty("felix.fileinstall.dir");
-        if (dirs != null) {
-            for (String d : dirs.split(",")) {
-                if (!d.isBlank()) {
-                    watched.add(Path.of(d.strip()).toAbsolutePath().normalize());
-                }
-            }
-        }
+        watched.addAll(WatchedFolders.of(context));
     }
 
     @Override

@@ -48,13 +48,8 @@ public final class OneFilePerPid implements ConfigurationListener {
                          @Reference(service = LoggerFactory.class) Logger log) {
         this.configAdmin = configAdmin;
         this.log = log;
-        String dirs = context.getProperty("felix.fileinstall.dir");
-        if (dirs != null) {
-            for (String d : dirs.split(",")) {
-                if (!d.isBlank()) {
-                    watched.add(Path.of(d.strip()).toAbsolutePath().normalize().toFile());
-                }
-            }
+        for (Path p : WatchedFolders.of(context)) {
+            watched.add(p.toFile());
         }
         // FileInstall (before SCR at its start level) reads config/ before this listener exists.
         // ConfigFiles skips a configuration deleted while it is looked at (its file removed meanwhile).

@@ -53,7 +53,7 @@ public final class SkippedEntries {
 
     @Activate
     public SkippedEntries(BundleContext context, @Reference(service = LoggerFactory.class) Logger log) {
-        this(folders(context.getProperty("felix.fileinstall.dir")), context.getProperty("felix.fileinstall.filter"), log);
+        this(WatchedFolders.of(context), context.getProperty("felix.fileinstall.filter"), log);
         long poll = DEFAULT_POLL_MS;
         try {
             String p = context.getProperty("felix.fileinstall.poll");
@@ -82,18 +82,6 @@ public final class SkippedEntries {
     @Deactivate
     void stop() {
         scans.shutdownNow();
-    }
-
-    private static List<Path> folders(String dirs) {
-        List<Path> folders = new ArrayList<>();
-        if (dirs != null) {
-            for (String d : dirs.split(",")) {
-                if (!d.isBlank()) {
-                    folders.add(Path.of(d.strip()).toAbsolutePath().normalize());
-                }
-            }
-        }
-        return folders;
     }
 
     /** Looks at every watched folder once, and names each entry that earns a line it was not given yet. */

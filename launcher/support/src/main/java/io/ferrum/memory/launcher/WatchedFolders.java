@@ -3,6 +3,8 @@ package io.ferrum.memory.launcher;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 import org.osgi.framework.BundleContext;
 import org.osgi.service.component.annotations.Activate;
@@ -19,20 +21,33 @@ public final class WatchedFolders {
 
     @Activate
     public WatchedFolders(BundleContext context) {
-        String dirs = context.getProperty("felix.fileinstall.dir");
-        if (dirs == null) {
-            return;
-        }
-        for (String d : dirs.split(",")) {
-            if (d.isBlank()) {
-                continue;
-            }
-            Path p = Path.of(d.strip()).toAbsolutePath();
+        for (Path p : of(context)) {
             try {
                 Files.createDirectories(p);
             } catch (IOException e) {
                 System.err.println("ferrum: cannot create the watched folder " + p + ": " + e.getMessage());
             }
         }
+    }
+
+    /** @return the folders FileInstall watches in {@code context}'s framework ({@link #of(String)}) */
+    static List<Path> of(BundleContext context) {
+        return of(context.getProperty("felix.fileinstall.dir"));
+    }
+
+    /**
+     * @param dirs {@code felix.fileinstall.dir}: a comma-separated list, or null
+     * @return its folders, absolute and normalized, in its order; blank entries left out
+     */
+    static List<Path> of(String dirs) {
+        List<Path> folders = new ArrayList<>();
+        if (dirs != null) {
+            for (String d : dirs.split(",")) {
+                if (!d.isBlank()) {
+                    folders.add(Path.of(d.strip()).toAbsolutePath().normalize());
+                }
+            }
+        }
+        return folders;
     }
 }
