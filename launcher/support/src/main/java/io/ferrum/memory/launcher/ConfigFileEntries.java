@@ -42,7 +42,15 @@ final class ConfigFileEntries {
      */
     static final long MAX_BYTES = 4L << 20;
 
+    /** The names FileInstall's configuration installer takes: a {@code .cfg} or a {@code .config} file. */
+    static final List<String> EXTENSIONS = List.of(".cfg", ".config");
+
     private ConfigFileEntries() {
+    }
+
+    /** @return whether {@code name} ends as the name of a configuration file ({@link #EXTENSIONS}) */
+    static boolean isConfigName(String name) {
+        return EXTENSIONS.stream().anyMatch(name::endsWith);
     }
 
     /**

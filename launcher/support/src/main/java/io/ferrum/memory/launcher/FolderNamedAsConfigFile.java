@@ -28,8 +28,6 @@ import org.osgi.service.log.LoggerFactory;
  */
 @Component(service = ArtifactInstaller.class)
 public final class FolderNamedAsConfigFile implements ArtifactInstaller {
-    private static final List<String> EXTENSIONS = List.of(".cfg", ".config");
-
     private final List<Path> watched = new ArrayList<>();
     private final Logger log;
 
@@ -81,7 +79,7 @@ public final class FolderNamedAsConfigFile implements ArtifactInstaller {
         String name = folderName(artifact);
         File parent = artifact.getAbsoluteFile().getParentFile();
         List<File> folders = new ArrayList<>();
-        if (!artifact.getName().endsWith(".jar") || EXTENSIONS.stream().noneMatch(name::endsWith)
+        if (!artifact.getName().endsWith(".jar") || !ConfigFileEntries.isConfigName(name)
                 || parent == null || watched.contains(parent.toPath().normalize())) {
             return folders;
         }

@@ -132,7 +132,7 @@ public final class OneFilePerPid implements ConfigurationListener {
         String stem = fileName.substring(0, fileName.lastIndexOf('.'));
         List<File> files = new ArrayList<>();
         for (File dir : watched) {
-            for (String ext : List.of(".cfg", ".config")) {
+            for (String ext : ConfigFileEntries.EXTENSIONS) {
                 File f = new File(dir, stem + ext);
                 if (f.isFile()) {
                     files.add(f);

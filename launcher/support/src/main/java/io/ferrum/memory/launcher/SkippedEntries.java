@@ -41,7 +41,6 @@ import org.osgi.service.log.LoggerFactory;
  */
 @Component(immediate = true, service = {})
 public final class SkippedEntries {
-    private static final List<String> CONFIG_EXTENSIONS = List.of(".cfg", ".config");
     private static final long DEFAULT_POLL_MS = 2000;
 
     private final List<Path> watched = new ArrayList<>();
@@ -126,7 +125,7 @@ public final class SkippedEntries {
                         + " links): FileInstall skips it, so nothing is made of it; point the link at a file or remove it";
             }
             String name = entry.getFileName().toString();
-            if (CONFIG_EXTENSIONS.stream().anyMatch(name::endsWith) && Files.isDirectory(entry)) {
+            if (ConfigFileEntries.isConfigName(name) && Files.isDirectory(entry)) {
                 try (DirectoryStream<Path> in = Files.newDirectoryStream(entry)) {
                     if (!in.iterator().hasNext()) {
                         return shown + " is an empty folder: FileInstall makes configurations of files only, so it"
