@@ -86,11 +86,23 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      *     write} writes it and the device; so the action sees their bytes and its write-back keeps
      *     them (it also runs after a READ_ONLY action when a nested view wrote); {@code copyToPeer}
      *     of the block answers false, so that a router copies it through {@code read} and {@code
-     *     write}. {@code copy} and {@code copyAsync} work on the device's bytes, not on that copy;
-     *     what they or other threads write to the block during the action is overwritten by the
-     *     write-back. A {@link #mapMemory} of the block during the action is refused with {@link
-     *     StagingConflictException}, and the action is refused so while the block is mapped (see
-     *     {@link #mapMemory}).</li>
+     *     write}.</li>
+     * <li><b>The action holds the block</b> on such memory, whatever its access, from before its
+     *     copy is made to the end of its write-back: the copy would miss, and the write-back
+     *     overwrite, any other call's bytes. Meanwhile every other thread's call on the block ({@code
+     *     read}, {@code write}, their asynchronous forms, {@code withMapped}, {@link #mapMemory}) and
+     *     every {@code copy}, {@code copyAsync} and {@code copyToPeer} with the block on either side,
+     *     the action's own thread's included (they work on the device's bytes, not on the copy), is
+     *     refused with {@link StagingConflictException}, changing nothing. Conversely an action that
+     *     would make the copy while another call on the block is under way (another thread's call or
+     *     action, an asynchronous copy accepted and not yet run, a hint being applied) is refused
+     *     with {@link StagingConflictException} and not run. Of two such calls not ordered by their
+     *     callers, the later is refused; calls ordered by their callers see each other's bytes. To
+     *     share a block's bytes between threads, {@link #mapMemory} it. Host memory has no staging
+     *     copy and no such rule.</li>
+     * <li>A {@link #mapMemory} of the block during the action is refused with {@link
+     *     StagingConflictException}, and the action is refused so while the block is mapped through a
+     *     host staging copy (see {@link #mapMemory}).</li>
      * </ul>
      * Whatever the action throws reaches the caller unchanged, after the view is closed.
      *
@@ -102,8 +114,9 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      * @throws InvalidHandleException        on a null, zero, freed, stale or foreign handle
      * @throws InvalidMemoryRequestException on a null access or action (the action is not run)
      * @throws StagingConflictException      on memory the CPU cannot address, if the block is mapped
-     *                                       through a host staging copy ({@link #mapMemory}); the
-     *                                       action is not run
+     *                                       through a host staging copy ({@link #mapMemory}), held by
+     *                                       another thread's action, or another call on it is under
+     *                                       way (see above); the action is not run
      * @since 1.1
      */
     <R> R withMapped(MemoryHandle handle, MemoryAccess access, Function<? super MemorySegment, ? extends R> action);

@@ -33,8 +33,11 @@ import org.osgi.annotation.versioning.ProviderType;
  * call that moves the block's bytes ({@link #read}, {@link #write}, their asynchronous forms, {@link
  * #copy}, {@link #copyAsync} and {@link #copyToPeer} with the block on either side) is refused with
  * {@link StagingConflictException} and changes nothing: it would read the device's bytes, older than
- * the views', or write bytes the write-back overwrites. Unmap the block first. Host memory has no
- * staging copy: its views are the memory itself, and these calls see them.
+ * the views', or write bytes the write-back overwrites. Unmap the block first. A {@link
+ * AdvancedMemoryManager#withMapped} action on such memory holds its block the same way for its
+ * duration: another thread's call on the block, and any copy with it on either side, is refused
+ * with {@link StagingConflictException} meanwhile. Host memory has no staging copy: its views are
+ * the memory itself, and these calls see them.
  */
 @ProviderType
 public interface DeviceMemoryManager extends AutoCloseable {
@@ -121,7 +124,7 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * @param dstOffset offset into {@code dst}, zero or more, with {@code dstOffset + size} within it
      * @throws InvalidHandleException        on an invalid handle
      * @throws InvalidMemoryRequestException on a negative value or a range outside a block
-     * @throws StagingConflictException      if either block is mapped through a host staging copy
+     * @throws StagingConflictException      if either block is held through a host staging copy (mapped, or by a withMapped action)
      *                                       (see "Mapped blocks" above); nothing is copied then
      */
     void copy(MemoryHandle src, MemoryHandle dst, long size, long srcOffset, long dstOffset);
@@ -141,7 +144,7 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * @throws InvalidMemoryRequestException on a null segment, a negative offset, a range outside
      *                                       the block, or a segment whose scope is closed or
      *                                       belongs to another thread; nothing is written then
-     * @throws StagingConflictException      if the block is mapped through a host staging copy (see
+     * @throws StagingConflictException      if the block is held through a host staging copy (mapped, or by a withMapped action) (see
      *                                       "Mapped blocks" above): the unmap's write-back would
      *                                       overwrite the bytes; nothing is written then
      * @since 1.1
@@ -160,7 +163,7 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * @throws InvalidMemoryRequestException on a null or read-only segment, a negative offset, a
      *                                       range outside the block, or a segment whose scope is
      *                                       closed or belongs to another thread; nothing is read then
-     * @throws StagingConflictException      if the block is mapped through a host staging copy (see
+     * @throws StagingConflictException      if the block is held through a host staging copy (mapped, or by a withMapped action) (see
      *                                       "Mapped blocks" above): the views hold newer bytes than
      *                                       the device; nothing is read then
      * @since 1.1
@@ -178,7 +181,7 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * @param stream a stream of this manager's device, or {@code null} for the default stream;
      *               another device's stream is refused with {@link InvalidMemoryRequestException}
      * @return a stage that completes when the bytes have arrived in the block
-     * @throws StagingConflictException if the block is mapped through a host staging copy when the
+     * @throws StagingConflictException if the block is held through a host staging copy (mapped, or by a withMapped action) when the
      *                                  call is made (see "Mapped blocks" above); accepted, the call
      *                                  holds the block until it has run, and a mapping meanwhile is
      *                                  refused instead
@@ -206,7 +209,7 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * @param transfer what to copy
      * @param stream   the stream to order it on, or {@code null} for the default stream
      * @return a stage that completes when the copy is done
-     * @throws StagingConflictException if either block is mapped through a host staging copy when the
+     * @throws StagingConflictException if either block is held through a host staging copy (mapped, or by a withMapped action) when the
      *                                  call is made, as {@link #writeAsync} says
      */
     CompletionStage<Void> copyAsync(MemoryTransfer transfer, StreamHandle stream);
@@ -233,7 +236,7 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * @throws InvalidHandleException        if either handle is not live on its manager
      * @throws InvalidMemoryRequestException on a null argument or a range outside a block
      * @throws DeviceUnavailableException    if this manager is closed
-     * @throws StagingConflictException      if either block is mapped through a host staging copy
+     * @throws StagingConflictException      if either block is held through a host staging copy (mapped, or by a withMapped action)
      *                                       (see "Mapped blocks" above); nothing is copied then
      * @since 1.4
      */

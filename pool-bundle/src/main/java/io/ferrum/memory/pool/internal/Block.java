@@ -57,6 +57,14 @@ public final class Block extends BlockPadding {
     /** Freed, and its bytes already cleared for {@code zeroing=on-free}: it may go back to the free lists. */
     boolean scrubbed;
     volatile MappingState mapping;
+    /**
+     * On memory the CPU cannot address: the thread whose {@code withMapped} action holds a host
+     * staging copy of the block, from before that copy is made to the end of its write-back; null
+     * otherwise. Set only by that thread, from null ({@link #holdForAction}), and cleared by it; every
+     * other thread's data path on the block is refused meanwhile ({@link Mappings#staged}). Never set
+     * on host memory.
+     */
+    volatile Thread heldBy;
     AccessTracker access;
     /**
      * While the block sits in a thread cache: its last handle id, whose slot it keeps (the slot still
@@ -216,10 +224,21 @@ public final class Block extends BlockPadding {
         clearScopeFlag(SCOPE_MOVING);
     }
 
+    /**
+     * Makes the calling thread's {@code withMapped} action the holder of the block's bytes ({@link
+     * #heldBy}); the caller clears it when the action's write-back is over.
+     *
+     * @return false, changing nothing, when another thread's action holds them
+     */
+    boolean holdForAction(Thread caller) {
+        return HELD_BY.compareAndSet(this, null, caller);
+    }
+
     private static final VarHandle HANDLE;
     private static final VarHandle ALIAS;
     private static final VarHandle NAMES;
     private static final VarHandle SCOPES;
+    private static final VarHandle HELD_BY;
 
     static {
         try {
@@ -228,6 +247,7 @@ public final class Block extends BlockPadding {
             ALIAS = l.findVarHandle(Block.class, "aliasId", long.class);
             NAMES = l.findVarHandle(Block.class, "names", int.class);
             SCOPES = l.findVarHandle(Block.class, "scopes", int.class);
+            HELD_BY = l.findVarHandle(Block.class, "heldBy", Thread.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }

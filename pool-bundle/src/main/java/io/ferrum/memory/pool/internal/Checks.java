@@ -305,6 +305,22 @@ final class Checks {
                 + " or be overwritten when the copy is written back. unmapMemory it first. Nothing was done");
     }
 
+    /** A data-path call on a block a {@code withMapped} action holds as a host staging copy ({@link Block#heldBy}). */
+    StagingConflictException heldByAction(MemoryHandle handle) {
+        return new StagingConflictException(handle, "Block " + handle + " on " + device + " is held through a host"
+                + " staging copy by a withMapped action (of another thread, or for a copy of this thread's): a read,"
+                + " write or copy of the device's bytes would miss the action's bytes, or be overwritten when its"
+                + " copy is written back. Call again once that action has returned. Nothing was done");
+    }
+
+    /** A {@code withMapped} action that would stage a block while another call on it is under way. */
+    StagingConflictException actionBusy(MemoryHandle handle) {
+        return new StagingConflictException(handle, "Block " + handle + " on " + device + " cannot be staged for a"
+                + " withMapped action now: another thread's read, write, copy or withMapped action, or an asynchronous"
+                + " copy or hint, is under way on it, and a host staging copy made now would miss its bytes or be"
+                + " written back over them. Call again once that call has returned. The action was not run");
+    }
+
     /** A mapping through a host staging copy while a data-path call on the block is under way. */
     StagingConflictException stagingBusy(MemoryHandle handle) {
         return new StagingConflictException(handle, "Block " + handle + " on " + device + " cannot be mapped now:"

@@ -24,7 +24,11 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * <p><b>Nested calls on staged memory.</b> While an action of the calling thread holds a staging copy
  * of a block, that copy is the block for the thread's calls nested in it ({@link #STAGED}): a nested
  * view is the same copy, a read reads it, a write goes to it and to the device. So the action sees
- * their bytes and its write-back, which also runs when only a nested view wrote, keeps them.
+ * their bytes and its write-back, which also runs when only a nested view wrote, keeps them. The
+ * outermost such action holds the block for its thread ({@link Block#heldBy}) until its write-back
+ * ends: every other thread's call here is refused meanwhile, as under a staged mapping, and so is
+ * every copy of the block ({@link Transfers}), since the copy would miss another call's bytes and the
+ * write-back overwrite them.
  *
  * <p><b>Mapped memory.</b> On memory the CPU cannot address, a block mapped through a host staging
  * copy ({@link Mappings#staged}) is refused by every call here, inside its scope and before a byte
@@ -112,6 +116,10 @@ final class DataPath {
                 if (b.mapping != null) {
                     throw Mappings.Staged.SOURCE; // the write-back would overwrite these bytes
                 }
+                Thread holder = b.heldBy;
+                if (holder != null && holder != Thread.currentThread()) {
+                    throw Mappings.Staged.HELD_SOURCE; // another thread's action would write its copy back over them
+                }
                 upstream(b).copyFromHost(src, b.chunk.device, b.offset + offset, n);
                 Staging open = staged(b);
                 if (open != null) {
@@ -141,6 +149,10 @@ final class DataPath {
             } else {
                 if (b.mapping != null) {
                     throw Mappings.Staged.SOURCE; // the views' bytes are newer than the device's
+                }
+                Thread holder = b.heldBy;
+                if (holder != null && holder != Thread.currentThread()) {
+                    throw Mappings.Staged.HELD_SOURCE; // another thread's action holds newer bytes
                 }
                 Staging open = staged(b);
                 if (open != null) {
@@ -183,6 +195,35 @@ final class DataPath {
                 }
                 return result;
             }
+            return staged(b, access, action, arena);
+        } finally {
+            Scopes.exit(b);
+        }
+    }
+
+    /**
+     * The outermost action of the calling thread on {@code b}, memory the CPU cannot address: it holds
+     * the block ({@link Block#heldBy}) from before its staging copy is made to the end of the copy's
+     * write-back. Another thread's call landing on the device meanwhile would be missed by the copy
+     * or overwritten by the write-back (a READ_ONLY action too is written back when a nested view
+     * wrote), so every other thread's data path on the block is refused then ({@link
+     * Mappings#staged}); the thread's own nested calls share the copy. Held first, then the other
+     * calls are looked for: one that entered its scope (or pinned) before the hold was published is
+     * seen here, waited for briefly as a free waits, and the action refused if it stays; one after
+     * it sees the hold. Whatever ends the action (a throw, a failed copy or write-back), the hold
+     * goes before the scope leaves.
+     */
+    private <R> R staged(Block b, MemoryAccess access, Function<? super MemorySegment, ? extends R> action, Arena arena) {
+        Thread me = Thread.currentThread();
+        if (!b.holdForAction(me)) {
+            throw Mappings.Staged.HELD_SOURCE; // another thread's action holds the block
+        }
+        try {
+            // The hold was written before the pins and scopes are read here; a pin (under the lock) or
+            // a scope is written before the hold is read there: one of the two sees the other.
+            if (b.pins > 0 || !Scopes.awaitAlone(b)) {
+                throw Mappings.Staged.BUSY;
+            }
             DeviceUpstream up = upstream(b);
             MemorySegment staging = arena.allocate(b.requested, 64);
             up.copyToHost(b.chunk.device, b.offset, staging, b.requested);
@@ -205,7 +246,7 @@ final class DataPath {
             }
             return result;
         } finally {
-            Scopes.exit(b);
+            b.heldBy = null;
         }
     }
 

@@ -10,6 +10,7 @@ import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryMapping;
 import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.api.StagingConflictException;
 import io.ferrum.memory.pool.PooledMemoryManager;
 
 /**
@@ -189,32 +190,73 @@ final class Mappings {
     }
 
     /**
-     * Whether {@code b}'s bytes are held by a mapping through a host staging copy: from the start of
-     * its copy ({@link MappingState#filling}), through its views, to the end of its write-back
-     * ({@link MappingState#writingBack}). Every other data path on the block ({@link DataPath},
-     * {@link Transfers}) is refused then: it would read the device's older bytes, or write bytes the
-     * write-back overwrites. Read by those paths inside their scope or after their pin; never on
-     * memory the CPU addresses (its views are the memory itself), whose paths read {@code
-     * chunk.host} first and go no further.
+     * Whether {@code b}'s bytes are held through a host staging copy: by a mapping, from the start of
+     * its copy ({@link MappingState#filling}), through its views, to the end of its write-back ({@link
+     * MappingState#writingBack}); or by a {@code withMapped} action ({@link Block#heldBy}), from
+     * before its copy to the end of its write-back. Every copy of the block ({@link Transfers}) is
+     * refused then, whichever thread asks: it would read the device's older bytes, or write bytes the
+     * write-back overwrites. {@link DataPath} refuses its calls the same way, except those of the
+     * action's own thread, which share the action's copy. Read by those paths inside their scope or
+     * after their pin; never on memory the CPU addresses (its views are the memory itself), whose
+     * paths read {@code chunk.host} first and go no further.
      */
     static boolean staged(Block b) {
-        return b.chunk.host == null && b.mapping != null;
+        return staging(b, false) != null;
     }
 
     /**
-     * A data-path call found its block {@link #staged} inside a scope. One shared instance per side,
-     * with neither stack trace nor suppressed exceptions (as {@link Scopes.StaleName}): the scope
-     * leaves at once, and the manager's entry point throws {@link Checks#staged} naming the handle.
+     * @return null if {@code b} is not {@link #staged}; else the marker that refuses a call with the
+     *         block as its source (or only block), or as a copy's {@code destination}
+     */
+    static Staged staging(Block b, boolean destination) {
+        if (b.chunk.host != null) {
+            return null;
+        }
+        if (b.mapping != null) {
+            return destination ? Staged.DESTINATION : Staged.SOURCE;
+        }
+        if (b.heldBy != null) {
+            return destination ? Staged.HELD_DESTINATION : Staged.HELD_SOURCE;
+        }
+        return null;
+    }
+
+    /**
+     * A data-path call found its block {@link #staged} inside a scope, or a {@code withMapped} action
+     * found another call under way on the block it was to stage ({@link #BUSY}). One shared instance
+     * per case, with neither stack trace nor suppressed exceptions (as {@link Scopes.StaleName}): the
+     * scope leaves at once, and the manager's entry point throws {@link #refusal} naming the handle.
      */
     static final class Staged extends RuntimeException {
         private static final long serialVersionUID = 1L;
-        /** The block found staged is the call's only block, or a copy's source. */
-        static final Staged SOURCE = new Staged();
-        /** The block found staged is a copy's destination. */
-        static final Staged DESTINATION = new Staged();
+        /** The block is mapped through a staging copy; it is the call's only block, or a copy's source. */
+        static final Staged SOURCE = new Staged(false, false);
+        /** The block is mapped through a staging copy; it is a copy's destination. */
+        static final Staged DESTINATION = new Staged(false, true);
+        /** Another thread's {@code withMapped} action holds the block as a staging copy (or any action, for a copy); its only block or a copy's source. */
+        static final Staged HELD_SOURCE = new Staged(true, false);
+        /** As {@link #HELD_SOURCE}, the block being a copy's destination. */
+        static final Staged HELD_DESTINATION = new Staged(true, true);
+        /** A {@code withMapped} action would stage a block while another call on it is under way. */
+        static final Staged BUSY = new Staged(false, false);
 
-        private Staged() {
-            super("a block mapped through a staging copy, seen inside a scope", null, false, false);
+        /** The block is held by a {@code withMapped} action, not a mapping. */
+        final boolean held;
+        /** The block is a copy's destination. */
+        final boolean destination;
+
+        private Staged(boolean held, boolean destination) {
+            super("a block held through a staging copy, seen inside a scope", null, false, false);
+            this.held = held;
+            this.destination = destination;
+        }
+
+        /** @return the exception the caller gets, naming {@code handle}, in the words of {@code checks}' device */
+        StagingConflictException refusal(Checks checks, MemoryHandle handle) {
+            if (this == BUSY) {
+                return checks.actionBusy(handle);
+            }
+            return held ? checks.heldByAction(handle) : checks.staged(handle);
         }
     }
 

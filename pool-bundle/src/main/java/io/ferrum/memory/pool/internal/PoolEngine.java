@@ -252,7 +252,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         } catch (Scopes.StaleName e) {
             throw s.isNamedBy(src.id()) ? owner.checks.invalidHandle(dst) : checks.invalidHandle(src);
         } catch (Mappings.Staged e) {
-            throw e == Mappings.Staged.SOURCE ? checks.staged(src) : owner.checks.staged(dst);
+            throw e.destination ? e.refusal(owner.checks, dst) : e.refusal(checks, src);
         }
         return true;
     }
@@ -311,7 +311,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         } catch (Scopes.StaleName e) {
             throw checks.invalidHandle(dst);
         } catch (Mappings.Staged e) {
-            throw checks.staged(dst);
+            throw e.refusal(checks, dst);
         }
     }
 
@@ -322,7 +322,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         } catch (Scopes.StaleName e) {
             throw checks.invalidHandle(src);
         } catch (Mappings.Staged e) {
-            throw checks.staged(src);
+            throw e.refusal(checks, src);
         }
     }
 
@@ -601,7 +601,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         } catch (Scopes.StaleName e) {
             throw checks.invalidHandle(handle);
         } catch (Mappings.Staged e) {
-            throw checks.staged(handle);
+            throw e.refusal(checks, handle);
         }
     }
 

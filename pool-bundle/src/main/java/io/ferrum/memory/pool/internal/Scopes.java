@@ -159,13 +159,27 @@ final class Scopes {
      * @return true if none is inside (now); false if one still is after the wait
      */
     static boolean awaitNone(Block b) {
+        return awaitAtMost(b, 0);
+    }
+
+    /**
+     * Inside the calling thread's one scope on {@code b} (a {@code withMapped} action about to make a
+     * staging copy): waits as briefly as {@link #awaitNone} for every other scope to leave.
+     *
+     * @return true if only the caller's is inside (now); false if another still is after the wait
+     */
+    static boolean awaitAlone(Block b) {
+        return awaitAtMost(b, 1);
+    }
+
+    private static boolean awaitAtMost(Block b, int inside) {
         for (int i = 0; i < FREE_SPINS; i++) {
-            if ((b.scopes & Block.SCOPE_COUNT) == 0) {
+            if ((b.scopes & Block.SCOPE_COUNT) <= inside) {
                 return true;
             }
             Thread.onSpinWait();
         }
-        return (b.scopes & Block.SCOPE_COUNT) == 0;
+        return (b.scopes & Block.SCOPE_COUNT) <= inside;
     }
 
     /**

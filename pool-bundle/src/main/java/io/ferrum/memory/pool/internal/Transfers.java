@@ -81,11 +81,12 @@ final class Transfers {
                     Scopes.checkNamed(d, dstId);
                 }
                 // Inside both scopes, as a write checks (a mapping made meanwhile sees the scopes).
-                if (Mappings.staged(s)) {
-                    throw Mappings.Staged.SOURCE;
+                Mappings.Staged staged = Mappings.staging(s, false);
+                if (staged == null) {
+                    staged = Mappings.staging(d, true);
                 }
-                if (Mappings.staged(d)) {
-                    throw Mappings.Staged.DESTINATION;
+                if (staged != null) {
+                    throw staged;
                 }
                 doCopy(s, srcOffset, d, dstOffset, size);
             } finally {
@@ -210,13 +211,16 @@ final class Transfers {
         }
         // After the pins (taken under the pool lock, as a mapping is published): a mapping before
         // them is seen here, one after them sees them and is refused (Mappings.map).
-        boolean source = Mappings.staged(s);
-        if (source || Mappings.staged(d)) {
+        Mappings.Staged staged = Mappings.staging(s, false);
+        if (staged == null) {
+            staged = Mappings.staging(d, true);
+        }
+        if (staged != null) {
             if (d != s) {
                 reclaimer.unpin(d);
             }
             reclaimer.unpin(s);
-            throw checks.staged(source ? transfer.src() : transfer.dst());
+            throw staged.refusal(checks, staged.destination ? transfer.dst() : transfer.src());
         }
         Pins pins = new Pins(s, d);
         Runnable work = () -> {
@@ -298,10 +302,11 @@ final class Transfers {
             // Nothing to copy, but a place on the stream: the stage completes after the work before it.
             return streams.submit(stream, NOTHING);
         }
-        if (Mappings.staged(b)) {
+        Mappings.Staged staged = Mappings.staging(b, false);
+        if (staged != null) {
             // Seen after the pin, as copyAsync sees it (a zero-byte call, which moves nothing, is not refused).
             reclaimer.unpin(b);
-            throw checks.staged(h);
+            throw staged.refusal(checks, h);
         }
         try {
             // The executor either refuses the work here (it will never run) or runs it once.
