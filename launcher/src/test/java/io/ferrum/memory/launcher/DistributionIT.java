@@ -862,6 +862,39 @@ class DistributionIT {
     }
 
     /**
+     * A folder in config/ holding a configuration file ({@code config/ferrum/io.ferrum.memory.cpu.device-t1.cfg},
+     * a user expecting subfolders to be read): FileInstall packed the folder into a jar that no installer
+     * takes, again at every poll, and the device was missing without a word at any log level. One error line
+     * names the folder, once; the file moved into config/ applies. An exploded bundle in plugins/ that
+     * FileInstall installs (it holds a file its filter takes, a jar) is still installed, and not named.
+     */
+    @Test
+    void aFolderInConfigHoldingAConfigFileIsNamedOnceAndAnExplodedBundleStillInstalls() throws Exception {
+        Path dir = freshDir("folder-in-config");
+        Path config = Files.createDirectories(dir.resolve("config"));
+        Path ferrum = Files.createDirectories(config.resolve("ferrum"));
+        Path inFolder = Files.writeString(ferrum.resolve("io.ferrum.memory.cpu.device-t1.cfg"), "index=1\ncapacity=64m\n");
+        Path bundle = Files.createDirectories(dir.resolve("plugins").resolve("exploded"));
+        Files.writeString(Files.createDirectories(bundle.resolve("META-INF")).resolve("MANIFEST.MF"), "Manifest-Version: 1.0\n"
+                + "Bundle-ManifestVersion: 2\nBundle-SymbolicName: org.example.exploded\nBundle-Version: 1.0.0\n\n");
+        Files.writeString(Files.createDirectories(bundle.resolve("lib")).resolve("inner.jar"), "not read");
+        String line = ferrum + " is a folder: " + config + " is not read recursively, so the configuration files and bundles"
+                + " in it are neither applied nor installed; put them in " + config + " itself (a folder there is installed"
+                + " only as an exploded bundle, one holding META-INF/MANIFEST.MF)";
+        try (Session s = new Session(dir)) {
+            s.until("log 50 error", line, 1);
+            s.until("lb org.example.exploded", "Active");
+            String log = s.until("log 50 error", line, 1);
+            assertEquals(1, Pattern.compile(Pattern.quote(line)).matcher(log).results().count(), "named once: " + log);
+            assertFalse(log.contains(bundle.toString()), "the exploded bundle is not named: " + log);
+            Files.move(inFolder, config.resolve(inFolder.getFileName()));
+            assertTrue(s.until("mem:devices", "cpu:1").contains("64.0 MiB"), s.output());
+            assertFalse(s.output().contains("Exception"), "no stack trace: " + s.output());
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
      * FileInstall kept its temporary folder ({@code fileinstall-<random>}, where it packs a folder named
      * as a file, one for each watched folder) in {@code java.io.tmpdir}, to be deleted at exit only if
      * empty: a folder packed there when the process was stopped by a signal (its jar is deleted only when

@@ -3,9 +3,14 @@ package io.ferrum.memory.launcher;
 import java.io.IOException;
 import java.nio.file.DirectoryIteratorException;
 import java.nio.file.DirectoryStream;
+import java.nio.file.FileVisitOption;
+import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -31,17 +36,31 @@ import org.osgi.service.log.LoggerFactory;
  * <li>an empty folder named as a configuration file ({@code config/x.cfg/}, or a symbolic link to an
  * empty folder), which FileInstall fails to pack into a jar (a jar needs an entry) and says so only at
  * a log level the distribution does not show. A folder with something in it is packed, and {@link
- * FolderNamedAsConfigFile} names it.
+ * FolderNamedAsConfigFile} names it;
+ * <li>any other folder holding a file FileInstall would read in the watched folder itself (one whose
+ * name its filter takes: {@code config/ferrum/io.ferrum.memory.cpu.device-t1.cfg}, {@code
+ * plugins/extra/x.jar}). A watched folder is not read recursively: FileInstall 3.7.4 takes such a
+ * folder for an exploded bundle, packs it into a jar of its temporary folder, and, since no installer
+ * takes a jar without a manifest, packs it again at every poll, without a word;
+ * <li>an exploded bundle (a folder holding {@code META-INF/MANIFEST.MF}) holding no file whose name the
+ * filter takes: FileInstall notices a folder only by such a file in it (it matches the filter against
+ * each file's path under the watched folder), so it never installs this one. One holding such a file
+ * (a {@code .jar} on its {@code Bundle-ClassPath}) is installed, and not named.
  * </ul>
- * Only the names FileInstall looks at ({@code felix.fileinstall.filter}) are looked at, and no hidden
- * one (a name starting with {@code .}: an editor's lock, {@code .#x.cfg}, is a link to nothing while
- * the file is edited). The folders are looked at when this component starts, then at FileInstall's
+ * Only the names FileInstall looks at ({@code felix.fileinstall.filter}) are looked at, folders whatever
+ * their names, and no hidden name (a name starting with {@code .}: an editor's lock, {@code .#x.cfg}, is
+ * a link to nothing while the file is edited; {@code config/.git/}). The folders are looked at when this component starts, then at FileInstall's
  * poll interval ({@code felix.fileinstall.poll}, 2 s unless set); an entry is named again only when
  * what is wrong with it changes, or once it was fixed or removed and comes back.
  */
 @Component(immediate = true, service = {})
 public final class SkippedEntries {
     private static final long DEFAULT_POLL_MS = 2000;
+    /**
+     * At most this many entries of a folder in a watched folder are looked at each time (they are looked at
+     * at every poll): a folder with more is judged by these.
+     */
+    static final int MOST_ENTRIES_OF_A_FOLDER = 256;
 
     private final List<Path> watched = new ArrayList<>();
     private final Pattern filter;
@@ -90,10 +109,11 @@ public final class SkippedEntries {
             try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
                 for (Path entry : entries) {
                     String name = entry.getFileName().toString();
-                    if (name.startsWith(".") || filter != null && !filter.matcher(name).matches()) {
+                    if (name.startsWith(".")
+                            || filter != null && !filter.matcher(name).matches() && !Files.isDirectory(entry)) {
                         continue;
                     }
-                    String why = whySkipped(entry);
+                    String why = whySkipped(entry, filter);
                     if (why != null) {
                         now.put(entry, why);
                     }
@@ -112,10 +132,11 @@ public final class SkippedEntries {
     }
 
     /**
-     * @param entry an entry of a watched folder
+     * @param entry  an entry of a watched folder
+     * @param filter the names FileInstall looks at; null: every name
      * @return the line naming it when FileInstall skips it without a word, or null
      */
-    static String whySkipped(Path entry) {
+    static String whySkipped(Path entry, Pattern filter) {
         try {
             boolean link = Files.isSymbolicLink(entry);
             String shown = ControlCharacters.escaped(entry.toAbsolutePath())
@@ -124,18 +145,60 @@ public final class SkippedEntries {
                 return shown + " leads to no file FileInstall can see (gone, never there, out of reach, or a loop of"
                         + " links): FileInstall skips it, so nothing is made of it; point the link at a file or remove it";
             }
-            String name = entry.getFileName().toString();
-            if (ConfigFileEntries.isConfigName(name) && Files.isDirectory(entry)) {
+            if (!Files.isDirectory(entry)) {
+                return null;
+            }
+            if (ConfigFileEntries.isConfigName(entry.getFileName().toString())) {
                 try (DirectoryStream<Path> in = Files.newDirectoryStream(entry)) {
-                    if (!in.iterator().hasNext()) {
-                        return shown + " is an empty folder: FileInstall makes configurations of files only, so it"
-                                + " configures nothing; put the configuration in a file of that name";
-                    }
+                    return in.iterator().hasNext() ? null : shown + " is an empty folder: FileInstall makes configurations"
+                            + " of files only, so it configures nothing; put the configuration in a file of that name";
                 }
+            }
+            boolean readable = holdsAFileToRead(entry, filter);
+            if (Files.isRegularFile(entry.resolve("META-INF").resolve("MANIFEST.MF"))) {
+                return readable ? null : shown + " is an exploded bundle (it holds META-INF/MANIFEST.MF) that FileInstall"
+                        + " never installs: it notices a folder only by a file in it whose name its filter takes ("
+                        + ControlCharacters.escaped(filter) + "), and none does; put the bundle in a jar in its place";
+            }
+            if (readable) {
+                String watched = ControlCharacters.escaped(entry.toAbsolutePath().getParent());
+                return shown + " is a folder: " + watched + " is not read recursively, so the configuration files and"
+                        + " bundles in it are neither applied nor installed; put them in " + watched + " itself (a folder"
+                        + " there is installed only as an exploded bundle, one holding META-INF/MANIFEST.MF)";
             }
         } catch (IOException | DirectoryIteratorException | SecurityException unreadable) {
             // Gone or changed meanwhile: the next look decides.
         }
         return null;
+    }
+
+    /**
+     * @return whether {@code folder} holds, at any depth, a regular file whose name {@code filter} takes (any
+     *         file when it is null); only its first {@link #MOST_ENTRIES_OF_A_FOLDER} entries are looked at
+     */
+    private static boolean holdsAFileToRead(Path folder, Pattern filter) throws IOException {
+        boolean[] found = {false};
+        Files.walkFileTree(folder, EnumSet.of(FileVisitOption.FOLLOW_LINKS), Integer.MAX_VALUE, new SimpleFileVisitor<>() {
+            private int seen;
+
+            @Override
+            public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attrs) {
+                return ++seen > MOST_ENTRIES_OF_A_FOLDER ? FileVisitResult.TERMINATE : FileVisitResult.CONTINUE;
+            }
+
+            @Override
+            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) {
+                found[0] = attrs.isRegularFile()
+                        && (filter == null || filter.matcher(file.getFileName().toString()).matches());
+                return found[0] || ++seen > MOST_ENTRIES_OF_A_FOLDER ? FileVisitResult.TERMINATE : FileVisitResult.CONTINUE;
+            }
+
+            @Override
+            public FileVisitResult visitFileFailed(Path file, IOException unreadable) {
+                // A loop of links or an entry out of reach: FileInstall's walk passes it by too.
+                return FileVisitResult.CONTINUE;
+            }
+        });
+        return found[0];
     }
 }

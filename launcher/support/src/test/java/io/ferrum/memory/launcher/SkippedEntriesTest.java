@@ -76,6 +76,61 @@ class SkippedEntriesTest {
                 emptyFolder(emptyHere.toString())).stream().sorted().toList(), errors.stream().sorted().toList());
     }
 
+    private static String notRecursive(Path folder, Path watched) {
+        return folder + " is a folder: " + watched + " is not read recursively, so the configuration files and bundles in it"
+                + " are neither applied nor installed; put them in " + watched + " itself (a folder there is installed only"
+                + " as an exploded bundle, one holding META-INF/MANIFEST.MF)";
+    }
+
+    private static String unseenBundle(Path folder) {
+        return folder + " is an exploded bundle (it holds META-INF/MANIFEST.MF) that FileInstall never installs: it notices"
+                + " a folder only by a file in it whose name its filter takes (" + FILTER + "), and none does; put the bundle"
+                + " in a jar in its place";
+    }
+
+    private static Path explodedBundle(Path folder) throws Exception {
+        Path manifest = Files.createDirectories(folder.resolve("META-INF")).resolve("MANIFEST.MF");
+        Files.writeString(manifest, "Manifest-Version: 1.0\nBundle-ManifestVersion: 2\nBundle-SymbolicName: org.example."
+                + folder.getFileName() + "\n\n");
+        return folder;
+    }
+
+    /**
+     * A folder in config/ holding a configuration file (config/ferrum/io.ferrum.memory.cpu.device-t1.cfg,
+     * a user expecting subfolders to be read): FileInstall packs the folder into a jar that no installer
+     * takes, again at every poll, and says nothing. It is named once, as is a folder of jars in plugins/
+     * and an exploded bundle FileInstall never notices; an exploded bundle it installs, a folder holding
+     * nothing FileInstall reads and a hidden one are not named.
+     */
+    @Test
+    void aFolderHoldingFilesToReadIsNamedOnceAndAnExplodedBundleLeftAlone() throws Exception {
+        Path config = Files.createDirectories(dir.resolve("config"));
+        Path plugins = Files.createDirectories(dir.resolve("plugins"));
+        Path ferrum = Files.createDirectories(config.resolve("ferrum"));
+        Files.writeString(ferrum.resolve("io.ferrum.memory.cpu.device-t1.cfg"), "index=1\n");
+        Path deep = Files.createDirectories(config.resolve("deep").resolve("er"));
+        Files.writeString(deep.resolve("io.ferrum.memory.monitor.cfg"), "strategy=most-free\n");
+        Path extra = Files.createDirectories(plugins.resolve("extra"));
+        Files.writeString(extra.resolve("plugin.jar"), "x");
+        Path unseen = explodedBundle(plugins.resolve("unseen.jar"));
+        // Not named: an exploded bundle that FileInstall installs (a file in it its filter takes), a folder
+        // of notes, a hidden folder.
+        Path installed = explodedBundle(plugins.resolve("installed"));
+        Files.writeString(Files.createDirectories(installed.resolve("lib")).resolve("inner.jar"), "x");
+        Files.writeString(Files.createDirectories(config.resolve("notes")).resolve("README.txt"), "x");
+        Files.writeString(Files.createDirectories(config.resolve(".git")).resolve("x.cfg"), "x");
+        SkippedEntries entries = new SkippedEntries(List.of(config, plugins), FILTER, log);
+        try {
+            entries.scan();
+            entries.scan();
+        } finally {
+            entries.stop();
+        }
+
+        assertEquals(List.of(notRecursive(ferrum, config), notRecursive(config.resolve("deep"), config),
+                notRecursive(extra, plugins), unseenBundle(unseen)).stream().sorted().toList(), errors.stream().sorted().toList());
+    }
+
     @Test
     void aFixedEntryIsForgottenAndNamedAgainWhenItBreaksAgain() throws Exception {
         Path config = Files.createDirectories(dir.resolve("config"));
