@@ -20,14 +20,11 @@ import org.osgi.service.log.LoggerFactory;
  * ({@code tmp/io.ferrum.memory.cpu.device-t1.cfg.jar} in the distribution, {@code felix.fileinstall.tmpdir})
  * and asks its installers about that
  * jar, which none takes: it says nothing at any log level. This installer claims exactly those jars,
- * and logs one error line for each version of the folder (FileInstall then installs the folder's own path).
- *
- * <p>When the folder is replaced by a file again, FileInstall asks this installer to {@link #uninstall}
- * it and then forgets the file until it changes (FileInstall 3.7.4, {@code DirectoryWatcher.doProcess}):
- * so the file's modification time is moved on, and the next poll applies it.
+ * and logs one error line for each version of the folder (FileInstall then installs the folder's own
+ * path); a file saved in its place is applied ({@link ClaimingInstaller}).
  */
 @Component(service = ArtifactInstaller.class)
-public final class FolderNamedAsConfigFile implements ArtifactInstaller {
+public final class FolderNamedAsConfigFile extends ClaimingInstaller {
     private final List<Path> watched = new ArrayList<>();
     private final Logger log;
 
@@ -42,27 +39,9 @@ public final class FolderNamedAsConfigFile implements ArtifactInstaller {
         return !folders(artifact).isEmpty();
     }
 
-    @Override
-    public void install(File folder) {
-        report(folder);
-    }
-
-    @Override
-    public void update(File folder) {
-        report(folder);
-    }
-
-    /** @param path the folder's path, a file now: replaced by a file, which FileInstall's configuration installer takes */
-    @Override
-    public void uninstall(File path) {
-        if (path.isFile()) {
-            // See the class comment: FileInstall forgets the file until it changes.
-            ReadAgain.atNextPoll(path);
-        }
-    }
-
     /** @param folder the folder itself: FileInstall asks about its jar, and installs the path it watches */
-    private void report(File folder) {
+    @Override
+    void report(File folder) {
         if (folder.isDirectory()) {
             log.error("{} is a folder: FileInstall makes configurations of files only, so it configures nothing; put the"
                     + " configuration in a file of that name", ControlCharacters.escaped(folder.getAbsolutePath()));

@@ -22,16 +22,11 @@ import org.osgi.service.log.LoggerFactory;
  * {@code Bundle-SymbolicName}. FileInstall itself says nothing of such a file, at any log level: it
  * defers a file no installer claims and asks again at every poll. This installer claims exactly
  * those files (never a jar with a symbolic name, which FileInstall's own bundle installer takes,
- * and never a configuration file), and logs one error line for each version of one: FileInstall
- * calls {@link #install} for a new file and {@link #update} only when its content changed.
- *
- * <p>When such a file is replaced by a real bundle, FileInstall asks this installer to
- * {@link #uninstall} it and then forgets the file until it changes again (FileInstall 3.7.4,
- * {@code DirectoryWatcher.doProcess}): so the file's modification time is moved on, and the next
- * poll finds it changed and installs the bundle.
+ * and never a configuration file), and logs one error line for each version of one; a bundle saved in
+ * its place is installed ({@link ClaimingInstaller}).
  */
 @Component(service = ArtifactInstaller.class)
-public final class NotABundleReporter implements ArtifactInstaller {
+public final class NotABundleReporter extends ClaimingInstaller {
     private final List<Path> watched = new ArrayList<>();
     private final Logger log;
 
@@ -50,24 +45,7 @@ public final class NotABundleReporter implements ArtifactInstaller {
     }
 
     @Override
-    public void install(File artifact) {
-        report(artifact);
-    }
-
-    @Override
-    public void update(File artifact) {
-        report(artifact);
-    }
-
-    @Override
-    public void uninstall(File artifact) {
-        if (artifact.isFile()) {
-            // Replaced by a file this installer does not claim (a bundle): see the class comment.
-            ReadAgain.atNextPoll(artifact);
-        }
-    }
-
-    private void report(File artifact) {
+    void report(File artifact) {
         String why = whyNotABundle(artifact);
         if (why != null) {
             log.error("{} is not installed: {}; put a bundle jar in its place or remove it", ControlCharacters.escaped(artifact.getAbsolutePath()), ControlCharacters.escaped(why));

@@ -21,12 +21,10 @@ import org.osgi.util.tracker.ServiceTracker;
  * good. A configuration file that is no regular file is {@link ConfigFileGate}'s.
  *
  * <p>It stands before FileInstall's installers by a higher service ranking than the gate's, so it is
- * registered by {@link EarlyHooks}, before FileInstall starts. When such an entry is replaced by a
- * file, FileInstall asks this installer to {@link #uninstall} it and then forgets the file until it
- * changes (FileInstall 3.7.4, {@code DirectoryWatcher.doProcess}): so the file's modification time is
- * moved on, and the next poll installs it.
+ * registered by {@link EarlyHooks}, before FileInstall starts. A file saved in the entry's place is
+ * installed ({@link ClaimingInstaller}).
  */
-final class SpecialFilesInPlugins implements ArtifactInstaller {
+final class SpecialFilesInPlugins extends ClaimingInstaller {
     private final BundleContext context;
     private final ServiceTracker<LoggerFactory, LoggerFactory> logs;
 
@@ -55,24 +53,7 @@ final class SpecialFilesInPlugins implements ArtifactInstaller {
     }
 
     @Override
-    public void install(File artifact) {
-        report(artifact);
-    }
-
-    @Override
-    public void update(File artifact) {
-        report(artifact);
-    }
-
-    @Override
-    public void uninstall(File artifact) {
-        if (artifact.isFile()) {
-            // Replaced by a regular file, which FileInstall's installers take: see the class comment.
-            ReadAgain.atNextPoll(artifact);
-        }
-    }
-
-    private void report(File artifact) {
+    void report(File artifact) {
         String message = ControlCharacters.escaped(artifact.getAbsolutePath()) + " is not installed: it is not a regular"
                 + " file (a pipe, a socket or a device), which FileInstall would wait on for ever, and the distribution"
                 + " with it; put a bundle jar in its place or remove it";

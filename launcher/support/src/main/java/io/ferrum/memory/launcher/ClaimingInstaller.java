@@ -1,0 +1,41 @@
+package io.ferrum.memory.launcher;
+
+import java.io.File;
+
+import org.apache.felix.fileinstall.ArtifactInstaller;
+
+/**
+ * The shape of the installers that claim, for FileInstall, an entry of a watched folder that no other
+ * installer takes and that FileInstall would otherwise pass over without a word ({@link
+ * NotABundleReporter}, {@link FolderNamedAsConfigFile}, {@link SpecialFilesInPlugins}): each says in
+ * {@link #report} why the entry is neither installed nor applied.
+ *
+ * <p>FileInstall calls {@link #install} for a new entry and {@link #update} only when it changed, so
+ * each version of an entry is named once. When the entry is replaced by a file that another installer
+ * takes (a bundle, a configuration file), FileInstall asks this one to {@link #uninstall} it and then
+ * forgets the file until it changes again (FileInstall 3.7.4, {@code DirectoryWatcher.doProcess}): so
+ * the file's modification time is moved on ({@link ReadAgain}), and the next poll installs it.
+ */
+abstract class ClaimingInstaller implements ArtifactInstaller {
+
+    @Override
+    public final void install(File artifact) {
+        report(artifact);
+    }
+
+    @Override
+    public final void update(File artifact) {
+        report(artifact);
+    }
+
+    /** @param artifact the claimed entry's path: a file now when it was replaced by one (see the class comment) */
+    @Override
+    public final void uninstall(File artifact) {
+        if (artifact.isFile()) {
+            ReadAgain.atNextPoll(artifact);
+        }
+    }
+
+    /** Names {@code artifact} in one error line, if it is still what this installer claims. */
+    abstract void report(File artifact);
+}
