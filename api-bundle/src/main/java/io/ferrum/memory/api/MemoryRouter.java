@@ -57,6 +57,17 @@ public interface MemoryRouter {
      * while a copy through host memory runs refuses that copy at its next piece, having written part
      * of the destination, as a free does.
      *
+     * <p>A failure of the first piece is the manager's exception, as it threw it. A failure of a later
+     * piece (a free or a mapping meanwhile, a device's error) is thrown with the API type of the
+     * manager's exception ({@link InvalidHandleException}, {@link StagingConflictException}, {@link
+     * InvalidMemoryRequestException}, {@link DeviceUnavailableException}, {@link
+     * OutOfDeviceMemoryException}; any other as a {@link MemoryException}) and that exception as its
+     * cause, so that a caller can handle it as it would the manager's; but, unlike what the type says
+     * of a failed call, part of the destination has changed: the message names the destination
+     * offsets that hold the source's bytes, as an interrupt's does, and, unless the manager refused
+     * the piece (a type that says nothing was changed), the offsets the failed piece may have written
+     * in part; the rest of the destination is as it was. Copy again to complete it.
+     *
      * @param transfer what to copy
      * @throws StagingConflictException if either block is mapped through a host staging copy
      */
@@ -70,7 +81,8 @@ public interface MemoryRouter {
      * @param transfer what to copy (checked before this method returns)
      * @param stream   a stream of the destination's device, or {@code null} for the default stream
      *                 (another stream is refused with {@link InvalidMemoryRequestException})
-     * @return a stage that completes when the bytes have arrived
+     * @return a stage that completes when the bytes have arrived; between two devices, one that fails
+     *         with what {@link #copy} would throw (a failure after the first piece included)
      */
     CompletionStage<Void> copyAsync(MemoryTransfer transfer, StreamHandle stream);
 

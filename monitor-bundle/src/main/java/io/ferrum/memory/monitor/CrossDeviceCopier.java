@@ -9,12 +9,15 @@ import java.util.concurrent.Executor;
 import io.ferrum.memory.api.AdvancedMemoryManager;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.InvalidHandleException;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryException;
 import io.ferrum.memory.api.MemoryHandleInfo;
 import io.ferrum.memory.api.MemoryTransfer;
+import io.ferrum.memory.api.OutOfDeviceMemoryException;
+import io.ferrum.memory.api.StagingConflictException;
 import io.ferrum.memory.api.StreamHandle;
 
 /**
@@ -34,7 +37,8 @@ import io.ferrum.memory.api.StreamHandle;
  * #BOUNCE_BYTES}) a call, and an interrupt of the calling thread stops the copy before its next
  * piece, the first one included: a {@link MemoryException} naming the destination's offsets that
  * hold the source's bytes (the first ones, or the last ones where the pieces go back to front); the
- * rest of the destination is as it was.
+ * rest of the destination is as it was. A piece after the first that fails says the same, in an
+ * exception of the manager's exception's API type ({@link #stoppedAfter}).
  *
  * <p>Invariants: a copy is checked in full ({@link #plan}: both blocks live, both ranges inside their
  * blocks) before a byte moves; an asynchronous copy runs on the monitor's
@@ -111,62 +115,72 @@ final class CrossDeviceCopier {
         return CompletableFuture.runAsync(() -> copy(r, transfer), workers);
     }
 
+    /**
+     * Copies piece by piece (see the class comment). A failure of the first piece is the manager's
+     * own exception, as it threw it; a failure of a later one is {@link #stoppedAfter}'s.
+     */
     void copy(Route r, MemoryTransfer t) {
         if (t.size() == 0) {
             return;
         }
         DeviceMemoryManager src = r.src();
         DeviceMemoryManager dst = r.dst();
-        long done = 0;
+        AdvancedMemoryManager hostSrc = isHost(r.srcInfo()) && src instanceof AdvancedMemoryManager a ? a : null;
+        AdvancedMemoryManager hostDst = hostSrc == null && isHost(r.dstInfo()) && dst instanceof AdvancedMemoryManager a
+                ? a : null;
         // Device to device while the source's manager can: asked for each piece (false changes nothing),
         // and the first false sends the rest through host memory.
-        while (done < t.size()) {
-            checkInterrupt(r, t, done);
-            long n = Math.min(pieceBytes, t.size() - done);
-            if (!src.copyToPeer(piece(t, done, n), dst)) {
-                break;
-            }
-            done += n;
-        }
-        if (done == t.size()) {
-            return;
-        }
-        if (isHost(r.srcInfo()) && src instanceof AdvancedMemoryManager host) {
-            // Host memory at the source: a view of it for each piece goes straight into the destination.
+        boolean peer = true;
+        Arena arena = null;
+        MemorySegment bounce = null;
+        long done = 0;
+        try {
             while (done < t.size()) {
                 checkInterrupt(r, t, done);
-                long n = Math.min(pieceBytes, t.size() - done);
-                MemoryTransfer p = piece(t, done, n);
-                host.withMapped(p.src(), MemoryAccess.READ_ONLY, view -> {
-                    dst.write(p.dst(), p.dstOffset(), view.asSlice(p.srcOffset(), p.size()));
-                    return null;
-                });
-                done += n;
-            }
-        } else if (isHost(r.dstInfo()) && dst instanceof AdvancedMemoryManager host) {
-            while (done < t.size()) {
-                checkInterrupt(r, t, done);
-                long n = Math.min(pieceBytes, t.size() - done);
-                MemoryTransfer p = piece(t, done, n);
-                host.withMapped(p.dst(), MemoryAccess.WRITE_ONLY, view -> {
-                    src.read(p.src(), p.srcOffset(), view.asSlice(p.dstOffset(), p.size()));
-                    return null;
-                });
-                done += n;
-            }
-        } else {
-            // Neither is host memory a view reaches: through a host buffer, a bounded piece at a time.
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment bounce = arena.allocate(Math.min(Math.min(BOUNCE_BYTES, pieceBytes), t.size() - done), 64);
-                while (done < t.size()) {
-                    checkInterrupt(r, t, done);
-                    long n = Math.min(bounce.byteSize(), t.size() - done);
-                    MemoryTransfer p = piece(t, done, n);
-                    MemorySegment staged = bounce.asSlice(0, n);
-                    src.read(p.src(), p.srcOffset(), staged);
-                    dst.write(p.dst(), p.dstOffset(), staged);
-                    done += n;
+                if (!peer && hostSrc == null && hostDst == null && bounce == null) {
+                    // Neither is host memory a view reaches: through a host buffer, a bounded piece at a time.
+                    arena = Arena.ofConfined();
+                    try {
+                        bounce = arena.allocate(Math.min(Math.min(BOUNCE_BYTES, pieceBytes), t.size() - done), 64);
+                    } catch (OutOfMemoryError e) {
+                        if (done == 0) {
+                            throw e;
+                        }
+                        throw stoppedAfter(r, t, done, null, e);
+                    }
                 }
+                long n = Math.min(bounce == null ? pieceBytes : bounce.byteSize(), t.size() - done);
+                MemoryTransfer p = piece(t, done, n);
+                try {
+                    if (peer) {
+                        if (!src.copyToPeer(p, dst)) {
+                            peer = false;
+                            continue; // this piece again, through host memory
+                        }
+                    } else if (hostSrc != null) {
+                        // Host memory at the source: a view of it for each piece goes straight into the destination.
+                        hostSrc.withMapped(p.src(), MemoryAccess.READ_ONLY, view -> {
+                            dst.write(p.dst(), p.dstOffset(), view.asSlice(p.srcOffset(), p.size()));
+                            return null;
+                        });
+                    } else if (hostDst != null) {
+                        hostDst.withMapped(p.dst(), MemoryAccess.WRITE_ONLY, view -> {
+                            src.read(p.src(), p.srcOffset(), view.asSlice(p.dstOffset(), p.size()));
+                            return null;
+                        });
+                    } else {
+                        MemorySegment staged = bounce.asSlice(0, n);
+                        src.read(p.src(), p.srcOffset(), staged);
+                        dst.write(p.dst(), p.dstOffset(), staged);
+                    }
+                } catch (RuntimeException e) {
+                    throw done == 0 ? e : stoppedAfter(r, t, done, p, e);
+                }
+                done += n;
+            }
+        } finally {
+            if (arena != null) {
+                arena.close();
             }
         }
     }
@@ -197,16 +211,69 @@ final class CrossDeviceCopier {
         if (!Thread.currentThread().isInterrupted()) {
             return;
         }
-        String copy = "Copy of " + Bytes.count(t.size()) + " from " + t.src() + " on " + r.srcInfo().device() + " to "
-                + t.dst() + " on " + r.dstInfo().device() + " interrupted ";
         if (done == 0) {
-            throw new MemoryException(copy + "before its first byte: the destination is as it was",
+            throw new MemoryException(named(r, t) + " interrupted before its first byte: the destination is as it was",
                     new InterruptedException("interrupted"));
         }
+        throw new MemoryException(named(r, t) + " interrupted after " + Bytes.count(done) + ": " + arrived(t, done)
+                + ", the rest of its range is as it was; copy again to complete it", new InterruptedException("interrupted"));
+    }
+
+    /**
+     * A piece after the first failed: the exception says, as an interrupt's does, which part of the
+     * destination holds the source's bytes, for the manager's says "Nothing was done" (of its own
+     * call) while earlier pieces arrived. It keeps the API type of the manager's exception (a caller
+     * that unmaps a block on a {@link StagingConflictException}, or drops a freed handle on an {@link
+     * InvalidHandleException}, still can: see {@link io.ferrum.memory.api.MemoryRouter#copy}), with
+     * that exception as its cause; anything else is a {@link MemoryException}. A refusal (an exception
+     * whose type says the call changed nothing) left the failed piece's range as it was; any other
+     * failure, a device's error say, may have written part of it, and the message names it.
+     *
+     * @param done   the bytes already copied, whole pieces, more than zero
+     * @param failed the piece that failed, or null when none had started (no host buffer)
+     * @param e      the failure
+     */
+    private static RuntimeException stoppedAfter(Route r, MemoryTransfer t, long done, MemoryTransfer failed, Throwable e) {
+        boolean refused = failed == null || e instanceof InvalidHandleException || e instanceof StagingConflictException
+                || e instanceof InvalidMemoryRequestException;
+        String what = named(r, t) + " failed after " + Bytes.count(done) + ": " + arrived(t, done)
+                + (refused ? ", the rest of its range is as it was; "
+                        : ", its offsets " + failed.dstOffset() + " to " + (failed.dstOffset() + failed.size())
+                                + ", where the failed piece went, may hold some of it, and the rest of its range is as it was; ")
+                + "copy again to complete it. Its next piece " + (refused ? "was refused: " : "failed: ")
+                + (e.getMessage() == null ? e.toString() : e.getMessage());
+        RuntimeException typed;
+        if (e instanceof StagingConflictException s) {
+            typed = new StagingConflictException(s.handle(), what);
+        } else if (e instanceof InvalidHandleException h) {
+            typed = new InvalidHandleException(h.handle(), what);
+        } else if (e instanceof OutOfDeviceMemoryException o) {
+            typed = new OutOfDeviceMemoryException(o.device(), o.requestedBytes(), o.freeBytes(), what);
+        } else if (e instanceof DeviceUnavailableException d) {
+            typed = new DeviceUnavailableException(d.device(), what);
+        } else if (e instanceof InvalidMemoryRequestException) {
+            typed = new InvalidMemoryRequestException(what);
+        } else {
+            typed = new MemoryException(what);
+        }
+        typed.initCause(e);
+        return typed;
+    }
+
+    /** @return the copy as its messages name it: its size, both handles and both devices */
+    private static String named(Route r, MemoryTransfer t) {
+        return "Copy of " + Bytes.count(t.size()) + " from " + t.src() + " on " + r.srcInfo().device() + " to " + t.dst()
+                + " on " + r.dstInfo().device();
+    }
+
+    /**
+     * @param done the bytes already copied, whole pieces: the range's first ones, or its last ones
+     *             where the pieces go back to front ({@link #piece})
+     * @return the destination offsets that hold the source's bytes, as the messages say it
+     */
+    private static String arrived(MemoryTransfer t, long done) {
         long from = t.dstOffset() > t.srcOffset() ? t.dstOffset() + t.size() - done : t.dstOffset();
-        throw new MemoryException(copy + "after " + Bytes.count(done) + ": the destination holds part of the source"
-                + " (destination offsets " + from + " to " + (from + done) + "), the rest of its range is as it was;"
-                + " copy again to complete it", new InterruptedException("interrupted"));
+        return "the destination holds part of the source (destination offsets " + from + " to " + (from + done) + ")";
     }
 
     /** @return whether the block is host memory, which a view reaches without a staging copy */

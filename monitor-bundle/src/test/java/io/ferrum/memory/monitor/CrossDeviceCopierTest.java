@@ -2,6 +2,7 @@ package io.ferrum.memory.monitor;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -13,7 +14,12 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -22,10 +28,13 @@ import org.junit.jupiter.params.provider.EnumSource;
 import io.ferrum.memory.api.AdvancedMemoryManager;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
+import io.ferrum.memory.api.InvalidHandleException;
+import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryException;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryTransfer;
+import io.ferrum.memory.api.StagingConflictException;
 import io.ferrum.memory.pool.ArenaUpstream;
 import io.ferrum.memory.pool.PoolSettings;
 import io.ferrum.memory.pool.PooledMemoryManager;
@@ -98,6 +107,41 @@ class CrossDeviceCopierTest {
                     }
                     return answer;
                 });
+    }
+
+    /**
+     * @return {@code m} seen through a proxy that runs {@code then} once, as soon as the copy's first
+     *         piece has arrived: after the outermost call that ends a piece returns (a view given to
+     *         the copy, the write of the host buffer, a peer copy that was made). Both managers of a
+     *         copy share {@code depth}, so a call nested in a view is not taken for the end of a piece.
+     */
+    private static DeviceMemoryManager afterFirstPiece(PooledMemoryManager m, int[] depth, AtomicBoolean fired,
+                                                      Runnable then) {
+        return (DeviceMemoryManager) Proxy.newProxyInstance(AdvancedMemoryManager.class.getClassLoader(),
+                new Class<?>[] {AdvancedMemoryManager.class}, (proxy, method, args) -> {
+                    Object answer;
+                    depth[0]++;
+                    try {
+                        answer = method.invoke(m, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    } finally {
+                        depth[0]--;
+                    }
+                    boolean endsPiece = List.of("withMapped", "write").contains(method.getName())
+                            || method.getName().equals("copyToPeer") && Boolean.TRUE.equals(answer);
+                    if (depth[0] == 0 && endsPiece && fired.compareAndSet(false, true)) {
+                        then.run();
+                    }
+                    return answer;
+                });
+    }
+
+    /** @return {@code data}'s first {@code piece} bytes at the start of {@code n} zeros */
+    private static byte[] firstPieceOf(byte[] data, int n, long piece) {
+        byte[] expected = new byte[n];
+        System.arraycopy(data, 0, expected, 0, (int) piece);
+        return expected;
     }
 
     private static byte[] contents(DeviceMemoryManager m, MemoryHandle h, int n) {
@@ -259,5 +303,162 @@ class CrossDeviceCopierTest {
             b.deallocate(mapping.target());
             a.deallocate(mapping.source());
         }
+    }
+
+    /**
+     * The source freed after the first piece (pieces of 1 MiB): the next piece is refused, and the
+     * copy's exception, still an {@link InvalidHandleException} naming the source, says which part
+     * of the destination holds the source's bytes, as an interrupt's does, with the manager's refusal
+     * as its cause. It used to be the manager's refusal itself, which says nothing of the piece that
+     * had arrived.
+     */
+    @ParameterizedTest
+    @EnumSource(Route.class)
+    void aSourceFreedAfterTheFirstPieceFailsTheCopySayingWhatArrived(Route route) {
+        PooledMemoryManager src = manager(route.src, route.peers);
+        PooledMemoryManager dst = manager(route.dst, route.peers);
+        int n = (int) (3 * MiB + 123); // four pieces
+        byte[] data = new byte[n];
+        new SplittableRandom(13).nextBytes(data);
+        MemoryHandle a = src.allocate(n, route.src);
+        MemoryHandle b = dst.allocate(n, route.dst);
+        src.write(a, 0, MemorySegment.ofArray(data));
+        CrossDeviceCopier copier = new CrossDeviceCopier(Runnable::run, MiB);
+        MemoryTransfer t = MemoryTransfer.of(a, b, n);
+        int[] depth = new int[1];
+        AtomicBoolean fired = new AtomicBoolean();
+        Runnable free = () -> src.deallocate(a);
+        CrossDeviceCopier.Route r = copier.plan(t, afterFirstPiece(src, depth, fired, free),
+                afterFirstPiece(dst, depth, fired, free));
+
+        InvalidHandleException e = assertThrows(InvalidHandleException.class, () -> copier.copy(r, t));
+
+        assertEquals(a, e.handle());
+        assertTrue(e.getCause() instanceof InvalidHandleException, "the manager's refusal: " + e.getCause());
+        assertEquals("Copy of " + n + " bytes from " + a + " on " + route.src + " to " + b + " on " + route.dst
+                + " failed after 1048576 bytes: the destination holds part of the source (destination offsets 0 to"
+                + " 1048576), the rest of its range is as it was; copy again to complete it. Its next piece was"
+                + " refused: " + e.getCause().getMessage(), e.getMessage());
+        assertArrayEquals(firstPieceOf(data, n, MiB), contents(dst, b, n), "the first piece arrived, no other");
+    }
+
+    /**
+     * The destination mapped through a host staging copy after the first piece: the copy's exception
+     * stays a {@link StagingConflictException} naming the destination (a caller unmaps, then copies
+     * again), and says that the first piece arrived; the manager's "Nothing was done" is its cause's.
+     */
+    @ParameterizedTest
+    @EnumSource(value = Route.class, names = {"HOST_TO_DEVICE", "STAGED", "PEER"})
+    void aDestinationMappedAfterTheFirstPieceFailsTheCopySayingWhatArrived(Route route) {
+        PooledMemoryManager src = manager(route.src, route.peers);
+        PooledMemoryManager dst = manager(route.dst, route.peers);
+        int n = (int) (3 * MiB + 123);
+        byte[] data = new byte[n];
+        new SplittableRandom(17).nextBytes(data);
+        MemoryHandle a = src.allocate(n, route.src);
+        MemoryHandle b = dst.allocate(n, route.dst);
+        src.write(a, 0, MemorySegment.ofArray(data));
+        CrossDeviceCopier copier = new CrossDeviceCopier(Runnable::run, MiB);
+        MemoryTransfer t = MemoryTransfer.of(a, b, n);
+        int[] depth = new int[1];
+        AtomicBoolean fired = new AtomicBoolean();
+        Runnable map = () -> dst.mapMemory(b, MemoryAccess.READ_ONLY);
+        CrossDeviceCopier.Route r = copier.plan(t, afterFirstPiece(src, depth, fired, map),
+                afterFirstPiece(dst, depth, fired, map));
+
+        StagingConflictException e = assertThrows(StagingConflictException.class, () -> copier.copy(r, t));
+
+        assertEquals(b, e.handle());
+        assertTrue(e.getCause() instanceof StagingConflictException, "the manager's refusal: " + e.getCause());
+        assertTrue(e.getMessage().startsWith("Copy of " + n + " bytes from " + a + " on " + route.src + " to " + b
+                + " on " + route.dst + " failed after 1048576 bytes: the destination holds part of the source"
+                + " (destination offsets 0 to 1048576), the rest of its range is as it was; copy again to complete"
+                + " it. Its next piece was refused: Block " + b), e.getMessage());
+        dst.unmapMemory(b);
+        assertArrayEquals(firstPieceOf(data, n, MiB), contents(dst, b, n), "the first piece arrived, no other");
+    }
+
+    /**
+     * A device that fails the second piece (not a refusal: the piece may have been written in part):
+     * the copy's exception names both the destination offsets that hold the source and those of the
+     * failed piece, which may hold some of it. A failure of the first piece is the manager's own
+     * exception, unchanged.
+     */
+    @org.junit.jupiter.api.Test
+    void aDeviceFailureAfterTheFirstPieceNamesThePieceItMayHaveWrittenInPart() {
+        PooledMemoryManager src = manager(GPU1, false);
+        PooledMemoryManager dst = manager(GPU2, false);
+        int n = (int) (3 * MiB + 123);
+        byte[] data = new byte[n];
+        new SplittableRandom(19).nextBytes(data);
+        MemoryHandle a = src.allocate(n, GPU1);
+        MemoryHandle b = dst.allocate(n, GPU2);
+        src.write(a, 0, MemorySegment.ofArray(data));
+        CrossDeviceCopier copier = new CrossDeviceCopier(Runnable::run, MiB);
+        MemoryTransfer t = MemoryTransfer.of(a, b, n);
+        int[] writes = new int[1];
+        MemoryException deviceError = new MemoryException("cuMemcpyHtoD failed on cuda:2: CUDA_ERROR_UNKNOWN");
+        int failAt = 2;
+        DeviceMemoryManager failing = (DeviceMemoryManager) Proxy.newProxyInstance(
+                AdvancedMemoryManager.class.getClassLoader(), new Class<?>[] {AdvancedMemoryManager.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("write") && ++writes[0] == failAt) {
+                        throw deviceError;
+                    }
+                    try {
+                        return method.invoke(dst, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+
+        MemoryException e = assertThrows(MemoryException.class, () -> copier.copy(copier.plan(t, src, failing), t));
+
+        assertEquals(MemoryException.class, e.getClass());
+        assertEquals(deviceError, e.getCause());
+        assertEquals("Copy of " + n + " bytes from " + a + " on cuda:1 to " + b + " on cuda:2 failed after 1048576"
+                + " bytes: the destination holds part of the source (destination offsets 0 to 1048576), its offsets"
+                + " 1048576 to 2097152, where the failed piece went, may hold some of it, and the rest of its range"
+                + " is as it was; copy again to complete it. Its next piece failed: " + deviceError.getMessage(),
+                e.getMessage());
+
+        writes[0] = failAt - 1; // the next copy fails at its first piece
+        assertEquals(deviceError, assertThrows(MemoryException.class, () -> copier.copy(copier.plan(t, src, failing), t)),
+                "a failure of the first piece is the manager's own exception");
+    }
+
+    /**
+     * {@code copyAsync} between two devices runs on a worker: the stage fails with the same exception
+     * as the synchronous copy, its type and its account of what arrived.
+     */
+    @org.junit.jupiter.api.Test
+    void anAsynchronousCopyFailingAfterItsFirstPieceSaysWhatArrived() throws Exception {
+        PooledMemoryManager src = manager(CPU1, false);
+        PooledMemoryManager dst = manager(GPU1, false);
+        int n = (int) (3 * MiB + 123);
+        byte[] data = new byte[n];
+        new SplittableRandom(23).nextBytes(data);
+        MemoryHandle a = src.allocate(n, CPU1);
+        MemoryHandle b = dst.allocate(n, GPU1);
+        src.write(a, 0, MemorySegment.ofArray(data));
+        ExecutorService worker = Executors.newSingleThreadExecutor();
+        toClose.add(worker::shutdownNow);
+        CrossDeviceCopier copier = new CrossDeviceCopier(worker, MiB);
+        MemoryTransfer t = MemoryTransfer.of(a, b, n);
+        int[] depth = new int[1];
+        AtomicBoolean fired = new AtomicBoolean();
+        Runnable map = () -> dst.mapMemory(b, MemoryAccess.READ_ONLY);
+        CrossDeviceCopier.Route r = copier.plan(t, afterFirstPiece(src, depth, fired, map),
+                afterFirstPiece(dst, depth, fired, map));
+
+        CompletionException stage = assertThrows(CompletionException.class,
+                () -> copier.copyAsync(r, t, null).toCompletableFuture().orTimeout(30, TimeUnit.SECONDS).join());
+
+        StagingConflictException e = assertInstanceOf(StagingConflictException.class, stage.getCause());
+        assertEquals(b, e.handle());
+        assertTrue(e.getMessage().contains(" failed after 1048576 bytes: the destination holds part of the source"
+                + " (destination offsets 0 to 1048576)"), e.getMessage());
+        dst.unmapMemory(b);
+        assertArrayEquals(firstPieceOf(data, n, MiB), contents(dst, b, n), "the first piece arrived, no other");
     }
 }
