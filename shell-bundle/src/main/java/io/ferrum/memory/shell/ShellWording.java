@@ -51,6 +51,12 @@ final class ShellWording {
             // Checks: unmapping a block that is not mapped.
             new Rule(Pattern.compile("is not mapped; map it with mapMemory before unmapping"),
                     m -> "is not mapped; map it with mem:map before mem:unmap"),
+            // Checks: a data-path call on a block mapped through a host staging copy (a GPU's), alone or
+            // quoted by a routed copy that stopped after its first piece.
+            new Rule(Pattern.compile("Block (\\S+) on (\\S+) is mapped through a host staging copy \\(mapMemory\\)(.*?)"
+                    + " unmapMemory it first\\."),
+                    m -> "Block " + m.group(1) + " on " + m.group(2) + " is mapped through a host staging copy (mem:map)"
+                            + m.group(3) + " Unmap it first (mem:unmap " + m.group(1) + ")."),
             // Checks: a block pinned by a program's scoped view.
             new Rule(Pattern.compile("a withMapped action"), m -> "a program's scoped view (withMapped)"),
             new Rule(Pattern.compile("withMapped actions, reads or writes"), m -> "scoped views, reads or writes"),

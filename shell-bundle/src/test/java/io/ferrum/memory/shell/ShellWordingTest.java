@@ -170,4 +170,21 @@ class ShellWordingTest {
                 + " bundle io.ferrum.memory.monitor is active", stopped);
         assertEquals("Invalid size 'x'", ShellWording.of("Invalid size 'x'"), "other messages pass unchanged");
     }
+
+    @Test
+    void aBlockMappedThroughAStagingCopyPointsToMemUnmap() {
+        // Checks.staged's words (pool engine), alone and quoted by a routed copy stopped after its first piece.
+        String staged = "Block 0x0000200000000001 on cuda:0 is mapped through a host staging copy (mapMemory): a read,"
+                + " write or copy of the device's bytes would miss the views' bytes, or be overwritten when the copy is"
+                + " written back. unmapMemory it first. Nothing was done";
+        String alone = ShellWording.of(staged);
+        assertTrue(alone.contains("(mem:map): a read,"), alone);
+        assertTrue(alone.endsWith("written back. Unmap it first (mem:unmap 0x0000200000000001). Nothing was done"), alone);
+        String routed = ShellWording.of("Copy of 2097152 bytes from 0x0000100000000001 on cpu:0 to 0x0000200000000001 on"
+                + " cuda:0 failed after 1048576 bytes: the destination holds part of the source (destination offsets 0 to"
+                + " 1048576), the rest of its range is as it was; copy again to complete it. Its next piece was refused: "
+                + staged);
+        assertTrue(routed.endsWith("Unmap it first (mem:unmap 0x0000200000000001). Nothing was done"), routed);
+        JAVA.forEach(j -> assertFalse(routed.contains(j), routed));
+    }
 }
