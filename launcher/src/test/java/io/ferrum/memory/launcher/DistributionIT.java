@@ -153,6 +153,28 @@ class DistributionIT {
             throw new AssertionError("'" + expected + "' did not follow '" + command + "' " + times + " times; output:\n" + output());
         }
 
+        /**
+         * Sends {@code command} until its output lacks {@code gone}. Each try waits for its output to end
+         * (the framework's row of the bundle list sent after it).
+         */
+        void untilGone(String command, String gone) throws Exception {
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WAIT_MS);
+            while (System.nanoTime() < deadline) {
+                int from = out.length();
+                send(command);
+                send("lb -s org.apache.felix.framework");
+                int end;
+                while ((end = out.indexOf("|org.apache.felix.framework", from)) < 0 && System.nanoTime() < deadline) {
+                    Thread.sleep(20);
+                }
+                if (end >= 0 && !out.substring(from, end).contains(gone)) {
+                    return;
+                }
+                Thread.sleep(100);
+            }
+            throw new AssertionError("'" + gone + "' still followed '" + command + "'; output:\n" + output());
+        }
+
         int finish() throws Exception {
             in.close();
             assertTrue(process.waitFor(WAIT_MS, TimeUnit.MILLISECONDS), "the distribution did not stop at end of input");
@@ -889,6 +911,40 @@ class DistributionIT {
             assertFalse(log.contains(bundle.toString()), "the exploded bundle is not named: " + log);
             Files.move(inFolder, config.resolve(inFolder.getFileName()));
             assertTrue(s.until("mem:devices", "cpu:1").contains("64.0 MiB"), s.output());
+            assertFalse(s.output().contains("Exception"), "no stack trace: " + s.output());
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /** Writes an exploded bundle's manifest into {@code bundle}, moved in whole. */
+    private static void explodedManifest(Path bundle, String symbolicName, String version) throws IOException {
+        Path written = Files.writeString(bundle.resolveSibling(bundle.getFileName() + ".MF"), "Manifest-Version: 1.0\n"
+                + "Bundle-ManifestVersion: 2\nBundle-SymbolicName: " + symbolicName + "\nBundle-Version: " + version + "\n\n");
+        Files.move(written, Files.createDirectories(bundle.resolve("META-INF")).resolve("MANIFEST.MF"),
+                java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    /**
+     * An exploded bundle that FileInstall notices (it holds a file its filter takes, a jar) is installed,
+     * updated when that file changes, and uninstalled when the folder is removed.
+     */
+    @Test
+    void anExplodedBundleInstallsUpdatesAndLeavesWithItsFolder() throws Exception {
+        Path dir = freshDir("exploded-bundle");
+        Path bundle = Files.createDirectories(dir.resolve("plugins").resolve("exploded"));
+        explodedManifest(bundle, "org.example.exploded", "1.0.0");
+        Path inner = Files.writeString(Files.createDirectories(bundle.resolve("lib")).resolve("inner.jar"), "not read");
+        try (Session s = new Session(dir)) {
+            s.until("lb -s org.example.exploded", "Active     |   20|org.example.exploded (1.0.0)");
+            explodedManifest(bundle, "org.example.exploded", "1.0.1");
+            Files.writeString(inner, "not read, changed");
+            s.until("lb -s org.example.exploded", "org.example.exploded (1.0.1)");
+            try (Stream<Path> all = Files.walk(bundle)) {
+                for (Path p : all.sorted(Comparator.reverseOrder()).toList()) {
+                    Files.delete(p);
+                }
+            }
+            s.untilGone("lb -s org.example.exploded", "org.example.exploded");
             assertFalse(s.output().contains("Exception"), "no stack trace: " + s.output());
             assertEquals(0, s.finish(), s.output());
         }

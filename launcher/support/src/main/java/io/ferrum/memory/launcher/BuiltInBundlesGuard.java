@@ -1,5 +1,6 @@
 package io.ferrum.memory.launcher;
 
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -16,7 +17,8 @@ import org.osgi.framework.hooks.bundle.FindHook;
  * it, and deleting the copy would remove it. This find hook hides from FileInstall every bundle that
  * did not come from a watched folder, so such a jar is installed as a new bundle, which the framework
  * refuses (its symbolic name and version are not unique; FileInstall logs the refusal) and the
- * built-in bundle stays as it is. Bundles FileInstall installed itself stay visible to it.
+ * built-in bundle stays as it is. Bundles FileInstall installed itself stay visible to it: a jar's
+ * and an exploded bundle's, which FileInstall updates and uninstalls by finding them by id.
  *
  * <p>Registered by {@link EarlyHooks} as this bundle starts, not by DS: FileInstall scans
  * {@code plugins/} as soon as it starts, before SCR (which sorts after it at the same start level)
@@ -24,6 +26,11 @@ import org.osgi.framework.hooks.bundle.FindHook;
  */
 public final class BuiltInBundlesGuard implements FindHook {
     static final String FILEINSTALL = "org.apache.felix.fileinstall";
+    /**
+     * The scheme of the location FileInstall gives an exploded bundle (a folder in a watched folder),
+     * followed by the folder's path; a jar's location is its {@code file:} URL.
+     */
+    private static final String JARDIR = "jardir:";
 
     private final List<String> watched = new ArrayList<>();
 
@@ -42,8 +49,16 @@ public final class BuiltInBundlesGuard implements FindHook {
     }
 
     private boolean fromWatchedFolder(String location) {
+        String file = location;
+        if (location.startsWith(JARDIR)) {
+            try {
+                file = Path.of(location.substring(JARDIR.length())).toUri().toString();
+            } catch (InvalidPathException notAPath) {
+                return false;
+            }
+        }
         for (String w : watched) {
-            if (location.startsWith(w) || location.startsWith(w.replace("file:///", "file:/"))) {
+            if (file.startsWith(w) || file.startsWith(w.replace("file:///", "file:/"))) {
                 return true;
             }
         }
