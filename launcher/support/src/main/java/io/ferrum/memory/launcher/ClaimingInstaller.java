@@ -1,6 +1,9 @@
 package io.ferrum.memory.launcher;
 
 import java.io.File;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 import org.apache.felix.fileinstall.ArtifactInstaller;
 
@@ -34,6 +37,29 @@ abstract class ClaimingInstaller implements ArtifactInstaller {
         if (artifact.isFile()) {
             ReadAgain.atNextPoll(artifact);
         }
+    }
+
+    /**
+     * @param artifact a file FileInstall asks about
+     * @param watched  the watched folders
+     * @return the folders in {@code watched} of which {@code artifact} is FileInstall's jar: it ends in
+     *         {@code .jar}, lies outside them (FileInstall packs a folder of a watched folder into {@code
+     *         <felix.fileinstall.tmpdir>/<name>.jar}), and they hold a folder of its name without {@code .jar}
+     */
+    static List<File> packedFolders(File artifact, List<Path> watched) {
+        String name = artifact.getName();
+        File parent = artifact.getAbsoluteFile().getParentFile();
+        List<File> folders = new ArrayList<>();
+        if (!name.endsWith(".jar") || name.equals(".jar") || parent == null || watched.contains(parent.toPath().normalize())) {
+            return folders;
+        }
+        for (Path dir : watched) {
+            File f = dir.resolve(name.substring(0, name.length() - ".jar".length())).toFile();
+            if (f.isDirectory()) {
+                folders.add(f);
+            }
+        }
+        return folders;
     }
 
     /** Names {@code artifact} in one error line, if it is still what this installer claims. */

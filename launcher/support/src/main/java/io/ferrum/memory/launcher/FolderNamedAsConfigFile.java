@@ -36,7 +36,7 @@ public final class FolderNamedAsConfigFile extends ClaimingInstaller {
 
     @Override
     public boolean canHandle(File artifact) {
-        return !folders(artifact).isEmpty();
+        return packedFolders(artifact, watched).stream().anyMatch(f -> ConfigFileEntries.isConfigName(f.getName()));
     }
 
     /** @param folder the folder itself: FileInstall asks about its jar, and installs the path it watches */
@@ -46,33 +46,5 @@ public final class FolderNamedAsConfigFile extends ClaimingInstaller {
             log.error("{} is a folder: FileInstall makes configurations of files only, so it configures nothing; put the"
                     + " configuration in a file of that name", ControlCharacters.escaped(folder.getAbsolutePath()));
         }
-    }
-
-    /**
-     * @param artifact a file FileInstall asks about
-     * @return the folders in the watched folders of which {@code artifact} is FileInstall's jar: it ends
-     *         in {@code .cfg.jar} or {@code .config.jar}, lies outside the watched folders, and a watched
-     *         folder holds a folder of its name without {@code .jar}
-     */
-    private List<File> folders(File artifact) {
-        String name = folderName(artifact);
-        File parent = artifact.getAbsoluteFile().getParentFile();
-        List<File> folders = new ArrayList<>();
-        if (!artifact.getName().endsWith(".jar") || !ConfigFileEntries.isConfigName(name)
-                || parent == null || watched.contains(parent.toPath().normalize())) {
-            return folders;
-        }
-        for (Path dir : watched) {
-            File f = dir.resolve(name).toFile();
-            if (f.isDirectory()) {
-                folders.add(f);
-            }
-        }
-        return folders;
-    }
-
-    private static String folderName(File artifact) {
-        String name = artifact.getName();
-        return name.endsWith(".jar") ? name.substring(0, name.length() - ".jar".length()) : name;
     }
 }

@@ -3,14 +3,9 @@ package io.ferrum.memory.launcher;
 import java.io.IOException;
 import java.nio.file.DirectoryIteratorException;
 import java.nio.file.DirectoryStream;
-import java.nio.file.FileVisitOption;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -42,9 +37,9 @@ import org.osgi.service.log.LoggerFactory;
  * plugins/extra/x.jar}). A watched folder is not read recursively: FileInstall 3.7.4 takes such a
  * folder for an exploded bundle, packs it into a jar of its temporary folder, and, since no installer
  * takes a jar without a manifest, packs it again at every poll, without a word;
- * <li>an exploded bundle (a folder holding {@code META-INF/MANIFEST.MF}) holding no file whose name the
- * filter takes: FileInstall notices a folder only by such a file in it (it matches the filter against
- * each file's path under the watched folder), so it never installs this one. One holding such a file
+ * <li>an exploded bundle (a folder holding {@code META-INF/MANIFEST.MF}) holding no file whose path the
+ * filter takes: FileInstall notices a folder only by such a file in it ({@link NoticedFiles}), so it never
+ * installs this one. One holding such a file
  * (a {@code .jar} on its {@code Bundle-ClassPath}) is installed, and not named.
  * </ul>
  * Only the names FileInstall looks at ({@code felix.fileinstall.filter}) are looked at, folders whatever
@@ -55,13 +50,6 @@ import org.osgi.service.log.LoggerFactory;
  */
 @Component(immediate = true, service = {})
 public final class SkippedEntries {
-    private static final long DEFAULT_POLL_MS = 2000;
-    /**
-     * At most this many entries of a folder in a watched folder are looked at each time (they are looked at
-     * at every poll): a folder with more is judged by these.
-     */
-    static final int MOST_ENTRIES_OF_A_FOLDER = 256;
-
     private final List<Path> watched = new ArrayList<>();
     private final Pattern filter;
     private final Logger log;
@@ -72,14 +60,7 @@ public final class SkippedEntries {
     @Activate
     public SkippedEntries(BundleContext context, @Reference(service = LoggerFactory.class) Logger log) {
         this(WatchedFolders.of(context), context.getProperty("felix.fileinstall.filter"), log);
-        long poll = DEFAULT_POLL_MS;
-        try {
-            String p = context.getProperty("felix.fileinstall.poll");
-            poll = p == null ? poll : Math.max(1, Long.parseLong(p.strip()));
-        } catch (NumberFormatException notANumber) {
-            // FileInstall keeps its default then too
-        }
-        scans.scheduleWithFixedDelay(this::scan, 0, poll, TimeUnit.MILLISECONDS);
+        scans.scheduleWithFixedDelay(this::scan, 0, WatchedFolders.pollMillis(context), TimeUnit.MILLISECONDS);
     }
 
     /**
@@ -154,7 +135,7 @@ public final class SkippedEntries {
                             + " of files only, so it configures nothing; put the configuration in a file of that name";
                 }
             }
-            boolean readable = holdsAFileToRead(entry, filter);
+            boolean readable = NoticedFiles.first(entry, filter) != null;
             if (Files.isRegularFile(entry.resolve("META-INF").resolve("MANIFEST.MF"))) {
                 return readable ? null : shown + " is an exploded bundle (it holds META-INF/MANIFEST.MF) that FileInstall"
                         + " never installs: it notices a folder only by a file in it whose name its filter takes ("
@@ -170,35 +151,5 @@ public final class SkippedEntries {
             // Gone or changed meanwhile: the next look decides.
         }
         return null;
-    }
-
-    /**
-     * @return whether {@code folder} holds, at any depth, a regular file whose name {@code filter} takes (any
-     *         file when it is null); only its first {@link #MOST_ENTRIES_OF_A_FOLDER} entries are looked at
-     */
-    private static boolean holdsAFileToRead(Path folder, Pattern filter) throws IOException {
-        boolean[] found = {false};
-        Files.walkFileTree(folder, EnumSet.of(FileVisitOption.FOLLOW_LINKS), Integer.MAX_VALUE, new SimpleFileVisitor<>() {
-            private int seen;
-
-            @Override
-            public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attrs) {
-                return ++seen > MOST_ENTRIES_OF_A_FOLDER ? FileVisitResult.TERMINATE : FileVisitResult.CONTINUE;
-            }
-
-            @Override
-            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) {
-                found[0] = attrs.isRegularFile()
-                        && (filter == null || filter.matcher(file.getFileName().toString()).matches());
-                return found[0] || ++seen > MOST_ENTRIES_OF_A_FOLDER ? FileVisitResult.TERMINATE : FileVisitResult.CONTINUE;
-            }
-
-            @Override
-            public FileVisitResult visitFileFailed(Path file, IOException unreadable) {
-                // A loop of links or an entry out of reach: FileInstall's walk passes it by too.
-                return FileVisitResult.CONTINUE;
-            }
-        });
-        return found[0];
     }
 }

@@ -18,6 +18,7 @@ import org.osgi.service.component.annotations.Component;
  */
 @Component(immediate = true, service = {})
 public final class WatchedFolders {
+    private static final long DEFAULT_POLL_MS = 2000;
 
     @Activate
     public WatchedFolders(BundleContext context) {
@@ -33,6 +34,19 @@ public final class WatchedFolders {
     /** @return the folders FileInstall watches in {@code context}'s framework ({@link #of(String)}) */
     static List<Path> of(BundleContext context) {
         return of(context.getProperty("felix.fileinstall.dir"));
+    }
+
+    /**
+     * @return FileInstall's poll interval in {@code context}'s framework ({@code felix.fileinstall.poll}),
+     *         in milliseconds: 2000 unless set to a number, as FileInstall reads it; 1 at least
+     */
+    static long pollMillis(BundleContext context) {
+        try {
+            String p = context.getProperty("felix.fileinstall.poll");
+            return p == null ? DEFAULT_POLL_MS : Math.max(1, Long.parseLong(p.strip()));
+        } catch (NumberFormatException notANumber) {
+            return DEFAULT_POLL_MS; // FileInstall keeps its default then too
+        }
     }
 
     /**
