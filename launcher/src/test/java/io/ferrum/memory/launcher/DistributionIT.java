@@ -10,6 +10,7 @@ import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.Enumeration;
@@ -916,6 +917,38 @@ class DistributionIT {
         }
     }
 
+    /**
+     * A folder no installer takes ({@code config/ferrum/} holding a configuration file, a user expecting
+     * subfolders to be read): FileInstall 3.7.4 packed it into {@code tmp/ferrum.jar} again at every poll
+     * (50 ms), reading and writing all of it, for as long as it was there, since it retries at every poll
+     * what no installer took. It is now packed once. Each round sets the packed jar's time back, then
+     * drops a configuration file into config/ and waits until it applies, which takes config/'s watcher two
+     * polls at least: a folder packed again at every poll has a new time by then.
+     */
+    @Test
+    void aFolderNoInstallerTakesIsPackedOnceNotAtEveryPoll() throws Exception {
+        Path dir = freshDir("folder-packed-once");
+        Path config = Files.createDirectories(dir.resolve("config"));
+        Path ferrum = Files.createDirectories(config.resolve("ferrum"));
+        Files.writeString(ferrum.resolve("io.ferrum.memory.cpu.device-t1.cfg"), "index=1\ncapacity=64m\n");
+        Path packed = dir.resolve("tmp").resolve("ferrum.jar");
+        FileTime back = FileTime.fromMillis(1_000_000_000_000L);
+        try (Session s = new Session(dir)) {
+            s.until("log 50 error", ferrum + " is a folder", 1);
+            s.until("mem:devices", "cpu:0");
+            assertTrue(Files.isRegularFile(packed), "FileInstall packed the folder into " + packed);
+            for (int device = 2; device <= 3; device++) {
+                Files.setLastModifiedTime(packed, back);
+                Path file = Files.writeString(dir.resolve("t.cfg"), "index=" + device + "\ncapacity=64m\n");
+                Files.move(file, config.resolve("io.ferrum.memory.cpu.device-t" + device + ".cfg"),
+                        java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+                s.until("mem:devices", "cpu:" + device);
+            }
+            assertEquals(back, Files.getLastModifiedTime(packed), "the folder was packed again");
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
     /** Writes an exploded bundle's manifest into {@code bundle}, moved in whole. */
     private static void explodedManifest(Path bundle, String symbolicName, String version) throws IOException {
         Path written = Files.writeString(bundle.resolveSibling(bundle.getFileName() + ".MF"), "Manifest-Version: 1.0\n"
@@ -945,6 +978,36 @@ class DistributionIT {
                 }
             }
             s.untilGone("lb -s org.example.exploded", "org.example.exploded");
+            assertFalse(s.output().contains("Exception"), "no stack trace: " + s.output());
+            assertEquals(0, s.finish(), s.output());
+        }
+    }
+
+    /**
+     * A folder being copied into plugins/ whose manifest comes last (FileInstall notices it by its jar,
+     * packs it and finds no bundle) is installed once the manifest is there.
+     */
+    @Test
+    void aFolderCopiedInBeforeItsManifestIsInstalledOnceComplete() throws Exception {
+        Path dir = freshDir("folder-copied-in");
+        Path plugins = Files.createDirectories(dir.resolve("plugins"));
+        try (Session s = new Session(dir)) {
+            s.until("mem:devices", "cpu:0");
+            Path late = Files.createDirectories(dir.resolve("late"));
+            Files.writeString(Files.createDirectories(late.resolve("lib")).resolve("inner.jar"), "not read");
+            Manifest m = new Manifest();
+            m.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
+            try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(dir.resolve("plain.jar")), m)) {
+                out.putNextEntry(new JarEntry("a.txt"));
+                out.closeEntry();
+            }
+            Files.move(late, plugins.resolve("late"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            Files.move(dir.resolve("plain.jar"), plugins.resolve("plain.jar"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            // Named in the pass of plugins/'s watcher that packed the folder and found no bundle in it.
+            s.until("log 50 error", plugins.resolve("plain.jar") + " is not installed");
+            assertTrue(Files.isRegularFile(dir.resolve("tmp").resolve("late.jar")), "FileInstall packed the folder");
+            explodedManifest(plugins.resolve("late"), "org.example.late", "1.0.0");
+            s.until("lb -s org.example.late", "Active");
             assertFalse(s.output().contains("Exception"), "no stack trace: " + s.output());
             assertEquals(0, s.finish(), s.output());
         }

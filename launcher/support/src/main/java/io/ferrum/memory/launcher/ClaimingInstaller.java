@@ -9,15 +9,17 @@ import org.apache.felix.fileinstall.ArtifactInstaller;
 
 /**
  * The shape of the installers that claim, for FileInstall, an entry of a watched folder that no other
- * installer takes and that FileInstall would otherwise pass over without a word ({@link
- * NotABundleReporter}, {@link FolderNamedAsConfigFile}, {@link SpecialFilesInPlugins}): each says in
- * {@link #report} why the entry is neither installed nor applied.
+ * installer takes and that FileInstall would otherwise pass over without a word, or try again at every
+ * poll ({@link NotABundleReporter}, {@link FolderNamedAsConfigFile}, {@link SpecialFilesInPlugins},
+ * {@link FolderThatIsNoBundle}): each says in {@link #report} why the entry is neither installed nor
+ * applied, unless another class says so already.
  *
  * <p>FileInstall calls {@link #install} for a new entry and {@link #update} only when it changed, so
  * each version of an entry is named once. When the entry is replaced by a file that another installer
  * takes (a bundle, a configuration file), FileInstall asks this one to {@link #uninstall} it and then
  * forgets the file until it changes again (FileInstall 3.7.4, {@code DirectoryWatcher.doProcess}): so
- * the file's modification time is moved on ({@link ReadAgain}), and the next poll installs it.
+ * the file's modification time is moved on ({@link ReadAgain}), and the next poll installs it. The same
+ * holds for an entry still there that this installer no longer takes ({@link #handBack}).
  */
 abstract class ClaimingInstaller implements ArtifactInstaller {
 
@@ -34,8 +36,16 @@ abstract class ClaimingInstaller implements ArtifactInstaller {
     /** @param artifact the claimed entry's path: a file now when it was replaced by one (see the class comment) */
     @Override
     public final void uninstall(File artifact) {
-        if (artifact.isFile()) {
-            ReadAgain.atNextPoll(artifact);
+        handBack(artifact);
+    }
+
+    /**
+     * Called when FileInstall takes {@code entry} from this installer: gone, or no longer what this one
+     * claims. Moves the time of an entry replaced by a file on (see the class comment).
+     */
+    void handBack(File entry) {
+        if (entry.isFile()) {
+            ReadAgain.atNextPoll(entry);
         }
     }
 

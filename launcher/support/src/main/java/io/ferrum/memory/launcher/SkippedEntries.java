@@ -35,8 +35,8 @@ import org.osgi.service.log.LoggerFactory;
  * <li>any other folder holding a file FileInstall would read in the watched folder itself (one whose
  * name its filter takes: {@code config/ferrum/io.ferrum.memory.cpu.device-t1.cfg}, {@code
  * plugins/extra/x.jar}). A watched folder is not read recursively: FileInstall 3.7.4 takes such a
- * folder for an exploded bundle, packs it into a jar of its temporary folder, and, since no installer
- * takes a jar without a manifest, packs it again at every poll, without a word;
+ * folder for an exploded bundle, packs it into a jar of its temporary folder, which no installer but
+ * {@link FolderThatIsNoBundle} takes (and that one silently), without a word;
  * <li>an exploded bundle (a folder holding {@code META-INF/MANIFEST.MF}) holding no file whose path the
  * filter takes: FileInstall notices a folder only by such a file in it ({@link NoticedFiles}), so it never
  * installs this one. One holding such a file

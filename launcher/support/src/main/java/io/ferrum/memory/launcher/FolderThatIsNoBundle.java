@@ -1,0 +1,190 @@
+package io.ferrum.memory.launcher;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.FileTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.jar.Manifest;
+import java.util.regex.Pattern;
+
+import org.apache.felix.fileinstall.ArtifactInstaller;
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.Constants;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.log.Logger;
+import org.osgi.service.log.LoggerFactory;
+
+/**
+ * Claims, for FileInstall, the jar it packs of a folder in a watched folder that is no bundle: a folder of
+ * configuration files or jars ({@code config/ferrum/}, {@code plugins/extra/}), an unzipped archive, an
+ * exploded bundle still being copied in (its manifest not there yet). FileInstall 3.7.4 notices such a
+ * folder by a file in it ({@link NoticedFiles}), packs the whole folder into a jar of its temporary folder
+ * ({@code tmp/ferrum.jar}), finds no installer for that jar, and tries again at every poll what no installer
+ * took: it read and wrote the whole folder every 50 ms for as long as the folder was there. Claimed, the
+ * folder is packed again only when a file FileInstall notices in it changes.
+ *
+ * <p>FileInstall asks its installers by service ranking, and this one has the lowest (-1): it takes only
+ * what every other installer passed over, and never a jar with a {@code Bundle-SymbolicName}, which
+ * FileInstall's own bundle installer, asked last, takes; nor a folder named as a configuration file,
+ * {@link FolderNamedAsConfigFile}'s.
+ *
+ * <p>A folder that becomes a bundle must be handed back, and FileInstall would not see it: a manifest
+ * written into a claimed folder is no file it notices. So the manifest of each claimed folder is looked
+ * at at FileInstall's poll interval (one file's attributes a folder); when it changed since FileInstall
+ * packed the folder, the modification time of a file FileInstall notices in it is moved on ({@link
+ * ReadAgain}). FileInstall packs the folder again and asks this installer about it; a bundle now, it is
+ * taken from this installer ({@link #handBack}), which moves the time on once more, since FileInstall
+ * then forgets the folder until it changes; at its next poll FileInstall installs it.
+ *
+ * <p>A folder holding a manifest without a {@code Bundle-SymbolicName} is named in one error line, once for
+ * each version of it; {@link SkippedEntries} names a folder without one.
+ */
+@Component(service = ArtifactInstaller.class, property = Constants.SERVICE_RANKING + ":Integer=-1")
+public final class FolderThatIsNoBundle extends ClaimingInstaller {
+    private final List<Path> watched = new ArrayList<>();
+    private final Pattern filter;
+    private final Logger log;
+    /** Each claimed folder, and what became of its manifest; changed by FileInstall's threads and the checks. */
+    private final Map<Path, Claim> claimed = new ConcurrentHashMap<>();
+    private final ScheduledExecutorService checks;
+
+    /**
+     * A claimed folder's manifest: {@code packed} as it was when FileInstall last packed the folder,
+     * {@code prodded} as it was when the folder was last brought to FileInstall's notice because of it.
+     */
+    private record Claim(ManifestStamp packed, ManifestStamp prodded) {
+    }
+
+    /**
+     * A folder's manifest's attributes that change when it is written or replaced; {@link #NONE} when there
+     * is none, {@link #UNREADABLE} when they cannot be read.
+     */
+    private record ManifestStamp(FileTime modified, long size, Object fileKey) {
+        static final ManifestStamp NONE = new ManifestStamp(FileTime.fromMillis(0), -1, null);
+        static final ManifestStamp UNREADABLE = new ManifestStamp(FileTime.fromMillis(0), -2, null);
+
+        static ManifestStamp of(Path folder) {
+            try {
+                BasicFileAttributes a = Files.readAttributes(manifest(folder), BasicFileAttributes.class);
+                return new ManifestStamp(a.lastModifiedTime(), a.size(), a.fileKey());
+            } catch (NoSuchFileException none) {
+                return NONE;
+            } catch (IOException | SecurityException unreadable) {
+                return UNREADABLE;
+            }
+        }
+    }
+
+    @Activate
+    public FolderThatIsNoBundle(BundleContext context, @Reference(service = LoggerFactory.class) Logger log) {
+        this(WatchedFolders.of(context), context.getProperty("felix.fileinstall.filter"), log);
+        checks.scheduleWithFixedDelay(this::check, 0, WatchedFolders.pollMillis(context), TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * @param watched the watched folders
+     * @param filter  the paths FileInstall looks at, a regular expression; null: every path
+     */
+    FolderThatIsNoBundle(List<Path> watched, String filter, Logger log) {
+        this.watched.addAll(watched);
+        this.filter = filter == null || filter.isBlank() ? null : Pattern.compile(filter);
+        this.log = log;
+        checks = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "ferrum folders that are no bundle");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    @Deactivate
+    void stop() {
+        checks.shutdownNow();
+    }
+
+    /** @return whether {@code artifact} is FileInstall's jar of a folder in a watched folder that is no bundle */
+    @Override
+    public boolean canHandle(File artifact) {
+        return packedFolders(artifact, watched).stream().anyMatch(f -> !ConfigFileEntries.isConfigName(f.getName()))
+                && NotABundleReporter.whyNotABundle(artifact) != null;
+    }
+
+    /** @param folder the folder: FileInstall asks about its jar, and installs the path it watches */
+    @Override
+    void report(File folder) {
+        Path f = folder.toPath().toAbsolutePath().normalize();
+        ManifestStamp now = ManifestStamp.of(f);
+        claimed.put(f, new Claim(now, now));
+        if (now.equals(ManifestStamp.NONE)) {
+            return;
+        }
+        String why = whyNoBundle(f);
+        if (why == null) {
+            // Its manifest came after FileInstall packed it: FileInstall is to look again.
+            prod(f);
+        } else {
+            log.error("{} is not installed: it holds META-INF/MANIFEST.MF, but {}; give the manifest a Bundle-SymbolicName,"
+                    + " or remove the folder", ControlCharacters.escaped(f), why);
+        }
+    }
+
+    @Override
+    void handBack(File entry) {
+        claimed.remove(entry.toPath().toAbsolutePath().normalize());
+        super.handBack(entry);
+        if (entry.isDirectory()) {
+            // A bundle now: FileInstall forgets it until it changes again.
+            prod(entry.toPath().toAbsolutePath().normalize());
+        }
+    }
+
+    /** Brings to FileInstall's notice each claimed folder whose manifest changed since it was packed. */
+    void check() {
+        claimed.forEach((folder, claim) -> {
+            ManifestStamp now = ManifestStamp.of(folder);
+            if (!now.equals(claim.packed()) && !now.equals(claim.prodded())
+                    && claimed.replace(folder, claim, new Claim(claim.packed(), now))) {
+                prod(folder);
+            }
+        });
+    }
+
+    /** Moves the time of a file FileInstall notices in {@code folder} on, so that it packs the folder again. */
+    private void prod(Path folder) {
+        try {
+            Path noticed = NoticedFiles.first(folder, filter);
+            if (noticed != null) {
+                ReadAgain.atNextPoll(noticed.toFile());
+            }
+        } catch (IOException | SecurityException gone) {
+            // Gone meanwhile: FileInstall sees that itself.
+        }
+    }
+
+    /** @return why the manifest of {@code folder} makes no bundle, or null when it does */
+    private static String whyNoBundle(Path folder) {
+        try (InputStream in = Files.newInputStream(manifest(folder))) {
+            return new Manifest(in).getMainAttributes().getValue("Bundle-SymbolicName") == null
+                    ? "it has no Bundle-SymbolicName" : null;
+        } catch (IOException | RuntimeException unreadable) {
+            return "it cannot be read (" + ControlCharacters.escaped(unreadable.toString()) + ")";
+        }
+    }
+
+    private static Path manifest(Path folder) {
+        return folder.resolve("META-INF").resolve("MANIFEST.MF");
+    }
+}

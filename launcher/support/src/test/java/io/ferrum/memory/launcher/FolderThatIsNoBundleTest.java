@@ -1,0 +1,188 @@
+package io.ferrum.memory.launcher;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.lang.reflect.Proxy;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.jar.Attributes;
+import java.util.jar.JarEntry;
+import java.util.jar.JarOutputStream;
+import java.util.jar.Manifest;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.osgi.service.log.Logger;
+
+/**
+ * What FileInstall packs of a folder in a watched folder and no installer takes, on a real file system;
+ * FileInstall's side (its packing and its calls) played by the test.
+ */
+class FolderThatIsNoBundleTest {
+    private static final String FILTER = ".*\\.(jar|cfg|config)";
+    private static final FileTime BACK = FileTime.fromMillis(1_000_000_000_000L);
+
+    @TempDir
+    Path dir;
+
+    private Path config;
+    private Path plugins;
+    private Path tmp;
+    private FolderThatIsNoBundle installer;
+    private final List<String> errors = new ArrayList<>();
+
+    /** A logger that keeps each error line, its arguments put in place of {@code {}}. */
+    private final Logger log = (Logger) Proxy.newProxyInstance(Logger.class.getClassLoader(), new Class<?>[] {Logger.class},
+            (proxy, m, args) -> {
+                if (m.getName().equals("error")) {
+                    String line = (String) args[0];
+                    for (int i = 1; i < args.length; i++) {
+                        line = line.replaceFirst("\\{}", java.util.regex.Matcher.quoteReplacement(String.valueOf(args[i])));
+                    }
+                    errors.add(line);
+                }
+                return null;
+            });
+
+    @BeforeEach
+    void folders() throws IOException {
+        config = Files.createDirectories(dir.resolve("config"));
+        plugins = Files.createDirectories(dir.resolve("plugins"));
+        tmp = Files.createDirectories(dir.resolve("tmp"));
+        installer = new FolderThatIsNoBundle(List.of(config, plugins), FILTER, log);
+    }
+
+    @AfterEach
+    void stop() {
+        installer.stop();
+    }
+
+    /** Packs {@code folder} into {@code tmp/<name>.jar} as FileInstall does: its manifest first, if any. */
+    private Path packed(Path folder) throws IOException {
+        Path jar = tmp.resolve(folder.getFileName() + ".jar");
+        Path manifest = folder.resolve("META-INF").resolve("MANIFEST.MF");
+        try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(jar))) {
+            if (Files.isRegularFile(manifest)) {
+                out.putNextEntry(new JarEntry("META-INF/MANIFEST.MF"));
+                out.write(Files.readAllBytes(manifest));
+                out.closeEntry();
+            }
+            out.putNextEntry(new JarEntry("x"));
+            out.closeEntry();
+        }
+        return jar;
+    }
+
+    private static void manifest(Path folder, String symbolicName) throws IOException {
+        Manifest m = new Manifest();
+        m.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
+        if (symbolicName != null) {
+            m.getMainAttributes().putValue("Bundle-SymbolicName", symbolicName);
+        }
+        try (var out = Files.newOutputStream(Files.createDirectories(folder.resolve("META-INF")).resolve("MANIFEST.MF"))) {
+            m.write(out);
+        }
+    }
+
+    /** A folder of plugins/ holding a jar, by which FileInstall notices it; its time set back. */
+    private Path folderWithAJar(String name) throws IOException {
+        Path folder = Files.createDirectories(plugins.resolve(name));
+        Path jar = Files.writeString(Files.createDirectories(folder.resolve("lib")).resolve("inner.jar"), "x");
+        Files.setLastModifiedTime(jar, BACK);
+        return folder;
+    }
+
+    @Test
+    void takesTheJarOfAFolderThatIsNoBundleAndNothingElse() throws Exception {
+        Path extra = folderWithAJar("extra");
+        Path ferrum = Files.createDirectories(config.resolve("ferrum"));
+        Files.writeString(ferrum.resolve("io.ferrum.memory.cpu.device-t1.cfg"), "index=1\n");
+        Path noName = folderWithAJar("no-name");
+        manifest(noName, null);
+        Path bundle = folderWithAJar("bundle");
+        manifest(bundle, "org.example.bundle");
+        Path namedAsConfig = Files.createDirectories(config.resolve("x.cfg"));
+        Files.writeString(namedAsConfig.resolve("inner.cfg"), "a=b\n");
+        Path plain = Files.write(plugins.resolve("plain.jar"), new byte[0]);
+
+        assertTrue(installer.canHandle(packed(extra).toFile()), "a folder of jars");
+        assertTrue(installer.canHandle(packed(ferrum).toFile()), "a folder of configuration files");
+        assertTrue(installer.canHandle(packed(noName).toFile()), "a manifest without Bundle-SymbolicName");
+        assertFalse(installer.canHandle(packed(bundle).toFile()), "an exploded bundle: FileInstall's");
+        assertFalse(installer.canHandle(packed(namedAsConfig).toFile()), "FolderNamedAsConfigFile's");
+        assertFalse(installer.canHandle(plain.toFile()), "a jar in a watched folder: NotABundleReporter's");
+        assertFalse(installer.canHandle(Files.write(tmp.resolve("gone.jar"), new byte[0]).toFile()), "no such folder");
+    }
+
+    /**
+     * A folder copied in, its manifest last: FileInstall does not notice a manifest, so the time of the jar
+     * in it is moved on once, and again when FileInstall hands the folder back, a bundle now.
+     */
+    @Test
+    void aClaimedFolderWhoseManifestComesIsBroughtBackToFileInstall() throws Exception {
+        Path late = folderWithAJar("late");
+        Path inner = late.resolve("lib").resolve("inner.jar");
+        assertTrue(installer.canHandle(packed(late).toFile()));
+        installer.install(late.toFile());
+        installer.check();
+        assertEquals(BACK, Files.getLastModifiedTime(inner), "nothing changed: FileInstall is left alone");
+
+        manifest(late, "org.example.late");
+        installer.check();
+        FileTime prodded = Files.getLastModifiedTime(inner);
+        assertNotEquals(BACK, prodded, "the manifest came: FileInstall is to pack the folder again");
+        installer.check();
+        assertEquals(prodded, Files.getLastModifiedTime(inner), "once, not at every look");
+
+        assertFalse(installer.canHandle(packed(late).toFile()), "a bundle now");
+        Files.setLastModifiedTime(inner, BACK);
+        installer.uninstall(late.toFile());
+        assertNotEquals(BACK, Files.getLastModifiedTime(inner), "handed back: FileInstall is to look at it again");
+        installer.check();
+        assertEquals(List.of(), errors);
+    }
+
+    /** A folder that changes and is still no bundle is claimed again, silently; one that goes is forgotten. */
+    @Test
+    void aFolderStillNoBundleOrGoneIsLeftToFileInstall() throws Exception {
+        Path extra = folderWithAJar("extra");
+        Path inner = extra.resolve("lib").resolve("inner.jar");
+        installer.install(extra.toFile());
+        Files.writeString(extra.resolve("more.jar"), "y");
+        assertTrue(installer.canHandle(packed(extra).toFile()));
+        installer.update(extra.toFile());
+        installer.check();
+        assertEquals(BACK, Files.getLastModifiedTime(inner));
+        try (var all = Files.walk(extra)) {
+            for (Path p : all.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(p);
+            }
+        }
+        installer.uninstall(extra.toFile());
+        installer.check();
+        assertFalse(Files.exists(extra));
+        assertEquals(List.of(), errors);
+    }
+
+    /** A folder whose manifest has no Bundle-SymbolicName is named, once for each version of it. */
+    @Test
+    void aFolderWithAManifestWithoutSymbolicNameIsNamed() throws Exception {
+        Path noName = folderWithAJar("no-name");
+        manifest(noName, null);
+        String line = noName.toAbsolutePath() + " is not installed: it holds META-INF/MANIFEST.MF, but it has no"
+                + " Bundle-SymbolicName; give the manifest a Bundle-SymbolicName, or remove the folder";
+        installer.install(noName.toFile());
+        installer.check();
+        installer.check();
+        assertEquals(List.of(line), errors);
+    }
+}
