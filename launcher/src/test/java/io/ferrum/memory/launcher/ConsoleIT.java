@@ -191,10 +191,11 @@ class ConsoleIT {
         ProcessBuilder pb = new ProcessBuilder(java, "-Dfile.encoding=COMPAT", "-Dstdin.encoding=UTF-8", "-jar",
                 DistributionIT.jar().toString()).directory(DistributionIT.freshDir("stdin-encoding").toFile());
         pb.environment().put("LC_ALL", "C");
-        Run r = run(pb, "h = mem:alloc 64 cpu:0\nmem:write --text $h 0 '\u00e9'\nmem:read $h 0 4\n");
+        Run r = run(pb, "h = mem:alloc 64 cpu:0\nmem:write --text $h 0 '\u00e9'\nmem:read $h 0 2\n");
         assertEquals(0, r.code(), r.toString());
         assertTrue(r.out().contains("wrote 2 bytes"), "the two bytes of \u00e9 in UTF-8: " + r.out());
-        assertTrue(r.out().contains("c3 a9 00 00"), r.out());
+        // Only the two bytes written: the rest of a new block is whatever posix_memalign's memory held.
+        assertTrue(r.out().contains("c3 a9"), r.out());
     }
 
     /**
