@@ -12,11 +12,14 @@ import java.io.Serial;
  * views' or write bytes the write-back would overwrite: they are refused with this exception. So is
  * a {@code mapMemory} that would start such a mapping while one of those calls on the block is under
  * way (an asynchronous copy counts until it has run): its copy would miss their bytes. The later of
- * the two is refused; nothing was changed by the refused call. A {@code withMapped} action on such
- * memory holds the block the same way, from before its own staging copy is made to the end of its
- * write-back: every other thread's call on the block, and every copy with it on either side, is
- * refused meanwhile; the action's own thread's nested calls share its copy. Host memory is never
- * staged, and never refused so.
+ * the two is refused; nothing was changed by the refused call, which may be made again once the other
+ * has returned. Of two calls that start at the same moment on two threads, one goes on; both can be
+ * refused only when the thread of the one refused first is descheduled for more than a few
+ * microseconds before it lets go of the block. A {@code withMapped} action on such memory holds the
+ * block the same way, from before its own staging copy is made to the end of its write-back: every
+ * other thread's call on the block, and every copy with it on either side, is refused meanwhile; the
+ * action's own thread's nested calls share its copy. Host memory is never staged, and never refused
+ * so.
  *
  * @since 1.5
  */

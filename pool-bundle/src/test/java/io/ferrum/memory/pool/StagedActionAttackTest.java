@@ -7,16 +7,21 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.reflect.Field;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
 
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryTransfer;
+import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.StagingConflictException;
+import io.ferrum.memory.api.StreamHandle;
 import io.ferrum.memory.pool.HookedUpstream.Pause;
 import io.ferrum.memory.pool.StagingRacesTest.StagedUpstream;
 
@@ -116,5 +121,68 @@ class StagedActionAttackTest extends RaceHarness {
         assertEquals(1, view.get(ValueLayout.JAVA_BYTE, 0), "the mapping missed the action's byte");
         m.unmapMemory(h);
         assertEquals(1, first(m, h));
+    }
+
+    /** Sets the engine's hook run by a staged action refused as busy ({@code DataPath.busyForTests}). */
+    static void onBusyAction(Runnable hook) throws ReflectiveOperationException {
+        Field f = Class.forName("io.ferrum.memory.pool.internal.DataPath").getDeclaredField("busyForTests");
+        f.setAccessible(true);
+        f.set(null, hook);
+    }
+
+    /**
+     * An action and an async copy of its block that start at the same moment: one of the two must go
+     * on. The copy pins the block, then (paused on the other block's pool lock, which the test holds)
+     * has yet to look for an action's hold; the action sees the pin and is refused, and the copy then
+     * goes on as the refusal is made. Before, the action took its hold first and let it go only once
+     * refused: the copy, looking meanwhile, saw the hold and was refused too, and neither ran.
+     */
+    @Test
+    void anActionAndAnAsyncCopyStartingTogetherAreNotBothRefused() throws Exception {
+        StagedUpstream up = new StagedUpstream();
+        HostStreamManager streams = new HostStreamManager(GPU);
+        toClose.add(streams);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults(), streams);
+        MemoryHandle h = m.allocate(1000, GPU);
+        MemoryHandle d = m.allocate(1000, MemoryType.CACHE, GPU);
+        m.write(h, 0, MemorySegment.ofArray(new byte[] {3}));
+        StreamHandle dflt = streams.defaultStream(GPU);
+        ReentrantLock otherPool = poolLock(m, MemoryType.CACHE);
+        CountDownLatch refusing = new CountDownLatch(1);
+        CompletableFuture<Object> copy;
+        CompletableFuture<Object> action;
+        otherPool.lock();
+        try {
+            // Pinned the block, then queued for the destination's pool: it has yet to look for a hold.
+            copy = start("copyAsync", () -> m.copyAsync(new MemoryTransfer(h, d, 1000, 0, 0), dflt)
+                    .toCompletableFuture().get(30, TimeUnit.SECONDS));
+            awaitQueued(otherPool, threads.get(0));
+            CompletableFuture<Object> theCopy = copy;
+            onBusyAction(() -> {
+                refusing.countDown();
+                // The copy looks for a hold meanwhile, and ends.
+                StagedActionExclusionTest.outcome(() -> theCopy.get(30, TimeUnit.SECONDS));
+            });
+            action = start("action", () -> m.withMapped(h, MemoryAccess.READ_WRITE, v -> {
+                v.set(ValueLayout.JAVA_BYTE, 0, (byte) 1);
+                return null;
+            }));
+            assertTrue(refusing.await(30, TimeUnit.SECONDS), "the action was not refused for the copy's pin");
+        } finally {
+            otherPool.unlock();
+        }
+        Throwable copied;
+        Throwable acted;
+        try {
+            copied = StagedActionExclusionTest.outcome(() -> copy.get(30, TimeUnit.SECONDS));
+            acted = StagedActionExclusionTest.outcome(() -> action.get(30, TimeUnit.SECONDS));
+        } finally {
+            onBusyAction(null);
+        }
+        assertFalse(copied != null && acted != null, "both were refused: the copy with " + copied
+                + ", the action with " + acted);
+        assertTrue(acted.getCause() instanceof StagingConflictException, "the action, started later: " + acted);
+        assertEquals(3, first(m, d), "the copy that went on did not copy");
+        assertEquals(3, first(m, h), "the refused action changed the block");
     }
 }

@@ -60,9 +60,9 @@ public final class Block extends BlockPadding {
     /**
      * On memory the CPU cannot address: the thread whose {@code withMapped} action holds a host
      * staging copy of the block, from before that copy is made to the end of its write-back; null
-     * otherwise. Set only by that thread, from null ({@link #holdForAction}), and cleared by it; every
-     * other thread's data path on the block is refused meanwhile ({@link Mappings#staged}). Never set
-     * on host memory.
+     * otherwise. Set only by that thread, from null, under the pool's lock while no pin is on the
+     * block ({@link #holdForAction}), and cleared by it without the lock; every other thread's data
+     * path on the block is refused meanwhile ({@link Mappings#staged}). Never set on host memory.
      */
     volatile Thread heldBy;
     AccessTracker access;
@@ -225,8 +225,8 @@ public final class Block extends BlockPadding {
     }
 
     /**
-     * Makes the calling thread's {@code withMapped} action the holder of the block's bytes ({@link
-     * #heldBy}); the caller clears it when the action's write-back is over.
+     * Under the pool lock: makes the calling thread's {@code withMapped} action the holder of the
+     * block's bytes ({@link #heldBy}); the caller clears it when the action's write-back is over.
      *
      * @return false, changing nothing, when another thread's action holds them
      */

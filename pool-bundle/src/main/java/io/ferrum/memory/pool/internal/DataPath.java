@@ -207,22 +207,22 @@ final class DataPath {
      * write-back. Another thread's call landing on the device meanwhile would be missed by the copy
      * or overwritten by the write-back (a READ_ONLY action too is written back when a nested view
      * wrote), so every other thread's data path on the block is refused then ({@link
-     * Mappings#staged}); the thread's own nested calls share the copy. Held first, then the other
-     * calls are looked for: one that entered its scope (or pinned) before the hold was published is
-     * seen here, waited for briefly as a free waits, and the action refused if it stays; one after
-     * it sees the hold. Whatever ends the action (a throw, a failed copy or write-back), the hold
-     * goes before the scope leaves.
+     * Mappings#staged}); the thread's own nested calls share the copy. The hold is taken under the
+     * pool's lock, only while no pin is on the block ({@link #hold}); then the scopes are looked for:
+     * one that entered before the hold was published is seen here, waited for briefly as a free
+     * waits, and the action refused if it stays; one after it sees the hold. Whatever ends the action
+     * (a throw, a failed copy or write-back), the hold goes before the scope leaves.
      */
     private <R> R staged(Block b, MemoryAccess access, Function<? super MemorySegment, ? extends R> action, Arena arena) {
-        Thread me = Thread.currentThread();
-        if (!b.holdForAction(me)) {
-            throw Mappings.Staged.HELD_SOURCE; // another thread's action holds the block
+        Mappings.Staged refused = hold(b, Thread.currentThread());
+        if (refused != null) {
+            throw refused(refused);
         }
         try {
-            // The hold was written before the pins and scopes are read here; a pin (under the lock) or
-            // a scope is written before the hold is read there: one of the two sees the other.
-            if (b.pins > 0 || !Scopes.awaitAlone(b)) {
-                throw Mappings.Staged.BUSY;
+            // The hold was written before the scopes are read here; a scope is written before the
+            // hold is read there: one of the two sees the other.
+            if (!Scopes.awaitAlone(b)) {
+                throw refused(Mappings.Staged.BUSY);
             }
             DeviceUpstream up = upstream(b);
             MemorySegment staging = arena.allocate(b.requested, 64);
@@ -249,6 +249,45 @@ final class DataPath {
             b.heldBy = null;
         }
     }
+
+    /**
+     * Takes the hold of {@code b} for the calling thread's outermost staged action, under the pool's
+     * lock, where pins are taken: a pin there before (an async copy accepted, a hint under way) is
+     * seen here and refuses the action, which then never held the block; a pin after it sees the
+     * hold, read once pinned, and its call is refused. So of an action and an async copy that start
+     * at once exactly one goes on. Before, the hold was taken without the lock and let go only once
+     * a pin had refused the action: the copy, looking meanwhile, saw it, and both were refused.
+     *
+     * @return null once held; else the marker that refuses the action: {@link Mappings.Staged#BUSY}
+     *         for a pin, {@link Mappings.Staged#HELD_SOURCE} for another thread's hold
+     */
+    private static Mappings.Staged hold(Block b, Thread me) {
+        Pool pool = b.pool;
+        pool.acquire();
+        try {
+            if (b.pins > 0) {
+                return Mappings.Staged.BUSY;
+            }
+            return b.holdForAction(me) ? null : Mappings.Staged.HELD_SOURCE;
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    /** @return {@code marker}, for the action to throw, once the tests' hook has run on a refusal as busy */
+    private static Mappings.Staged refused(Mappings.Staged marker) {
+        Runnable hook = busyForTests;
+        if (hook != null && marker == Mappings.Staged.BUSY) {
+            hook.run();
+        }
+        return marker;
+    }
+
+    /**
+     * Tests only: run by a staged action refused because another call is under way on its block, as
+     * it is refused; null otherwise (read only on that refusal).
+     */
+    static volatile Runnable busyForTests;
 
     /** Walks the caller's stack (rare calls only: a close that finds scopes inside its blocks). */
     private static final StackWalker WALKER = StackWalker.getInstance(StackWalker.Option.RETAIN_CLASS_REFERENCE);
