@@ -81,12 +81,16 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      *     stays the block's until the action ends, and that end releases the memory.</li>
      * <li>On memory the CPU cannot address (a GPU's), the view is a host staging copy of the block,
      *     written back when a {@link MemoryAccess#READ_WRITE} or {@link MemoryAccess#WRITE_ONLY}
-     *     action returns normally (not when it throws). Calls on the same block nested in the action,
-     *     on its thread, work on that copy: a nested view is the copy, {@code read} reads it, {@code
-     *     write} writes it and the device; so the action sees their bytes and its write-back keeps
-     *     them (it also runs after a READ_ONLY action when a nested view wrote); {@code copyToPeer}
-     *     of the block answers false, so that a router copies it through {@code read} and {@code
-     *     write}.</li>
+     *     action returns normally (not when it throws: its bytes are dropped). Calls on the same
+     *     block nested in the action, on its thread, work on that copy: a nested view is the copy,
+     *     {@code read} reads it, {@code write} writes it and the device; so the action sees their
+     *     bytes and its write-back keeps them. A nested view that may write and returns normally
+     *     keeps its bytes whatever the outer action then does: the copy is written back when the
+     *     outermost action ends, after a READ_ONLY action too, and after one that throws (the outer
+     *     action's own bytes, in the same copy, go back with them). A nested action that throws
+     *     leaves its bytes in the copy, where the thread sees them: they go back only if the copy is
+     *     written back for another reason. {@code copyToPeer} of the block answers false, so that a
+     *     router copies it through {@code read} and {@code write}.</li>
      * <li><b>The action holds the block</b> on such memory, whatever its access, from before its
      *     copy is made to the end of its write-back: the copy would miss, and the write-back
      *     overwrite, any other call's bytes. Meanwhile every other thread's call on the block ({@code

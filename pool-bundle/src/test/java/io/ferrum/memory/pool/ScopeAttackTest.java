@@ -3,15 +3,18 @@ package io.ferrum.memory.pool;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
 
 import org.junit.jupiter.api.Test;
 
@@ -190,6 +193,84 @@ class ScopeAttackTest extends EngineTestSupport {
             return null;
         }));
         assertEquals(5, read(m, h, 1000)[700], "a nested writer inside a READ_ONLY action");
+    }
+
+    /**
+     * On memory the host cannot address, a view nested in an action that then throws: a nested view
+     * that may write and returned normally keeps its bytes, as a nested {@code write} does and as
+     * every view does on host memory. Before, the outermost action's throw dropped the staging copy,
+     * and with it the bytes of every nested view, though the thread had read them back meanwhile.
+     * One copy holds the outer action's bytes too: they go back with the nested view's. With no
+     * nested writer returned, a throwing action is not written back (its bytes are dropped), and a
+     * nested writer that throws keeps its bytes in the copy only: they go back with it or not at
+     * all. A write-back the device fails after the throw is suppressed by what the action threw.
+     */
+    @Test
+    void onStagedMemoryANestedWritersBytesOutliveAnOuterActionThatThrows() {
+        StagingRacesTest.StagedUpstream up = new StagingRacesTest.StagedUpstream();
+        Device gpu = StagingRacesTest.GPU;
+        PooledMemoryManager m = PooledMemoryManager.create(up, config(pool(MiB, MiB)), PoolSettings.defaults(), null);
+        toClose.add(m);
+        MemoryHandle h = m.allocate(1000, gpu);
+        m.write(h, 0, MemorySegment.ofArray(new byte[1000]));
+        IllegalStateException thrown = new IllegalStateException("the outer action's own");
+        byte[] seenInside = new byte[1];
+        Function<MemorySegment, Object> throwsAfterANestedWriter = outer -> {
+            m.withMapped(h, MemoryAccess.READ_WRITE, inner -> {
+                inner.set(ValueLayout.JAVA_BYTE, 0, (byte) 5);
+                return null;
+            });
+            m.write(h, 1, MemorySegment.ofArray(new byte[] {6}));
+            seenInside[0] = outer.get(ValueLayout.JAVA_BYTE, 0);
+            throw thrown;
+        };
+        assertSame(thrown, assertThrows(IllegalStateException.class,
+                () -> m.withMapped(h, MemoryAccess.READ_ONLY, throwsAfterANestedWriter)));
+        assertEquals(5, seenInside[0], "the thread saw the nested view's byte");
+        byte[] after = read(m, h, 1000);
+        assertEquals(6, after[1], "the nested write");
+        assertEquals(5, after[0], "the nested view returned normally, yet the outer action's throw dropped its byte");
+
+        // A READ_WRITE action that throws: dropped alone, kept with a nested writer that returned.
+        assertThrows(IllegalStateException.class, () -> m.withMapped(h, MemoryAccess.READ_WRITE, outer -> {
+            outer.set(ValueLayout.JAVA_BYTE, 10, (byte) 1);
+            throw thrown;
+        }));
+        assertThrows(IllegalStateException.class, () -> m.withMapped(h, MemoryAccess.READ_WRITE, outer -> {
+            outer.set(ValueLayout.JAVA_BYTE, 11, (byte) 1);
+            m.withMapped(h, MemoryAccess.WRITE_ONLY, inner -> {
+                inner.set(ValueLayout.JAVA_BYTE, 12, (byte) 2);
+                return null;
+            });
+            throw thrown;
+        }));
+        // A nested writer that throws, caught by a READ_ONLY action that returns: nothing goes back.
+        m.withMapped(h, MemoryAccess.READ_ONLY, outer -> {
+            assertThrows(IllegalStateException.class, () -> m.withMapped(h, MemoryAccess.READ_WRITE, inner -> {
+                inner.set(ValueLayout.JAVA_BYTE, 20, (byte) 3);
+                throw thrown;
+            }));
+            return null;
+        });
+        after = read(m, h, 1000);
+        assertEquals(0, after[10], "a throwing action with no nested writer was written back");
+        assertEquals(1, after[11], "the outer action's byte, in the copy the nested writer kept");
+        assertEquals(2, after[12], "the nested writer's byte");
+        assertEquals(0, after[20], "a nested writer that threw was written back");
+
+        // The device fails the write-back after the throw: the caller gets what the action threw.
+        IllegalStateException lost = new IllegalStateException("write-back failed");
+        up.failNextWriteBack(lost);
+        IllegalStateException caught = assertThrows(IllegalStateException.class,
+                () -> m.withMapped(h, MemoryAccess.READ_ONLY, outer -> {
+                    m.withMapped(h, MemoryAccess.READ_WRITE, inner -> {
+                        inner.set(ValueLayout.JAVA_BYTE, 30, (byte) 4);
+                        return null;
+                    });
+                    throw thrown;
+                }));
+        assertSame(thrown, caught);
+        assertTrue(List.of(caught.getSuppressed()).contains(lost), "the failed write-back is not told");
     }
 
     /**

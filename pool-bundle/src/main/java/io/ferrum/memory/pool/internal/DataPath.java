@@ -24,11 +24,12 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * <p><b>Nested calls on staged memory.</b> While an action of the calling thread holds a staging copy
  * of a block, that copy is the block for the thread's calls nested in it ({@link #STAGED}): a nested
  * view is the same copy, a read reads it, a write goes to it and to the device. So the action sees
- * their bytes and its write-back, which also runs when only a nested view wrote, keeps them. The
- * outermost such action holds the block for its thread ({@link Block#heldBy}) until its write-back
- * ends: every other thread's call here is refused meanwhile, as under a staged mapping, and so is
- * every copy of the block ({@link Transfers}), since the copy would miss another call's bytes and the
- * write-back overwrite them.
+ * their bytes, and its write-back keeps them: it also runs when only a nested view wrote, and then
+ * whatever ends the outermost action (a nested view that returned keeps its bytes when the outer
+ * action throws). The outermost such action holds the block for its thread ({@link Block#heldBy})
+ * until its write-back ends: every other thread's call here is refused meanwhile, as under a staged
+ * mapping, and so is every copy of the block ({@link Transfers}), since the copy would miss another
+ * call's bytes and the write-back overwrite them.
  *
  * <p><b>Mapped memory.</b> On memory the CPU cannot address, a block mapped through a host staging
  * copy ({@link Mappings#staged}) is refused by every call here, inside its scope and before a byte
@@ -234,19 +235,36 @@ final class DataPath {
             R result;
             try {
                 result = action.apply(access == MemoryAccess.READ_ONLY ? staging.asReadOnly() : staging);
-            } finally {
-                if (mine.outer == null) {
-                    STAGED.remove(); // no entry left that holds this bundle's classes
-                } else {
-                    STAGED.set(mine.outer);
+            } catch (Throwable thrown) {
+                // A nested view that may write returned normally: its bytes are kept, as a nested
+                // write's are (it went to the device) and as every view's are on host memory; the
+                // copy holds the action's own bytes too, which go back with them. Else nothing does.
+                unstage(mine);
+                if (mine.dirty) {
+                    try {
+                        up.copyFromHost(staging, b.chunk.device, b.offset, b.requested);
+                    } catch (Throwable failed) {
+                        thrown.addSuppressed(failed); // the caller gets what its action threw
+                    }
                 }
+                throw thrown;
             }
+            unstage(mine);
             if (access != MemoryAccess.READ_ONLY || mine.dirty) {
                 up.copyFromHost(staging, b.chunk.device, b.offset, b.requested);
             }
             return result;
         } finally {
             b.heldBy = null;
+        }
+    }
+
+    /** Ends the calling thread's staging copy {@code mine}: its nested calls go to the device again. */
+    private static void unstage(Staging mine) {
+        if (mine.outer == null) {
+            STAGED.remove(); // no entry left that holds this bundle's classes
+        } else {
+            STAGED.set(mine.outer);
         }
     }
 
