@@ -2,6 +2,7 @@ package io.ferrum.memory.pool;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -11,6 +12,7 @@ import java.lang.reflect.Field;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 
 import org.junit.jupiter.api.Test;
@@ -123,11 +125,19 @@ class StagedActionAttackTest extends RaceHarness {
         assertEquals(1, first(m, h));
     }
 
-    /** Sets the engine's hook run by a staged action refused as busy ({@code DataPath.busyForTests}). */
-    static void onBusyAction(Runnable hook) throws ReflectiveOperationException {
-        Field f = Class.forName("io.ferrum.memory.pool.internal.DataPath").getDeclaredField("busyForTests");
+    /**
+     * Sets (or, with null, clears) a tests-only hook of the engine: the static field {@code field} of
+     * its package-private class {@code simpleName}, read by reflection as {@link #poolLock} reads.
+     */
+    static void engineHook(String simpleName, String field, Runnable hook) throws ReflectiveOperationException {
+        Field f = Class.forName("io.ferrum.memory.pool.internal." + simpleName).getDeclaredField(field);
         f.setAccessible(true);
         f.set(null, hook);
+    }
+
+    /** Sets the engine's hook run by a staged action refused as busy ({@code DataPath.busyForTests}). */
+    static void onBusyAction(Runnable hook) throws ReflectiveOperationException {
+        engineHook("DataPath", "busyForTests", hook);
     }
 
     /**
@@ -184,5 +194,54 @@ class StagedActionAttackTest extends RaceHarness {
         assertTrue(acted.getCause() instanceof StagingConflictException, "the action, started later: " + acted);
         assertEquals(3, first(m, d), "the copy that went on did not copy");
         assertEquals(3, first(m, h), "the refused action changed the block");
+    }
+
+    /** Sets the engine's hook run by a staged mapping once it is published as filling ({@code Mappings.fillingForTests}). */
+    static void onFillingMapping(Runnable hook) throws ReflectiveOperationException {
+        engineHook("Mappings", "fillingForTests", hook);
+    }
+
+    /**
+     * A mapping made during another thread's action is refused (the later of the two), and must not
+     * refuse the action's own nested calls on the way. Before, the mapping published itself as filling,
+     * then waited a few microseconds for the action's scope to leave before it was refused: a read
+     * nested in the action meanwhile found the block mapped and was refused. The test makes that read
+     * inside the wait (a hook where the filling mapping is published).
+     */
+    @Test
+    void aMappingRefusedForAnActionDoesNotRefuseTheActionsNestedCalls() throws Exception {
+        StagedUpstream up = new StagedUpstream();
+        PooledMemoryManager m = gpu(up);
+        MemoryHandle h = m.allocate(1000, GPU);
+        m.write(h, 0, MemorySegment.ofArray(new byte[1000]));
+        CountDownLatch inside = new CountDownLatch(1);
+        CountDownLatch goRead = new CountDownLatch(1);
+        CountDownLatch readDone = new CountDownLatch(1);
+        AtomicReference<Throwable> nested = new AtomicReference<>();
+        CompletableFuture<Object> action = start("action", () -> m.withMapped(h, MemoryAccess.READ_WRITE, v -> {
+            v.set(ValueLayout.JAVA_BYTE, 0, (byte) 1);
+            inside.countDown();
+            StagedActionExclusionTest.await(goRead);
+            nested.set(StagedActionExclusionTest.outcome(() -> m.read(h, 0, MemorySegment.ofArray(new byte[1]))));
+            readDone.countDown();
+            return null;
+        }));
+        assertTrue(inside.await(30, TimeUnit.SECONDS));
+        Throwable mapped;
+        onFillingMapping(() -> {
+            goRead.countDown(); // the action reads while the mapping stands published
+            StagedActionExclusionTest.await(readDone);
+        });
+        try {
+            mapped = StagedActionExclusionTest.outcome(() -> m.mapMemory(h, MemoryAccess.READ_WRITE));
+        } finally {
+            onFillingMapping(null);
+            goRead.countDown(); // the mapping was refused before it published anything
+        }
+        action.get(30, TimeUnit.SECONDS);
+        assertNull(nested.get(), "the action's nested read was refused by a mapping that came after the action");
+        assertTrue(mapped instanceof StagingConflictException, "the mapping during the action: " + mapped);
+        assertFalse(m.handleInfo(h).orElseThrow().mapped(), "a refused mapping left the block mapped");
+        assertEquals(1, first(m, h), "the action's byte");
     }
 }

@@ -70,8 +70,9 @@ final class Mappings {
      * would miss its bytes), and no mapping or unmap can overtake the copy, so it is made once. A
      * copy the upstream fails throws what it threw and leaves the block unmapped. A mapping that
      * would make the copy while another data path runs on the block (a pin of an async copy or a
-     * hint, seen under the lock; a scope, seen once the filling mapping is published) is refused,
-     * leaving the block unmapped: the copy would miss that call's bytes ({@link #staged}).
+     * hint, or a {@code withMapped} action's hold, seen under the lock; a scope, seen once the
+     * filling mapping is published) is refused, leaving the block unmapped: the copy would miss that
+     * call's bytes ({@link #staged}).
      */
     MemorySegment map(Block b, MemoryHandle handle, MemoryAccess access) {
         Pool pool = b.pool;
@@ -91,9 +92,12 @@ final class Mappings {
             if (m != null || b.chunk.host != null) {
                 return view(b, handle, access);
             }
-            if (b.pins > 0) {
+            if (b.pins > 0 || b.heldBy != null) {
                 // An asynchronous copy accepted and not yet run (or a hint under way), pinned before
                 // this lock: the copy made now would miss what it writes, the write-back overwrite it.
+                // Or a withMapped action holds the block (its hold is taken under this lock): refused
+                // before the filling mapping is published, which would refuse the action's own
+                // nested calls while this mapping waited for its scope to leave.
                 throw checks.stagingBusy(handle);
             }
             reclaimer.pin(b, handle.id()); // reentrant: no free, move or close gives the chunk away under the copy
@@ -108,6 +112,10 @@ final class Mappings {
         MappingState filled = null;
         MemorySegment view = null;
         try {
+            Runnable hook = fillingForTests;
+            if (hook != null) {
+                hook.run();
+            }
             // Published, the filling mapping refuses every data-path call that enters the block from
             // now on (staged); one that entered before may still move bytes. The mapping was written
             // before the scopes are read here, and a scope reads the mapping after it entered: either
@@ -174,6 +182,12 @@ final class Mappings {
         }
         return view;
     }
+
+    /**
+     * Tests only: run by a first staged mapping once its filling mapping is published, before it
+     * looks for scopes; null otherwise.
+     */
+    static volatile Runnable fillingForTests;
 
     /** Ends {@code filling}, {@code b}'s mapping whose handle went during its copy, unless a free or a close dropped it. */
     private static void dropFilling(Block b, MappingState filling) {
