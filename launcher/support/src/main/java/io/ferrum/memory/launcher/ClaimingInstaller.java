@@ -19,9 +19,17 @@ import org.apache.felix.fileinstall.ArtifactInstaller;
  * takes (a bundle, a configuration file), FileInstall asks this one to {@link #uninstall} it and then
  * forgets the file until it changes again (FileInstall 3.7.4, {@code DirectoryWatcher.doProcess}): so
  * the file's modification time is moved on ({@link ReadAgain}), and the next poll installs it. The same
- * holds for an entry still there that this installer no longer takes ({@link #handBack}).
+ * holds for an entry still there that this installer no longer takes ({@link #handBack}). A file outside
+ * the watched folders (the entry a symbolic link to it) is left as it is, and one error line says to
+ * touch it.
  */
 abstract class ClaimingInstaller implements ArtifactInstaller {
+    /** The watched folders, absolute and normalized. */
+    final List<Path> watched;
+
+    ClaimingInstaller(List<Path> watched) {
+        this.watched = List.copyOf(watched);
+    }
 
     @Override
     public final void install(File artifact) {
@@ -45,7 +53,20 @@ abstract class ClaimingInstaller implements ArtifactInstaller {
      */
     void handBack(File entry) {
         if (entry.isFile()) {
-            ReadAgain.atNextPoll(entry);
+            readAgain(entry, entry);
+        }
+    }
+
+    /**
+     * Moves the time of {@code noticed}, a file by which FileInstall notices {@code entry}, on ({@link ReadAgain});
+     * when it lies outside the watched folders, says in one error line that the user is to.
+     */
+    final void readAgain(File entry, File noticed) {
+        if (!ReadAgain.atNextPoll(noticed, watched) && noticed.exists()) {
+            error(ControlCharacters.escaped(entry.getAbsolutePath()) + " is not read again: FileInstall notices it only by "
+                    + ControlCharacters.escaped(noticed.getAbsolutePath()) + ", which lies outside the watched folders (a"
+                    + " symbolic link leads there), and the distribution changes no file there; touch that file to have"
+                    + " FileInstall read " + ControlCharacters.escaped(entry.getName()) + " again");
         }
     }
 
@@ -74,4 +95,7 @@ abstract class ClaimingInstaller implements ArtifactInstaller {
 
     /** Names {@code artifact} in one error line, if it is still what this installer claims. */
     abstract void report(File artifact);
+
+    /** Logs {@code line}, already escaped, as an error. */
+    abstract void error(String line);
 }

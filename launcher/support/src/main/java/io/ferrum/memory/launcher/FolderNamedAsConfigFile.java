@@ -1,9 +1,6 @@
 package io.ferrum.memory.launcher;
 
 import java.io.File;
-import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 
 import org.apache.felix.fileinstall.ArtifactInstaller;
 import org.osgi.framework.BundleContext;
@@ -25,13 +22,17 @@ import org.osgi.service.log.LoggerFactory;
  */
 @Component(service = ArtifactInstaller.class)
 public final class FolderNamedAsConfigFile extends ClaimingInstaller {
-    private final List<Path> watched = new ArrayList<>();
     private final Logger log;
 
     @Activate
     public FolderNamedAsConfigFile(BundleContext context, @Reference(service = LoggerFactory.class) Logger log) {
+        super(WatchedFolders.of(context));
         this.log = log;
-        watched.addAll(WatchedFolders.of(context));
+    }
+
+    @Override
+    void error(String line) {
+        log.error("{}", line);
     }
 
     @Override

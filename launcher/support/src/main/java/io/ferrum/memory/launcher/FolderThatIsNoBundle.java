@@ -8,7 +8,6 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -46,7 +45,8 @@ import org.osgi.service.log.LoggerFactory;
  * written into a claimed folder is no file it notices. So the manifest of each claimed folder is looked
  * at at FileInstall's poll interval (one file's attributes a folder); when it changed since FileInstall
  * packed the folder, the modification time of a file FileInstall notices in it is moved on ({@link
- * ReadAgain}). FileInstall packs the folder again and asks this installer about it; a bundle now, it is
+ * ReadAgain}; one that lies in the watched folders: when FileInstall notices the folder only by files
+ * behind symbolic links that lead out of them, one error line says to touch one). FileInstall packs the folder again and asks this installer about it; a bundle now, it is
  * taken from this installer ({@link #handBack}), which moves the time on once more, since FileInstall
  * then forgets the folder until it changes; at its next poll FileInstall installs it.
  *
@@ -55,7 +55,6 @@ import org.osgi.service.log.LoggerFactory;
  */
 @Component(service = ArtifactInstaller.class, property = Constants.SERVICE_RANKING + ":Integer=-1")
 public final class FolderThatIsNoBundle extends ClaimingInstaller {
-    private final List<Path> watched = new ArrayList<>();
     private final Pattern filter;
     private final Logger log;
     /** Each claimed folder, and what became of its manifest; changed by FileInstall's threads and the checks. */
@@ -100,7 +99,7 @@ public final class FolderThatIsNoBundle extends ClaimingInstaller {
      * @param filter  the paths FileInstall looks at, a regular expression; null: every path
      */
     FolderThatIsNoBundle(List<Path> watched, String filter, Logger log) {
-        this.watched.addAll(watched);
+        super(watched);
         this.filter = filter == null || filter.isBlank() ? null : Pattern.compile(filter);
         this.log = log;
         checks = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -142,6 +141,11 @@ public final class FolderThatIsNoBundle extends ClaimingInstaller {
     }
 
     @Override
+    void error(String line) {
+        log.error("{}", line);
+    }
+
+    @Override
     void handBack(File entry) {
         claimed.remove(entry.toPath().toAbsolutePath().normalize());
         super.handBack(entry);
@@ -162,12 +166,18 @@ public final class FolderThatIsNoBundle extends ClaimingInstaller {
         });
     }
 
-    /** Moves the time of a file FileInstall notices in {@code folder} on, so that it packs the folder again. */
+    /**
+     * Moves the time of a file FileInstall notices in {@code folder} on, so that it packs the folder again: one
+     * that lies in the watched folders; when every such file lies outside, behind links, one error line says so.
+     */
     private void prod(Path folder) {
         try {
-            Path noticed = NoticedFiles.first(folder, filter);
+            Path noticed = NoticedFiles.first(folder, filter, f -> ReadAgain.inside(f, watched));
+            if (noticed == null) {
+                noticed = NoticedFiles.first(folder, filter);
+            }
             if (noticed != null) {
-                ReadAgain.atNextPoll(noticed.toFile());
+                readAgain(folder.toFile(), noticed.toFile());
             }
         } catch (IOException | SecurityException gone) {
             // Gone meanwhile: FileInstall sees that itself.

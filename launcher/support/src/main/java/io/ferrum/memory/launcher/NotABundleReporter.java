@@ -2,9 +2,6 @@ package io.ferrum.memory.launcher;
 
 import java.io.File;
 import java.io.IOException;
-import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.jar.JarFile;
 import java.util.jar.Manifest;
 
@@ -27,13 +24,17 @@ import org.osgi.service.log.LoggerFactory;
  */
 @Component(service = ArtifactInstaller.class)
 public final class NotABundleReporter extends ClaimingInstaller {
-    private final List<Path> watched = new ArrayList<>();
     private final Logger log;
 
     @Activate
     public NotABundleReporter(BundleContext context, @Reference(service = LoggerFactory.class) Logger log) {
+        super(WatchedFolders.of(context));
         this.log = log;
-        watched.addAll(WatchedFolders.of(context));
+    }
+
+    @Override
+    void error(String line) {
+        log.error("{}", line);
     }
 
     @Override

@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.EnumSet;
+import java.util.function.Predicate;
 import java.util.regex.Pattern;
 
 /**
@@ -34,6 +35,16 @@ final class NoticedFiles {
      *         {@link #MOST_ENTRIES_OF_A_FOLDER} entries
      */
     static Path first(Path folder, Pattern filter) throws IOException {
+        return first(folder, filter, file -> true);
+    }
+
+    /**
+     * @param folder a folder in a watched folder
+     * @param filter the paths FileInstall looks at; null: every path
+     * @param also   what else the file must be
+     * @return as {@link #first(Path, Pattern)}, the first such file that {@code also} takes
+     */
+    static Path first(Path folder, Pattern filter, Predicate<Path> also) throws IOException {
         Path watched = folder.getParent();
         Path[] found = {null};
         Files.walkFileTree(folder, EnumSet.of(FileVisitOption.FOLLOW_LINKS), Integer.MAX_VALUE, new SimpleFileVisitor<>() {
@@ -47,7 +58,7 @@ final class NoticedFiles {
             @Override
             public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) {
                 if (attrs.isRegularFile()
-                        && (filter == null || filter.matcher(watched.relativize(file).toString()).matches())) {
+                        && (filter == null || filter.matcher(watched.relativize(file).toString()).matches()) && also.test(file)) {
                     found[0] = file;
                 }
                 return found[0] != null || ++seen > MOST_ENTRIES_OF_A_FOLDER ? FileVisitResult.TERMINATE : FileVisitResult.CONTINUE;

@@ -104,12 +104,22 @@ public final class OneFilePerPid implements ConfigurationListener {
         }
         for (File f : files) {
             if (f.isFile()) {
-                log.warn("{} was deleted with one of its files; applying {} again, which still configures it",
-                        ControlCharacters.escaped(pid), ControlCharacters.escaped(f.getPath()));
-                ReadAgain.atNextPoll(f);
+                if (ReadAgain.atNextPoll(f, watchedPaths())) {
+                    log.warn("{} was deleted with one of its files; applying {} again, which still configures it",
+                            ControlCharacters.escaped(pid), ControlCharacters.escaped(f.getPath()));
+                } else {
+                    // A link to a file elsewhere: the user's, which the distribution does not touch.
+                    log.warn("{} was deleted with one of its files; {} still configures it, but it leads outside the"
+                            + " watched folders, where the distribution changes nothing: touch it to apply it again",
+                            ControlCharacters.escaped(pid), ControlCharacters.escaped(f.getPath()));
+                }
                 return;
             }
         }
+    }
+
+    private List<Path> watchedPaths() {
+        return watched.stream().map(File::toPath).toList();
     }
 
     /** @return the file FileInstall made {@code c} from, or null when none did */

@@ -29,6 +29,7 @@ final class SpecialFilesInPlugins extends ClaimingInstaller {
     private final ServiceTracker<LoggerFactory, LoggerFactory> logs;
 
     SpecialFilesInPlugins(BundleContext context) {
+        super(WatchedFolders.of(context));
         this.context = context;
         logs = new ServiceTracker<>(context, LoggerFactory.class, null);
     }
@@ -54,12 +55,16 @@ final class SpecialFilesInPlugins extends ClaimingInstaller {
 
     @Override
     void report(File artifact) {
-        String message = ControlCharacters.escaped(artifact.getAbsolutePath()) + " is not installed: it is not a regular"
+        error(ControlCharacters.escaped(artifact.getAbsolutePath()) + " is not installed: it is not a regular"
                 + " file (a pipe, a socket or a device), which FileInstall would wait on for ever, and the distribution"
-                + " with it; put a bundle jar in its place or remove it";
+                + " with it; put a bundle jar in its place or remove it");
+    }
+
+    @Override
+    void error(String message) {
         LoggerFactory factory = logs.getService();
         if (factory != null) {
-            factory.getLogger(SpecialFilesInPlugins.class).error(message);
+            factory.getLogger(SpecialFilesInPlugins.class).error("{}", message);
         } else {
             System.err.println("ERROR: " + message);
         }

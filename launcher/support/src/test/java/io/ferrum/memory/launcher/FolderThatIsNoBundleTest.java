@@ -185,4 +185,48 @@ class FolderThatIsNoBundleTest {
         installer.check();
         assertEquals(List.of(line), errors);
     }
+
+    /**
+     * A claimed folder whose files FileInstall notices lie outside the watched folders, behind symbolic
+     * links (a library folder or a jar linked in): their times are the user's, elsewhere, and stay as they
+     * are; the folder whose manifest came is named instead, once. A file of the folder's own is moved on.
+     */
+    @Test
+    void aFileOutsideTheWatchedFoldersIsNeverTouched() throws Exception {
+        Path outside = Files.createDirectories(dir.resolve("outside").resolve("lib"));
+        Path theirs = Files.writeString(outside.resolve("theirs.jar"), "x");
+        Files.setLastModifiedTime(theirs, BACK);
+        Path linkedFolder = Files.createDirectories(plugins.resolve("linked-folder"));
+        Files.createSymbolicLink(linkedFolder.resolve("lib"), outside);
+        Path linkedJar = Files.createDirectories(plugins.resolve("linked-jar"));
+        Files.createSymbolicLink(linkedJar.resolve("theirs.jar"), theirs);
+
+        for (Path folder : List.of(linkedFolder, linkedJar)) {
+            assertTrue(installer.canHandle(packed(folder).toFile()));
+            installer.install(folder.toFile());
+            manifest(folder, "org.example." + folder.getFileName());
+            installer.check();
+            installer.check();
+            assertEquals(BACK, Files.getLastModifiedTime(theirs), folder + ": a file outside was touched");
+            installer.uninstall(folder.toFile());
+            assertEquals(BACK, Files.getLastModifiedTime(theirs), folder + " handed back: a file outside was touched");
+        }
+        // Each folder named when its manifest came, and when handed back (FileInstall packed it again
+        // because the user touched that file; FileInstall then forgets it until it changes once more).
+        assertEquals(4, errors.size(), errors.toString());
+        assertEquals(linkedFolder.toAbsolutePath() + " is not read again: FileInstall notices it only by "
+                + linkedFolder.toAbsolutePath().resolve("lib").resolve("theirs.jar") + ", which lies outside the watched"
+                + " folders (a symbolic link leads there), and the distribution changes no file there; touch that file to"
+                + " have FileInstall read linked-folder again", errors.get(0));
+        assertEquals(errors.get(0), errors.get(1));
+
+        Path own = Files.writeString(linkedJar.resolve("own.jar"), "y");
+        Files.setLastModifiedTime(own, BACK);
+        Files.delete(linkedJar.resolve("META-INF").resolve("MANIFEST.MF"));
+        installer.install(linkedJar.toFile());
+        manifest(linkedJar, "org.example.again");
+        installer.check();
+        assertNotEquals(BACK, Files.getLastModifiedTime(own), "the folder's own file is moved on");
+        assertEquals(BACK, Files.getLastModifiedTime(theirs));
+    }
 }
