@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.jar.Attributes;
 import java.util.jar.JarEntry;
 import java.util.jar.JarFile;
 import java.util.jar.JarOutputStream;
@@ -26,6 +27,8 @@ import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.launcher.plugin.WritingCommands;
 
 /**
  * Issue 17: the distribution's console as scripts and people use it. Scripts (piped or {@code -c})
@@ -333,6 +336,42 @@ class ConsoleIT {
                     r.errLines().stream().filter(l -> l.startsWith("error:")).toList(), how + ": " + r);
             assertFalse(HANDLE.matcher(r.out()).find(), how + ": nothing runs after: " + r.out());
         }
+    }
+
+    /**
+     * Gogo writes what a statement prints ({@code System.out}, as Felix's logger does) through one
+     * {@code java.nio} channel per stream of the session, made with it, and such a channel closes
+     * itself for good when an interrupted thread writes to it: after one statement was interrupted
+     * while it wrote, the script's later statements printed nothing, and nothing said so.
+     */
+    @Test
+    void aStatementAfterAnInterruptedWriteStillPrints() throws Exception {
+        Path dir = DistributionIT.freshDir("interrupted-write");
+        Path bundle = writeWritingBundle(dir.resolve("writing.jar"));
+        Run r = run(dir, "", "-c", "start " + bundle.toUri() + "; test:interrupted; test:print after");
+        assertTrue(r.out().contains("after to the output"), r.toString());
+        assertTrue(r.err().contains("after to the error"), r.toString());
+    }
+
+    /** Writes the bundle of {@link WritingCommands}: Gogo commands that write to a statement's streams. */
+    static Path writeWritingBundle(Path jarFile) throws IOException {
+        Manifest m = new Manifest();
+        Attributes a = m.getMainAttributes();
+        a.put(Attributes.Name.MANIFEST_VERSION, "1.0");
+        a.put(new Attributes.Name("Bundle-ManifestVersion"), "2");
+        a.put(new Attributes.Name("Bundle-SymbolicName"), "io.ferrum.memory.test.writing");
+        a.put(new Attributes.Name("Bundle-Version"), "1.0.0");
+        a.put(new Attributes.Name("Bundle-Activator"), WritingCommands.class.getName());
+        a.put(new Attributes.Name("Import-Package"), "org.osgi.framework");
+        try (JarOutputStream jar = new JarOutputStream(Files.newOutputStream(jarFile), m)) {
+            String entry = WritingCommands.class.getName().replace('.', '/') + ".class";
+            jar.putNextEntry(new JarEntry(entry));
+            try (InputStream body = WritingCommands.class.getClassLoader().getResourceAsStream(entry)) {
+                body.transferTo(jar);
+            }
+            jar.closeEntry();
+        }
+        return jarFile;
     }
 
     @Test
@@ -644,13 +683,18 @@ class ConsoleIT {
      * erased the line through {@code System.out}, which Gogo writes through a {@code java.nio}
      * channel over the session's stream; such a channel closes itself and the stream under it when an
      * interrupted thread writes to it, so the terminal's output was closed and every answer after it
-     * was lost (the next {@code mem:devices} showed nothing).
+     * was lost (the next {@code mem:devices} showed nothing). The session's own channel closed with it,
+     * so what a later statement printed through {@code System.out} (a command's, Felix's log) was lost
+     * even once the terminal's output was kept open.
      */
     @Test
     void atATerminalCtrlCDuringAProgressLineLeavesTheOutputOpen() throws Exception {
         assumeCtrlCReachesTheConsole();
         Path dir = DistributionIT.freshDir("terminal-ctrl-c-progress");
+        Path bundle = writeWritingBundle(dir.resolve("writing.jar"));
         try (Terminal t = new Terminal(dir, dir.resolve("history"))) {
+            t.await("g! ");
+            t.type("start " + bundle.toUri() + "\r");
             t.await("g! ");
             t.type("h = mem:alloc 3g cpu:0\r");
             t.await(" on cpu:0");
@@ -661,6 +705,8 @@ class ConsoleIT {
             t.await("error: interrupted");
             t.type("mem:devices\r");
             t.await("DEVICE  BACKEND");
+            t.type("test:print after\r");
+            t.await("after to the output");
             t.type("exit 5\r");
             assertEquals(5, t.exitCode());
         }

@@ -4,6 +4,7 @@ import java.io.ByteArrayInputStream;
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.PrintStream;
 import java.nio.charset.Charset;
 import java.nio.file.Files;
@@ -248,11 +249,23 @@ public final class Console {
     /**
      * @param out the process's standard output, which the session writes to
      * @param err its standard error
-     * @return a session whose commands read no input, and which never closes {@code out} or {@code
-     *         err} ({@link KeptOpen}): they are the console's for as long as the process runs
+     * @return a session whose commands read no input ({@link #session})
      */
     static CommandSession quietSession(CommandProcessor processor, PrintStream out, PrintStream err) {
-        return processor.createSession(new ByteArrayInputStream(new byte[0]), keptOpen(out), keptOpen(err));
+        return session(processor, new ByteArrayInputStream(new byte[0]), out, err);
+    }
+
+    /**
+     * @param out the stream the session's standard output goes to (the process's, or the terminal's)
+     * @param err the one its standard error goes to; may be {@code out}
+     * @return a session that never closes {@code out} or {@code err} ({@link KeptOpen}): they are the
+     *         console's for as long as the process runs; and whose output still arrives after a
+     *         statement was interrupted while it wrote ({@link SessionChannels})
+     */
+    static CommandSession session(CommandProcessor processor, InputStream in, PrintStream out, PrintStream err) {
+        CommandSession s = processor.createSession(in, keptOpen(out), keptOpen(err));
+        SessionChannels.keepOpen(s, out, err);
+        return s;
     }
 
     /** @return a stream that writes to {@code s}, in its encoding, and whose close only flushes it */
@@ -270,7 +283,7 @@ public final class Console {
         try (Terminal t = TerminalBuilder.builder().name("ferrum").system(true).build()) {
             terminal = t;
             PrintStream out = new PrintStream(t.output(), true, t.encoding());
-            try (CommandSession s = processor.createSession(t.input(), keptOpen(out), keptOpen(out))) {
+            try (CommandSession s = session(processor, t.input(), out, out)) {
                 LineRunner runner = new LineRunner(s, out, out, failures -> { }, this::ending);
                 // Ctrl-C while a command runs interrupts that command's job and drops the rest of
                 // its line, not the JVM (JLine's default handler would end the process, and every

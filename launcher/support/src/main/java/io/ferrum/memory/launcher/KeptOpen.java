@@ -15,7 +15,8 @@ import java.io.OutputStream;
  * {@code /dev/null} in their place): the line that says the script ends there, written next, was
  * lost, and the run exited 1 with nothing on standard error. At a terminal, Ctrl-C interrupts a
  * command that then erases its progress line through {@code System.out}: the terminal's output was
- * closed, and no answer showed after it.
+ * closed, and no answer showed after it. The session's own channels are replaced by ones that never
+ * close ({@link SessionChannels}), so this guards the console's streams where that cannot be done.
  */
 final class KeptOpen extends FilterOutputStream {
     KeptOpen(OutputStream out) {
