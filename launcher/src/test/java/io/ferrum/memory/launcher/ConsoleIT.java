@@ -353,7 +353,7 @@ class ConsoleIT {
         assertTrue(r.err().contains("after to the error"), r.toString());
     }
 
-    /** Writes the bundle of {@link WritingCommands}: Gogo commands that write to a statement's streams. */
+    /** Writes the bundle of {@link WritingCommands}: Gogo commands that write to a statement's streams, or wait for a line read. */
     static Path writeWritingBundle(Path jarFile) throws IOException {
         Manifest m = new Manifest();
         Attributes a = m.getMainAttributes();
@@ -364,12 +364,14 @@ class ConsoleIT {
         a.put(new Attributes.Name("Bundle-Activator"), WritingCommands.class.getName());
         a.put(new Attributes.Name("Import-Package"), "org.osgi.framework");
         try (JarOutputStream jar = new JarOutputStream(Files.newOutputStream(jarFile), m)) {
-            String entry = WritingCommands.class.getName().replace('.', '/') + ".class";
-            jar.putNextEntry(new JarEntry(entry));
-            try (InputStream body = WritingCommands.class.getClassLoader().getResourceAsStream(entry)) {
-                body.transferTo(jar);
+            for (Class<?> c : List.of(WritingCommands.class)) {
+                String entry = c.getName().replace('.', '/') + ".class";
+                jar.putNextEntry(new JarEntry(entry));
+                try (InputStream body = c.getClassLoader().getResourceAsStream(entry)) {
+                    body.transferTo(jar);
+                }
+                jar.closeEntry();
             }
-            jar.closeEntry();
         }
         return jarFile;
     }
@@ -709,6 +711,49 @@ class ConsoleIT {
             t.await("after to the output");
             t.type("exit 5\r");
             assertEquals(5, t.exitCode());
+        }
+    }
+
+    /**
+     * {@code update io.ferrum.memory.launcher} at a terminal: the console starts again, and the new one
+     * has the terminal as its own (raw mode for Tab, its Ctrl-C handler). The old console closed its
+     * terminal twice, in its deactivation and as it left, and each close restores what JLine found
+     * when it opened it (cooked mode, the signal handler before its own): a close after the new console
+     * had opened the terminal undid the new one's (Tab echoed as {@code ^I} at its first prompt). Here
+     * the update's statement returns, and the old console leaves, only once the new one reads a line,
+     * and Tab is typed once the old one has ended.
+     */
+    @Test
+    void atATerminalTheConsoleStartsAgainAfterAnUpdateOfItsBundleWithTabAndCtrlC() throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/script")), "util-linux 'script' is not installed: no pseudo-terminal to test with");
+        assumeCtrlCReachesTheConsole();
+        Path dir = DistributionIT.freshDir("terminal-update");
+        Path bundle = writeWritingBundle(dir.resolve("writing.jar"));
+        try (Terminal t = new Terminal(dir, dir.resolve("history"))) {
+            t.await("g! ");
+            t.type("start " + bundle.toUri() + "\r");
+            t.await("g! ");
+            t.type("test:whenConsoleEnds\r");
+            t.await("watching 1 console");
+            t.await("g! ");
+            t.type("update io.ferrum.memory.launcher | test:awaitLineRead\r");
+            t.await("Ferrum Memory: 'help' lists the commands");
+            t.await("the console ended"); // the old one, after the new one's first prompt
+            t.type("mem:dev\t");
+            t.await("mem:devices");
+            t.type("\r");
+            t.await("DEVICE  BACKEND");
+            t.await("g! ");
+            t.type("h = mem:alloc 3g cpu:0\r");
+            t.await(" on cpu:0");
+            t.await("g! ");
+            t.type(String.join("; ", java.util.Collections.nCopies(16, "mem:fill $h 1")) + "\r");
+            t.await("mem:fill $h 1");
+            Thread.sleep(300);
+            t.type("\u0003");
+            t.await("g! ");
+            t.type("exit 5\r");
+            assertEquals(5, t.exitCode(), "the process outlived Ctrl-C and left with its exit code");
         }
     }
 

@@ -11,6 +11,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.felix.service.command.CommandProcessor;
 import org.apache.felix.service.command.CommandSession;
@@ -78,14 +79,23 @@ public final class Console {
 
     private final BundleContext context;
     private final CommandProcessor processor;
-    private final Thread thread;
+    /** Reads and runs the statements; package-visible so that a test can see whether it was interrupted. */
+    final Thread thread;
     private final CountDownLatch started = new CountDownLatch(1);
     private final FrameworkListener startedListener = e -> {
         if (e.getType() == FrameworkEvent.STARTED) {
             started.countDown();
         }
     };
-    private volatile Terminal terminal;
+    /**
+     * The terminal being read, until it is closed: once, by the deactivation or by the console as it
+     * leaves, whichever comes first. Each close of a JLine terminal restores what it found when it
+     * opened (cooked mode, the signal handlers before its own): closed again once a console started
+     * since (an update of this bundle) had opened the terminal, it undid that console's raw mode.
+     */
+    private final AtomicReference<Terminal> terminal = new AtomicReference<>();
+    /** The session whose statements this console runs, once made. */
+    private volatile CommandSession session;
     /** Set when the component deactivates: the loops end at their next statement. */
     private volatile boolean stopping;
     /** The system bundle: STOPPING as soon as the framework begins to stop, before any bundle stops. */
@@ -106,11 +116,33 @@ public final class Console {
     void deactivate() throws IOException {
         context.removeFrameworkListener(startedListener);
         stopping = true;
-        thread.interrupt();
-        Terminal t = terminal;
+        if (!calledByOwnStatement()) {
+            thread.interrupt();
+        }
+        closeTerminal();
+    }
+
+    private void closeTerminal() throws IOException {
+        Terminal t = terminal.getAndSet(null);
         if (t != null) {
             t.close();
         }
+    }
+
+    /**
+     * @return true when the calling thread runs a statement of this console's session ({@code update
+     *         io.ferrum.memory.launcher}, {@code stop}, {@code uninstall}; a {@code refresh} restarts this
+     *         bundle on the framework's own thread): the console's thread then waits for that statement,
+     *         and sees {@link #stopping} when it returns.
+     *         Interrupted, it left the statement and closed the session, and that close interrupted the
+     *         statement's thread while it still stopped and started this bundle: SCR's wait for the
+     *         old components' destruction was cut short ("The wait for ... being destroyed before
+     *         destruction has been interrupted"), and the restart went on interrupted.
+     */
+    private boolean calledByOwnStatement() {
+        Job statement = Job.Utils.current();
+        CommandSession s = session;
+        return statement != null && s != null && statement.session() == s;
     }
 
     private void session() {
@@ -182,6 +214,7 @@ public final class Console {
 
     private int script(String script) {
         try (CommandSession s = quietSession()) {
+            session = s;
             LineRunner runner = scriptRunner(s);
             runner.runLine(withoutByteOrderMark(script)); // its statements, new lines included, as one piped line's
             return runner.exitCode(true);
@@ -195,6 +228,7 @@ public final class Console {
             return 1;
         }
         try (CommandSession s = quietSession()) {
+            session = s;
             LineRunner runner = scriptRunner(s);
             // Standard input's own encoding, as its output is written in stdout.encoding: the default
             // charset (UTF-8 since Java 18, or what file.encoding says) need not be the one of the
@@ -280,10 +314,12 @@ public final class Console {
         // JLine reports its own troubles (a history it cannot read or write) as multi-line warnings
         // with stack traces: the console says what matters in one line instead.
         JLINE_LOG.setLevel(java.util.logging.Level.OFF);
-        try (Terminal t = TerminalBuilder.builder().name("ferrum").system(true).build()) {
-            terminal = t;
+        try {
+            Terminal t = TerminalBuilder.builder().name("ferrum").system(true).build();
+            terminal.set(t);
             PrintStream out = new PrintStream(t.output(), true, t.encoding());
             try (CommandSession s = session(processor, t.input(), out, out)) {
+                session = s;
                 LineRunner runner = new LineRunner(s, out, out, failures -> { }, this::ending);
                 // Ctrl-C while a command runs interrupts that command's job and drops the rest of
                 // its line, not the JVM (JLine's default handler would end the process, and every
@@ -345,7 +381,7 @@ public final class Console {
                 return runner.exitCode(false);
             }
         } finally {
-            terminal = null;
+            closeTerminal();
             Thread.currentThread().setContextClassLoader(previous);
         }
     }
