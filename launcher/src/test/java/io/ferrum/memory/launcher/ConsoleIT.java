@@ -757,6 +757,31 @@ class ConsoleIT {
         }
     }
 
+    /**
+     * {@code stop io.ferrum.memory.launcher} at a terminal: the console goes with its bundle and the
+     * framework runs on, as Felix's own {@code gogo.jline} shell does when its bundle stops (a
+     * distribution may serve through other bundles of {@code plugins/}). The terminal then echoed
+     * what was typed and nothing read it, without a word on how to get out. After {@code uninstall},
+     * the console's thread, going on with the statement's end, met a class its bundle's loader no
+     * longer defines ({@code NoClassDefFoundError: io/ferrum/memory/launcher/LineRunner$Next}).
+     */
+    @Test
+    void atATerminalAStopOfTheConsolesBundleSaysHowToLeave() throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/script")), "util-linux 'script' is not installed: no pseudo-terminal to test with");
+        assumeCtrlCReachesTheConsole();
+        for (String how : List.of("stop", "uninstall")) {
+            Path dir = DistributionIT.freshDir("terminal-" + how);
+            try (Terminal t = new Terminal(dir, dir.resolve("history"))) {
+                t.await("g! ");
+                t.type(how + " io.ferrum.memory.launcher\r");
+                String said = t.await("nothing reads what is typed here: press Ctrl-C to end the process");
+                assertFalse(said.contains("Exception"), how + ": " + said);
+                t.type("\u0003");
+                assertEquals(130, t.exitCode(), how + ": Ctrl-C ended the process");
+            }
+        }
+    }
+
     @Test
     void atATerminalTabCompletesCommandsTypesDevicesHandlesAndStrategiesHistoryIsKeptAndCtrlCDropsTheLine() throws Exception {
         assumeTrue(Files.isExecutable(Path.of("/usr/bin/script")), "util-linux 'script' is not installed: no pseudo-terminal to test with");

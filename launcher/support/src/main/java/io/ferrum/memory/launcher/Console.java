@@ -9,6 +9,7 @@ import java.io.PrintStream;
 import java.nio.charset.Charset;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -64,6 +65,8 @@ public final class Console {
      * nothing holds can be lost with it.
      */
     private static final java.util.logging.Logger JLINE_LOG = java.util.logging.Logger.getLogger("org.jline");
+    /** This bundle's symbolic name, as the user types it. */
+    private static final String BUNDLE = "io.ferrum.memory.launcher";
     /** The prompt at a terminal. */
     static final String PROMPT = "g! ";
     /** How long a stop waits for the launcher to take {@link SessionExit} (it never does outside the bnd launcher). */
@@ -76,6 +79,14 @@ public final class Console {
      */
     private static final PrintStream STDOUT = standard(FileDescriptor.out, "stdout.encoding");
     private static final PrintStream STDERR = standard(FileDescriptor.err, "stderr.encoding");
+    /**
+     * What the console's thread needs, once a statement typed at it that uninstalled this bundle
+     * returned, and not before: it goes on with that statement's end, but this bundle's loader
+     * defines no class any more ("the bundle wiring for io.ferrum.memory.launcher is no longer
+     * valid"), and a {@code NoClassDefFoundError} ended the thread before it closed its session.
+     * Loaded and initialized with this class.
+     */
+    static final List<Object> LOADED_EARLY = List.of(LineRunner.Next.values());
 
     private final BundleContext context;
     private final CommandProcessor processor;
@@ -100,12 +111,15 @@ public final class Console {
     private volatile boolean stopping;
     /** The system bundle: STOPPING as soon as the framework begins to stop, before any bundle stops. */
     private final Bundle system;
+    /** This console's bundle: its state says, once a statement that stopped it returned, whether it runs again. */
+    private final Bundle own;
 
     @Activate
     public Console(BundleContext context, @Reference CommandProcessor processor) {
         this.context = context;
         this.processor = processor;
         this.system = context.getBundle(Constants.SYSTEM_BUNDLE_ID);
+        this.own = context.getBundle();
         context.addFrameworkListener(startedListener);
         this.thread = new Thread(this::session, "ferrum console");
         thread.setDaemon(true);
@@ -172,6 +186,9 @@ public final class Console {
                 code = piped();
             }
             if (stopping) {
+                if (atTerminal) {
+                    sayNoConsoleLeft();
+                }
                 return; // the framework or this bundle is stopping: the outcome is already set
             }
             SessionExit.outcome(code);
@@ -182,6 +199,22 @@ public final class Console {
             SessionExit.outcome(1);
         }
         stopFramework();
+    }
+
+    /**
+     * At a terminal, says how to leave once a statement typed here stopped or uninstalled this bundle
+     * and the framework runs on (the console waited for that statement): nothing reads the terminal
+     * any more, and typed lines only echo. Felix's own {@code gogo.jline} shell leaves the framework
+     * running when its bundle stops too; the distribution may serve through other bundles of
+     * {@code plugins/}, so the process is not ended. After an update the bundle runs again, with a
+     * console. On the process's standard error: the terminal is closed. A constant, as this bundle
+     * may be uninstalled: its loader may define no class any more.
+     */
+    private void sayNoConsoleLeft() {
+        if ((own.getState() & (Bundle.ACTIVE | Bundle.STARTING)) == 0 && system.getState() == Bundle.ACTIVE) {
+            STDERR.println("ferrum: the console stopped with its bundle (" + BUNDLE + "); the framework runs on,"
+                    + " but nothing reads what is typed here: press Ctrl-C to end the process");
+        }
     }
 
     /**
