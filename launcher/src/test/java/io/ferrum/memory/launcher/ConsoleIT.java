@@ -66,6 +66,9 @@ class ConsoleIT {
         CompletableFuture<String> err = read(p.getErrorStream());
         try (OutputStream in = p.getOutputStream()) {
             in.write(input);
+        } catch (IOException ended) {
+            // The process may end without reading its input (wrong arguments: a usage line, exit 2), and a
+            // write or the close's flush after that fails with "Broken pipe": its code and output still tell.
         }
         if (!p.waitFor(DistributionIT.WAIT_MS, TimeUnit.MILLISECONDS)) {
             p.descendants().forEach(ProcessHandle::destroyForcibly); // the JVM the jar's Main started
