@@ -11,9 +11,6 @@ import java.nio.file.attribute.FileTime;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import java.util.jar.Manifest;
 import java.util.regex.Pattern;
 
@@ -43,7 +40,8 @@ import org.osgi.service.log.LoggerFactory;
  *
  * <p>A folder that becomes a bundle must be handed back, and FileInstall would not see it: a manifest
  * written into a claimed folder is no file it notices. So the manifest of each claimed folder is looked
- * at at FileInstall's poll interval (one file's attributes a folder); when it changed since FileInstall
+ * at at FileInstall's poll interval (one file's attributes a folder; spaced by {@link PacedChecks} when the
+ * look takes longer than a ninth of it); when it changed since FileInstall
  * packed the folder, the modification time of a file FileInstall notices in it is moved on ({@link
  * ReadAgain}; one that lies in the watched folders: when FileInstall notices the folder only by files
  * behind symbolic links that lead out of them, one error line says to touch one). FileInstall packs the folder again and asks this installer about it; a bundle now, it is
@@ -59,7 +57,7 @@ public final class FolderThatIsNoBundle extends ClaimingInstaller {
     private final Logger log;
     /** Each claimed folder, and what became of its manifest; changed by FileInstall's threads and the checks. */
     private final Map<Path, Claim> claimed = new ConcurrentHashMap<>();
-    private final ScheduledExecutorService checks;
+    private final PacedChecks checks;
 
     /**
      * A claimed folder's manifest: {@code packed} as it was when FileInstall last packed the folder,
@@ -91,7 +89,7 @@ public final class FolderThatIsNoBundle extends ClaimingInstaller {
     @Activate
     public FolderThatIsNoBundle(BundleContext context, @Reference(service = LoggerFactory.class) Logger log) {
         this(WatchedFolders.of(context), context.getProperty("felix.fileinstall.filter"), log);
-        checks.scheduleWithFixedDelay(this::check, 0, WatchedFolders.pollMillis(context), TimeUnit.MILLISECONDS);
+        start(WatchedFolders.pollMillis(context));
     }
 
     /**
@@ -99,19 +97,27 @@ public final class FolderThatIsNoBundle extends ClaimingInstaller {
      * @param filter  the paths FileInstall looks at, a regular expression; null: every path
      */
     FolderThatIsNoBundle(List<Path> watched, String filter, Logger log) {
+        this(watched, filter, log, PacedChecks.Timer.ofThread("ferrum folders that are no bundle"));
+    }
+
+    /** @param timer where and when the checks of the claimed folders run */
+    FolderThatIsNoBundle(List<Path> watched, String filter, Logger log, PacedChecks.Timer timer) {
         super(watched);
         this.filter = filter == null || filter.isBlank() ? null : Pattern.compile(filter);
         this.log = log;
-        checks = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "ferrum folders that are no bundle");
-            t.setDaemon(true);
-            return t;
-        });
+        checks = new PacedChecks(this::check, e -> log.error("Looking at the manifests of the claimed folders of {} failed:"
+                + " {}; the looks go on", ControlCharacters.escaped(watched),
+                ControlCharacters.escaped(e.toString()), e), timer);
+    }
+
+    /** Checks at once, then at FileInstall's poll interval {@code pollMillis}, spaced ({@link PacedChecks}). */
+    void start(long pollMillis) {
+        checks.start(pollMillis);
     }
 
     @Deactivate
     void stop() {
-        checks.shutdownNow();
+        checks.stop();
     }
 
     /** @return whether {@code artifact} is FileInstall's jar of a folder in a watched folder that is no bundle */

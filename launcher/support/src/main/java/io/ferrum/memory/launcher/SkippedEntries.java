@@ -9,9 +9,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 
 import org.osgi.framework.BundleContext;
@@ -45,7 +42,8 @@ import org.osgi.service.log.LoggerFactory;
  * Only the names FileInstall looks at ({@code felix.fileinstall.filter}) are looked at, folders whatever
  * their names, and no hidden name (a name starting with {@code .}: an editor's lock, {@code .#x.cfg}, is
  * a link to nothing while the file is edited; {@code config/.git/}). The folders are looked at when this component starts, then at FileInstall's
- * poll interval ({@code felix.fileinstall.poll}, 2 s unless set); an entry is named again only when
+ * poll interval ({@code felix.fileinstall.poll}, 2 s unless set), or nine times as long as the last look took
+ * when that is longer ({@link PacedChecks}: a folder of many thousand entries); an entry is named again only when
  * what is wrong with it changes, or once it was fixed or removed and comes back.
  */
 @Component(immediate = true, service = {})
@@ -55,12 +53,12 @@ public final class SkippedEntries {
     private final Logger log;
     /** The line given for each entry while the entry earns it; used by the scanning thread only. */
     private final Map<Path, String> named = new HashMap<>();
-    private final ScheduledExecutorService scans;
+    private final PacedChecks scans;
 
     @Activate
     public SkippedEntries(BundleContext context, @Reference(service = LoggerFactory.class) Logger log) {
         this(WatchedFolders.of(context), context.getProperty("felix.fileinstall.filter"), log);
-        scans.scheduleWithFixedDelay(this::scan, 0, WatchedFolders.pollMillis(context), TimeUnit.MILLISECONDS);
+        start(WatchedFolders.pollMillis(context));
     }
 
     /**
@@ -68,19 +66,27 @@ public final class SkippedEntries {
      * @param filter  the names FileInstall looks at, a regular expression; null: every name
      */
     SkippedEntries(List<Path> watched, String filter, Logger log) {
+        this(watched, filter, log, PacedChecks.Timer.ofThread("ferrum skipped entries"));
+    }
+
+    /** @param timer where and when the scans run */
+    SkippedEntries(List<Path> watched, String filter, Logger log, PacedChecks.Timer timer) {
         this.watched.addAll(watched);
         this.filter = filter == null || filter.isBlank() ? null : Pattern.compile(filter);
         this.log = log;
-        scans = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "ferrum skipped entries");
-            t.setDaemon(true);
-            return t;
-        });
+        scans = new PacedChecks(this::scan, e -> log.error("Looking at the watched folders {} for entries FileInstall skips"
+                + " failed: {}; the looks go on", ControlCharacters.escaped(watched),
+                ControlCharacters.escaped(e.toString()), e), timer);
+    }
+
+    /** Scans at once, then at FileInstall's poll interval {@code pollMillis}, spaced ({@link PacedChecks}). */
+    void start(long pollMillis) {
+        scans.start(pollMillis);
     }
 
     @Deactivate
     void stop() {
-        scans.shutdownNow();
+        scans.stop();
     }
 
     /** Looks at every watched folder once, and names each entry that earns a line it was not given yet. */

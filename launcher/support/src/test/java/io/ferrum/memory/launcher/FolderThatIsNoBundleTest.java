@@ -39,14 +39,22 @@ class FolderThatIsNoBundleTest {
     private Path tmp;
     private FolderThatIsNoBundle installer;
     private final List<String> errors = new ArrayList<>();
+    /** How many error lines the logger is to refuse yet, throwing. */
+    private int refuse;
 
     /** A logger that keeps each error line, its arguments put in place of {@code {}}. */
     private final Logger log = (Logger) Proxy.newProxyInstance(Logger.class.getClassLoader(), new Class<?>[] {Logger.class},
             (proxy, m, args) -> {
                 if (m.getName().equals("error")) {
+                    if (refuse > 0) {
+                        refuse--;
+                        throw new IllegalStateException("refused");
+                    }
                     String line = (String) args[0];
-                    for (int i = 1; i < args.length; i++) {
-                        line = line.replaceFirst("\\{}", java.util.regex.Matcher.quoteReplacement(String.valueOf(args[i])));
+                    Object[] values = args.length == 2 && args[1] instanceof Object[] all ? all
+                            : java.util.Arrays.copyOfRange(args, 1, args.length);
+                    for (Object value : values) {
+                        line = line.replaceFirst("\\{}", java.util.regex.Matcher.quoteReplacement(String.valueOf(value)));
                     }
                     errors.add(line);
                 }
@@ -228,5 +236,37 @@ class FolderThatIsNoBundleTest {
         installer.check();
         assertNotEquals(BACK, Files.getLastModifiedTime(own), "the folder's own file is moved on");
         assertEquals(BACK, Files.getLastModifiedTime(theirs));
+    }
+
+    /**
+     * A check of the claimed folders that throws (here the Log Service refusing the line naming a folder
+     * FileInstall notices only by a file outside) is followed by the next all the same, which brings a
+     * folder whose manifest came since back to FileInstall; the checks' clock and scheduling are the test's.
+     */
+    @Test
+    void aCheckThatThrowsIsFollowedByTheNext() throws Exception {
+        installer.stop();
+        ManualTimer timer = new ManualTimer();
+        installer = new FolderThatIsNoBundle(List.of(config, plugins), FILTER, log, timer);
+        Path outside = Files.createDirectories(dir.resolve("outside"));
+        Files.setLastModifiedTime(Files.writeString(outside.resolve("theirs.jar"), "x"), BACK);
+        Path linked = Files.createDirectories(plugins.resolve("linked"));
+        Files.createSymbolicLink(linked.resolve("lib"), outside);
+        installer.install(linked.toFile());
+        installer.start(50);
+        timer.runNext();
+        manifest(linked, "org.example.linked");
+        refuse = 1;
+        timer.runNext();
+        assertEquals(1, errors.size(), "the failure told: " + errors);
+        assertTrue(errors.get(0).startsWith("Looking at the manifests of the claimed folders of " + List.of(config, plugins)
+                + " failed: java.lang.IllegalStateException: refused; "), errors.get(0));
+
+        Path late = folderWithAJar("late");
+        installer.install(late.toFile());
+        manifest(late, "org.example.late");
+        timer.runNext();
+        assertNotEquals(BACK, Files.getLastModifiedTime(late.resolve("lib").resolve("inner.jar")),
+                "the next check brought the folder whose manifest came back to FileInstall");
     }
 }

@@ -1,12 +1,14 @@
 package io.ferrum.memory.launcher;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import java.lang.reflect.Proxy;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -23,11 +25,17 @@ class SkippedEntriesTest {
     Path dir;
 
     private final List<String> errors = new ArrayList<>();
+    /** How many error lines the logger is to refuse yet, throwing. */
+    private int refuse;
 
     /** A logger that keeps each error line, as the Log Service formats {@code error("{}", line)}. */
     private final Logger log = (Logger) Proxy.newProxyInstance(Logger.class.getClassLoader(), new Class<?>[] {Logger.class},
             (proxy, m, args) -> {
                 if (m.getName().equals("error")) {
+                    if (refuse > 0) {
+                        refuse--;
+                        throw new IllegalStateException("refused: " + args[1]);
+                    }
                     errors.add(String.valueOf(args[1] instanceof Object[] a ? a[0] : args[1]));
                 }
                 return null;
@@ -151,5 +159,34 @@ class SkippedEntriesTest {
         } finally {
             entries.stop();
         }
+    }
+
+    /**
+     * A scan that throws (here the Log Service refusing a line) is followed by the next all the same, and a
+     * slow one only after nine times its duration; the scans' clock and scheduling are the test's.
+     */
+    @Test
+    void aScanThatThrowsIsFollowedByTheNextAndASlowOneIsSpaced() throws Exception {
+        Path config = Files.createDirectories(dir.resolve("config"));
+        Path link = Files.createSymbolicLink(config.resolve("io.ferrum.memory.cpu.device-t1.cfg"), Path.of("/nowhere"));
+        ManualTimer timer = new ManualTimer();
+        SkippedEntries entries = new SkippedEntries(List.of(config), FILTER, log, timer);
+        refuse = 1;
+        entries.start(50);
+        timer.runNext();
+        assertEquals(1, errors.size(), "the failure told: " + errors);
+        assertEquals(List.of(config).toString(), errors.get(0), "the failure names the watched folders");
+        assertEquals(TimeUnit.MILLISECONDS.toNanos(50), timer.nextDelay(), "a quick scan: the next at the poll interval");
+
+        timer.runNext();
+        assertEquals(List.of(List.of(config).toString(), dangling(link, "/nowhere")), errors, "the next scan names the link");
+
+        timer.everyReadTakes(TimeUnit.SECONDS.toNanos(2));
+        timer.runNext();
+        assertEquals(TimeUnit.SECONDS.toNanos(18), timer.nextDelay(), "a scan of 2 s: the next after 18 s");
+        assertEquals(2, errors.size(), "the link named once: " + errors);
+
+        entries.stop();
+        assertFalse(timer.hasNext(), "stopped: no scan scheduled");
     }
 }
