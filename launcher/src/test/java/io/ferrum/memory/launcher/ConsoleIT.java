@@ -761,6 +761,52 @@ class ConsoleIT {
     }
 
     /**
+     * A folder in plugins/ that FileInstall packed and found no bundle in is claimed by the launcher
+     * bundle's {@code FolderThatIsNoBundle}, which watches its manifest. After an update of that bundle
+     * (possible at a terminal only: a script ends with it), FileInstall had only taken the old installer
+     * off the folder's artifact and asks no installer about a folder it has processed until a file it
+     * notices there changes; the new installer started with no claims, so a manifest written then was
+     * never seen and the bundle never installed.
+     */
+    @Test
+    void atATerminalAFolderClaimedBeforeAnUpdateOfTheLaunchersBundleIsInstalledOnceItsManifestComes() throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/script")), "util-linux 'script' is not installed: no pseudo-terminal to test with");
+        Path dir = DistributionIT.freshDir("terminal-update-claims");
+        Path plugins = Files.createDirectories(dir.resolve("plugins"));
+        try (Terminal t = new Terminal(dir, dir.resolve("history"))) {
+            t.await("g! ");
+            Path late = Files.createDirectories(dir.resolve("late"));
+            Files.writeString(Files.createDirectories(late.resolve("lib")).resolve("inner.jar"), "not read");
+            Files.writeString(dir.resolve("plain.jar"), "no jar");
+            Files.move(late, plugins.resolve("late"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            Files.move(dir.resolve("plain.jar"), plugins.resolve("plain.jar"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            // Named in the pass of plugins/'s watcher that packed the folder and had it claimed.
+            typeUntil(t, "log 50 error", plugins.resolve("plain.jar") + " is not installed");
+            assertTrue(Files.isRegularFile(dir.resolve("tmp").resolve("late.jar")), "FileInstall packed the folder");
+            t.type("update io.ferrum.memory.launcher\r");
+            t.await("Ferrum Memory: 'help' lists the commands");
+            t.await("g! ");
+            DistributionIT.explodedManifest(plugins.resolve("late"), "org.example.late", "1.0.0");
+            typeUntil(t, "lb -s org.example.late", "Active");
+            t.type("exit 0\r");
+            assertEquals(0, t.exitCode(), "the console left with its exit code");
+        }
+    }
+
+    /** Types {@code command} at the prompt until what it prints before the next prompt contains {@code expected}. */
+    private static void typeUntil(Terminal t, String command, String expected) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(DistributionIT.WAIT_MS);
+        while (System.nanoTime() < deadline) {
+            t.type(command + "\r");
+            if (t.await("g! ").contains(expected)) {
+                return;
+            }
+            Thread.sleep(200);
+        }
+        fail("'" + expected + "' never followed '" + command + "'; the terminal showed:\n" + t.since());
+    }
+
+    /**
      * {@code stop io.ferrum.memory.launcher} at a terminal: the console goes with its bundle and the
      * framework runs on, as Felix's own {@code gogo.jline} shell does when its bundle stops (a
      * distribution may serve through other bundles of {@code plugins/}). The terminal then echoed

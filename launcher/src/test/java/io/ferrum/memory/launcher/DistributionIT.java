@@ -950,7 +950,7 @@ class DistributionIT {
     }
 
     /** Writes an exploded bundle's manifest into {@code bundle}, moved in whole. */
-    private static void explodedManifest(Path bundle, String symbolicName, String version) throws IOException {
+    static void explodedManifest(Path bundle, String symbolicName, String version) throws IOException {
         Path written = Files.writeString(bundle.resolveSibling(bundle.getFileName() + ".MF"), "Manifest-Version: 1.0\n"
                 + "Bundle-ManifestVersion: 2\nBundle-SymbolicName: " + symbolicName + "\nBundle-Version: " + version + "\n\n");
         Files.move(written, Files.createDirectories(bundle.resolve("META-INF")).resolve("MANIFEST.MF"),

@@ -3,6 +3,8 @@ package io.ferrum.memory.launcher;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.file.DirectoryIteratorException;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -10,11 +12,13 @@ import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.jar.Manifest;
 import java.util.regex.Pattern;
 
 import org.apache.felix.fileinstall.ArtifactInstaller;
+import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.Constants;
 import org.osgi.service.component.annotations.Activate;
@@ -48,6 +52,18 @@ import org.osgi.service.log.LoggerFactory;
  * taken from this installer ({@link #handBack}), which moves the time on once more, since FileInstall
  * then forgets the folder until it changes; at its next poll FileInstall installs it.
  *
+ * <p>When this bundle is restarted in a running framework ({@code update io.ferrum.memory.launcher}, a
+ * stop and start, a refresh), FileInstall only takes the old instance off the artifacts it claimed, and asks
+ * no installer about them until a file it notices in them changes (3.7.4, {@code
+ * DirectoryWatcher.removeListener} and {@code addListener}, which asks again about bundles only): the new
+ * instance would start with no claims, and a manifest written into such a folder then would go unseen for
+ * good. Nor may the new instance just watch the folder: an artifact without installer that FileInstall finds
+ * to be a bundle is taken as an update of a bundle it never installed, which fails. So each folder whose jar
+ * FileInstall packed ({@code felix.fileinstall.tmpdir}) holds no bundle is brought to FileInstall's notice
+ * once, and this installer takes it again even if it became a bundle meanwhile ({@link #claimAgain}); one
+ * that did is then handed back as above. At the framework's start FileInstall asks the installers itself,
+ * and a jar there may be left from a killed run, so nothing is claimed again then.
+ *
  * <p>A folder holding a manifest without a {@code Bundle-SymbolicName} is named in one error line, once for
  * each version of it; {@link SkippedEntries} names a folder without one.
  */
@@ -58,6 +74,8 @@ public final class FolderThatIsNoBundle extends ClaimingInstaller {
     /** Each claimed folder, and what became of its manifest; changed by FileInstall's threads and the checks. */
     private final Map<Path, Claim> claimed = new ConcurrentHashMap<>();
     private final PacedChecks checks;
+    /** The folders to take again whatever their manifest says ({@link #claimAgain}), until FileInstall asks about them. */
+    private final Set<Path> reclaimed = ConcurrentHashMap.newKeySet();
 
     /**
      * A claimed folder's manifest: {@code packed} as it was when FileInstall last packed the folder,
@@ -89,6 +107,10 @@ public final class FolderThatIsNoBundle extends ClaimingInstaller {
     @Activate
     public FolderThatIsNoBundle(BundleContext context, @Reference(service = LoggerFactory.class) Logger log) {
         this(WatchedFolders.of(context), context.getProperty("felix.fileinstall.filter"), log);
+        String tmp = context.getProperty("felix.fileinstall.tmpdir");
+        if (tmp != null && !tmp.isBlank() && context.getBundle(Constants.SYSTEM_BUNDLE_ID).getState() == Bundle.ACTIVE) {
+            claimAgain(Path.of(tmp.strip()));
+        }
         start(WatchedFolders.pollMillis(context));
     }
 
@@ -123,14 +145,17 @@ public final class FolderThatIsNoBundle extends ClaimingInstaller {
     /** @return whether {@code artifact} is FileInstall's jar of a folder in a watched folder that is no bundle */
     @Override
     public boolean canHandle(File artifact) {
-        return packedFolders(artifact, watched).stream().anyMatch(f -> !ConfigFileEntries.isConfigName(f.getName()))
-                && NotABundleReporter.whyNotABundle(artifact) != null;
+        List<File> folders = packedFolders(artifact, watched).stream()
+                .filter(f -> !ConfigFileEntries.isConfigName(f.getName())).toList();
+        return !folders.isEmpty() && (folders.stream().anyMatch(f -> reclaimed.contains(f.toPath().toAbsolutePath().normalize()))
+                || NotABundleReporter.whyNotABundle(artifact) != null);
     }
 
     /** @param folder the folder: FileInstall asks about its jar, and installs the path it watches */
     @Override
     void report(File folder) {
         Path f = folder.toPath().toAbsolutePath().normalize();
+        reclaimed.remove(f);
         ManifestStamp now = ManifestStamp.of(f);
         claimed.put(f, new Claim(now, now));
         if (now.equals(ManifestStamp.NONE)) {
@@ -143,6 +168,33 @@ public final class FolderThatIsNoBundle extends ClaimingInstaller {
         } else {
             log.error("{} is not installed: it holds META-INF/MANIFEST.MF, but {}; give the manifest a Bundle-SymbolicName,"
                     + " or remove the folder", ControlCharacters.escaped(f), why);
+        }
+    }
+
+    /**
+     * Brings to FileInstall's notice each folder of the watched folders, but one named as a configuration
+     * file ({@link FolderNamedAsConfigFile}'s), whose jar in {@code tmp} holds no bundle (FileInstall packed it
+     * and found none), and takes it when FileInstall asks next, whatever its manifest says then ({@link
+     * #canHandle}); {@link #report} hands back one that became a bundle.
+     *
+     * @param tmp where FileInstall packs the folders ({@code felix.fileinstall.tmpdir})
+     */
+    void claimAgain(Path tmp) {
+        for (Path dir : watched) {
+            try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir, Files::isDirectory)) {
+                for (Path entry : entries) {
+                    Path folder = entry.toAbsolutePath().normalize();
+                    String name = folder.getFileName().toString();
+                    File jar = tmp.resolve(name + ".jar").toFile();
+                    if (ConfigFileEntries.isConfigName(name) || !jar.isFile() || NotABundleReporter.whyNotABundle(jar) == null) {
+                        continue;
+                    }
+                    reclaimed.add(folder);
+                    prod(folder);
+                }
+            } catch (IOException | DirectoryIteratorException | SecurityException unreadable) {
+                // The folder gone or unreadable: FileInstall finds nothing in it either.
+            }
         }
     }
 

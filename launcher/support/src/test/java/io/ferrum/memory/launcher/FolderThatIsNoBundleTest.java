@@ -132,6 +132,47 @@ class FolderThatIsNoBundleTest {
     }
 
     /**
+     * After a restart of this bundle FileInstall asks no installer about a folder it packed until it changes:
+     * each folder packed as no bundle is brought to its notice, and taken when FileInstall asks, even one that
+     * became a bundle meanwhile (FileInstall would update a bundle it never installed), which is then handed
+     * back. A folder packed as a bundle, one not packed, or one named as a configuration file is left alone.
+     */
+    @Test
+    void afterARestartTheFoldersPackedAsNoBundleAreBroughtToNoticeAndTakenAgain() throws Exception {
+        Path plain = folderWithAJar("plain");
+        packed(plain);
+        Path late = folderWithAJar("late");
+        packed(late);
+        manifest(late, "org.example.late");
+        Path bundle = folderWithAJar("bundle");
+        manifest(bundle, "org.example.bundle");
+        packed(bundle);
+        Path unpacked = folderWithAJar("unpacked");
+        Path namedAsConfig = Files.createDirectories(config.resolve("x.cfg"));
+        Path cfg = Files.writeString(namedAsConfig.resolve("inner.cfg"), "a=b\n");
+        Files.setLastModifiedTime(cfg, BACK);
+        packed(namedAsConfig);
+
+        installer.claimAgain(tmp);
+
+        assertNotEquals(BACK, Files.getLastModifiedTime(plain.resolve("lib").resolve("inner.jar")), "plain was not brought to notice");
+        Path lateJar = late.resolve("lib").resolve("inner.jar");
+        assertNotEquals(BACK, Files.getLastModifiedTime(lateJar), "late was not brought to notice");
+        assertEquals(BACK, Files.getLastModifiedTime(bundle.resolve("lib").resolve("inner.jar")), "a bundle was brought to notice");
+        assertEquals(BACK, Files.getLastModifiedTime(unpacked.resolve("lib").resolve("inner.jar")), "an unpacked folder was");
+        assertEquals(BACK, Files.getLastModifiedTime(cfg), "FolderNamedAsConfigFile's folder was");
+        assertTrue(installer.canHandle(packed(plain).toFile()), "plain is claimed again");
+        assertTrue(installer.canHandle(packed(late).toFile()), "late, a bundle now, is taken once all the same");
+        assertFalse(installer.canHandle(packed(bundle).toFile()), "an exploded bundle: FileInstall's");
+
+        Files.setLastModifiedTime(lateJar, BACK);
+        installer.update(late.toFile());
+        assertNotEquals(BACK, Files.getLastModifiedTime(lateJar), "late, a bundle, was not handed back");
+        assertFalse(installer.canHandle(packed(late).toFile()), "late is FileInstall's now");
+        assertEquals(List.of(), errors);
+    }
+
+    /**
      * A folder copied in, its manifest last: FileInstall does not notice a manifest, so the time of the jar
      * in it is moved on once, and again when FileInstall hands the folder back, a bundle now.
      */
