@@ -793,6 +793,56 @@ class ConsoleIT {
         }
     }
 
+    /**
+     * A jar in plugins/ that is no bundle is claimed by the launcher bundle's {@code NotABundleReporter}. After
+     * an update of that bundle FileInstall had only taken the old installer off the jar's artifact, and a bundle
+     * saved in its place then went to FileInstall's update path as a bundle it never installed: nothing was
+     * installed.
+     */
+    @Test
+    void atATerminalAJarClaimedBeforeAnUpdateOfTheLaunchersBundleIsInstalledOnceABundleReplacesIt() throws Exception {
+        Path dir = DistributionIT.freshDir("terminal-update-plain-jar");
+        Path plugins = Files.createDirectories(dir.resolve("plugins"));
+        Files.writeString(dir.resolve("plain.jar"), "no jar");
+        claimedEntryReplacedByABundleAfterAnUpdate(dir, () -> Files.move(dir.resolve("plain.jar"), plugins.resolve("plain.jar"),
+                java.nio.file.StandardCopyOption.ATOMIC_MOVE));
+    }
+
+    /** What puts {@code plugins/plain.jar} in place before the distribution starts. */
+    private interface Entry {
+        void put() throws Exception;
+    }
+
+    /**
+     * Has {@code entry} put {@code plugins/plain.jar} in place, starts the distribution in {@code dir} at a terminal
+     * and waits for the entry's error line, updates the launcher's bundle, saves a bundle in its place, and waits for it.
+     */
+    private static void claimedEntryReplacedByABundleAfterAnUpdate(Path dir, Entry entry) throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/script")), "util-linux 'script' is not installed: no pseudo-terminal to test with");
+        Path plugins = dir.resolve("plugins");
+        entry.put();
+        try (Terminal t = new Terminal(dir, dir.resolve("history"))) {
+            t.await("g! ");
+            typeUntil(t, "log 50 error", plugins.resolve("plain.jar") + " is not installed");
+            t.type("update io.ferrum.memory.launcher\r");
+            t.await("Ferrum Memory: 'help' lists the commands");
+            t.await("g! ");
+            Manifest m = new Manifest();
+            m.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
+            m.getMainAttributes().putValue("Bundle-ManifestVersion", "2");
+            m.getMainAttributes().putValue("Bundle-SymbolicName", "org.example.plain");
+            try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(dir.resolve("bundle.jar")), m)) {
+                out.putNextEntry(new JarEntry("a.txt"));
+                out.closeEntry();
+            }
+            Files.move(dir.resolve("bundle.jar"), plugins.resolve("plain.jar"), java.nio.file.StandardCopyOption.ATOMIC_MOVE,
+                    java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            typeUntil(t, "lb -s org.example.plain", "Active");
+            t.type("exit 0\r");
+            assertEquals(0, t.exitCode(), "the console left with its exit code");
+        }
+    }
+
     /** Types {@code command} at the prompt until what it prints before the next prompt contains {@code expected}. */
     private static void typeUntil(Terminal t, String command, String expected) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(DistributionIT.WAIT_MS);

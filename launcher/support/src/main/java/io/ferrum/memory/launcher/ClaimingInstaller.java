@@ -1,11 +1,21 @@
 package io.ferrum.memory.launcher;
 
 import java.io.File;
+import java.io.IOException;
+import java.nio.file.DirectoryIteratorException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.felix.fileinstall.ArtifactInstaller;
+import org.osgi.framework.Bundle;
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.Constants;
+import org.osgi.framework.startlevel.FrameworkStartLevel;
 
 /**
  * The shape of the installers that claim, for FileInstall, an entry of a watched folder that no other
@@ -22,10 +32,24 @@ import org.apache.felix.fileinstall.ArtifactInstaller;
  * holds for an entry still there that this installer no longer takes ({@link #handBack}). A file outside
  * the watched folders (the entry a symbolic link to it) is left as it is, and one error line says to
  * touch it.
+ *
+ * <p>When this bundle is restarted in a running framework ({@code update io.ferrum.memory.launcher}, a
+ * stop and start, a refresh), FileInstall only takes the old instance off the entries it claimed, and asks
+ * a new installer again about bundles only (3.7.4, {@code DirectoryWatcher.removeListener} and {@code
+ * addListener}). An entry left without installer that FileInstall then finds to be a bundle is taken as an
+ * update of a bundle it never installed, and nothing is installed. So a new instance brings each regular file
+ * of the watched folders it claims to FileInstall's notice once, and takes it when FileInstall asks, whatever
+ * it is by then ({@link #claimEntriesAgain}, {@link #takenAgain}); one that is no longer its own is then handed
+ * back as above. {@link FolderThatIsNoBundle} does the same for the folders FileInstall packs. A pipe ({@link
+ * SpecialFilesInPlugins}) cannot be: its time cannot be moved on without opening it, and FileInstall notices
+ * no change of one but its name.
  */
 abstract class ClaimingInstaller implements ArtifactInstaller {
     /** The watched folders, absolute and normalized. */
     final List<Path> watched;
+
+    /** The entries to take again whatever they are ({@link #claimEntriesAgain}), until FileInstall asks about them. */
+    private final Set<Path> reclaimed = ConcurrentHashMap.newKeySet();
 
     ClaimingInstaller(List<Path> watched) {
         this.watched = List.copyOf(watched);
@@ -33,12 +57,83 @@ abstract class ClaimingInstaller implements ArtifactInstaller {
 
     @Override
     public final void install(File artifact) {
-        report(artifact);
+        taken(artifact);
     }
 
     @Override
     public final void update(File artifact) {
-        report(artifact);
+        taken(artifact);
+    }
+
+    private void taken(File artifact) {
+        boolean again = reclaimed.remove(artifact.toPath().toAbsolutePath().normalize());
+        if (again && !claims(artifact)) {
+            // Taken only because it was this installer's before a restart: FileInstall is to ask again.
+            handBack(artifact);
+        } else {
+            report(artifact);
+        }
+    }
+
+    /**
+     * Calls {@link #claimEntriesAgain} when this bundle is (re)started while the framework runs, not at its start:
+     * Felix marks the system bundle ACTIVE before it raises the start level, so the framework counts as started
+     * only once its start level reached {@code org.osgi.framework.startlevel.beginning}.
+     */
+    final void claimAgainIfRestarted(BundleContext context) {
+        Bundle system = context.getBundle(Constants.SYSTEM_BUNDLE_ID);
+        int beginning;
+        try {
+            String level = context.getProperty(Constants.FRAMEWORK_BEGINNING_STARTLEVEL);
+            beginning = level == null ? 1 : Integer.parseInt(level.strip());
+        } catch (NumberFormatException notALevel) {
+            beginning = 1;
+        }
+        if (system.getState() == Bundle.ACTIVE && system.adapt(FrameworkStartLevel.class).getStartLevel() >= beginning) {
+            claimEntriesAgain();
+        }
+    }
+
+    /**
+     * Brings to FileInstall's notice each entry of the watched folders that {@link #claims} (after a restart of
+     * this bundle in a running framework: see the class comment), and has {@link #takenAgain} say yes to it until
+     * FileInstall asks this installer to take it.
+     */
+    final void claimEntriesAgain() {
+        for (Path dir : watched) {
+            try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
+                for (Path entry : entries) {
+                    Path p = entry.toAbsolutePath().normalize();
+                    // Only a regular file: moving a pipe's time on opens it (and waits for a writer), and FileInstall
+                    // notices no change of one but its name.
+                    if (Files.isRegularFile(p) && claims(p.toFile())) {
+                        reclaimed.add(p);
+                        readAgain(p.toFile(), p.toFile());
+                    }
+                }
+            } catch (IOException | DirectoryIteratorException | SecurityException unreadable) {
+                // The folder gone or unreadable: FileInstall finds nothing in it either.
+            }
+        }
+    }
+
+    /**
+     * @param artifact what FileInstall asks about
+     * @return whether this installer is to take {@code artifact} whatever it is now: it claimed it before a
+     *         restart ({@link #claimEntriesAgain}) and FileInstall has not asked it to take it since
+     */
+    final boolean takenAgain(File artifact) {
+        return !reclaimed.isEmpty() && reclaimed.contains(artifact.toPath().toAbsolutePath().normalize());
+    }
+
+    /**
+     * @param entry an entry of a watched folder
+     * @return whether this installer claims {@code entry}, a regular file, as it is now: those claimed in {@link
+     *         #canHandle} but for {@link #takenAgain}; false for installers that claim no regular file of the watched
+     *         folders themselves.
+     */
+    boolean claims(File entry) {
+        return false;
     }
 
     /** @param artifact the claimed entry's path: a file now when it was replaced by one (see the class comment) */

@@ -2,6 +2,9 @@ package io.ferrum.memory.launcher;
 
 import java.io.File;
 import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
 import java.util.jar.JarFile;
 import java.util.jar.Manifest;
 
@@ -20,7 +23,7 @@ import org.osgi.service.log.LoggerFactory;
  * defers a file no installer claims and asks again at every poll. This installer claims exactly
  * those files (never a jar with a symbolic name, which FileInstall's own bundle installer takes,
  * and never a configuration file), and logs one error line for each version of one; a bundle saved in
- * its place is installed ({@link ClaimingInstaller}).
+ * its place is installed, also after a restart of this bundle ({@link ClaimingInstaller}).
  */
 @Component(service = ArtifactInstaller.class)
 public final class NotABundleReporter extends ClaimingInstaller {
@@ -28,7 +31,13 @@ public final class NotABundleReporter extends ClaimingInstaller {
 
     @Activate
     public NotABundleReporter(BundleContext context, @Reference(service = LoggerFactory.class) Logger log) {
-        super(WatchedFolders.of(context));
+        this(WatchedFolders.of(context), log);
+        claimAgainIfRestarted(context);
+    }
+
+    /** @param watched the watched folders, absolute and normalized */
+    NotABundleReporter(List<Path> watched, Logger log) {
+        super(watched);
         this.log = log;
     }
 
@@ -39,10 +48,17 @@ public final class NotABundleReporter extends ClaimingInstaller {
 
     @Override
     public boolean canHandle(File artifact) {
-        return artifact.getName().toLowerCase(java.util.Locale.ROOT).endsWith(".jar")
-                && artifact.getAbsoluteFile().getParentFile() != null
-                && watched.contains(artifact.getAbsoluteFile().getParentFile().toPath().normalize())
-                && whyNotABundle(artifact) != null;
+        return takenAgain(artifact) || claims(artifact);
+    }
+
+    /** @return whether {@code entry} is a regular file of a watched folder named as a jar that is no bundle */
+    @Override
+    boolean claims(File entry) {
+        return entry.getName().toLowerCase(java.util.Locale.ROOT).endsWith(".jar")
+                && entry.getAbsoluteFile().getParentFile() != null
+                && watched.contains(entry.getAbsoluteFile().getParentFile().toPath().normalize())
+                && Files.isRegularFile(entry.toPath())
+                && whyNotABundle(entry) != null;
     }
 
     @Override
