@@ -75,12 +75,20 @@ abstract class ClaimingInstaller implements ArtifactInstaller {
         }
     }
 
-    /**
-     * Calls {@link #claimEntriesAgain} when this bundle is (re)started while the framework runs, not at its start:
-     * Felix marks the system bundle ACTIVE before it raises the start level, so the framework counts as started
-     * only once its start level reached {@code org.osgi.framework.startlevel.beginning}.
-     */
+    /** Calls {@link #claimEntriesAgain} when this bundle is (re)started while the framework runs ({@link #restartedInARunningFramework}). */
     final void claimAgainIfRestarted(BundleContext context) {
+        if (restartedInARunningFramework(context)) {
+            claimEntriesAgain();
+        }
+    }
+
+    /**
+     * @return true when this bundle starts in a framework that has started (an {@code update} or a stop and
+     *         start of it), false while the framework itself starts: Felix marks the system bundle ACTIVE
+     *         before it raises the start level, so the framework counts as started only once its start
+     *         level reached {@code org.osgi.framework.startlevel.beginning}
+     */
+    static boolean restartedInARunningFramework(BundleContext context) {
         Bundle system = context.getBundle(Constants.SYSTEM_BUNDLE_ID);
         int beginning;
         try {
@@ -89,9 +97,7 @@ abstract class ClaimingInstaller implements ArtifactInstaller {
         } catch (NumberFormatException notALevel) {
             beginning = 1;
         }
-        if (system.getState() == Bundle.ACTIVE && system.adapt(FrameworkStartLevel.class).getStartLevel() >= beginning) {
-            claimEntriesAgain();
-        }
+        return system.getState() == Bundle.ACTIVE && system.adapt(FrameworkStartLevel.class).getStartLevel() >= beginning;
     }
 
     /**

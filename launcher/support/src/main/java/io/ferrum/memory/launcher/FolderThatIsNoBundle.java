@@ -18,7 +18,6 @@ import java.util.jar.Manifest;
 import java.util.regex.Pattern;
 
 import org.apache.felix.fileinstall.ArtifactInstaller;
-import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.Constants;
 import org.osgi.service.component.annotations.Activate;
@@ -108,7 +107,7 @@ public final class FolderThatIsNoBundle extends ClaimingInstaller {
     public FolderThatIsNoBundle(BundleContext context, @Reference(service = LoggerFactory.class) Logger log) {
         this(WatchedFolders.of(context), context.getProperty("felix.fileinstall.filter"), log);
         String tmp = context.getProperty("felix.fileinstall.tmpdir");
-        if (tmp != null && !tmp.isBlank() && context.getBundle(Constants.SYSTEM_BUNDLE_ID).getState() == Bundle.ACTIVE) {
+        if (tmp != null && !tmp.isBlank() && restartedInARunningFramework(context)) {
             claimAgain(Path.of(tmp.strip()));
         }
         start(WatchedFolders.pollMillis(context));
