@@ -113,7 +113,7 @@ abstract class ClaimingInstaller implements ArtifactInstaller {
                     // Only a regular file: moving a pipe's time on opens it (and waits for a writer), and FileInstall
                     // notices no change of one but its name.
                     if (Files.isRegularFile(p) && claims(p.toFile())) {
-                        reclaimed.add(p);
+                        reclaim(p);
                         readAgain(p.toFile(), p.toFile());
                     }
                 }
@@ -121,6 +121,14 @@ abstract class ClaimingInstaller implements ArtifactInstaller {
                 // The folder gone or unreadable: FileInstall finds nothing in it either.
             }
         }
+    }
+
+    /**
+     * Has {@link #takenAgain} say yes to {@code entry} until FileInstall asks this installer to take it (an entry
+     * this installer claimed before a restart, brought to FileInstall's notice again).
+     */
+    final void reclaim(Path entry) {
+        reclaimed.add(entry.toAbsolutePath().normalize());
     }
 
     /**
@@ -134,7 +142,7 @@ abstract class ClaimingInstaller implements ArtifactInstaller {
 
     /**
      * @param entry an entry of a watched folder
-     * @return whether this installer claims {@code entry}, a regular file, as it is now: those claimed in {@link
+     * @return whether this installer claims {@code entry} as it is now: those claimed in {@link
      *         #canHandle} but for {@link #takenAgain}; false for installers that claim no regular file of the watched
      *         folders themselves.
      */

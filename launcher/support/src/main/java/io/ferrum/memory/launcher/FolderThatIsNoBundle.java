@@ -12,7 +12,6 @@ import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.jar.Manifest;
 import java.util.regex.Pattern;
@@ -73,8 +72,6 @@ public final class FolderThatIsNoBundle extends ClaimingInstaller {
     /** Each claimed folder, and what became of its manifest; changed by FileInstall's threads and the checks. */
     private final Map<Path, Claim> claimed = new ConcurrentHashMap<>();
     private final PacedChecks checks;
-    /** The folders to take again whatever their manifest says ({@link #claimAgain}), until FileInstall asks about them. */
-    private final Set<Path> reclaimed = ConcurrentHashMap.newKeySet();
 
     /**
      * A claimed folder's manifest: {@code packed} as it was when FileInstall last packed the folder,
@@ -146,7 +143,7 @@ public final class FolderThatIsNoBundle extends ClaimingInstaller {
     public boolean canHandle(File artifact) {
         List<File> folders = packedFolders(artifact, watched).stream()
                 .filter(f -> !ConfigFileEntries.isConfigName(f.getName())).toList();
-        return !folders.isEmpty() && (folders.stream().anyMatch(f -> reclaimed.contains(f.toPath().toAbsolutePath().normalize()))
+        return !folders.isEmpty() && (folders.stream().anyMatch(this::takenAgain)
                 || NotABundleReporter.whyNotABundle(artifact) != null);
     }
 
@@ -154,7 +151,6 @@ public final class FolderThatIsNoBundle extends ClaimingInstaller {
     @Override
     void report(File folder) {
         Path f = folder.toPath().toAbsolutePath().normalize();
-        reclaimed.remove(f);
         ManifestStamp now = ManifestStamp.of(f);
         claimed.put(f, new Claim(now, now));
         if (now.equals(ManifestStamp.NONE)) {
@@ -188,13 +184,23 @@ public final class FolderThatIsNoBundle extends ClaimingInstaller {
                     if (ConfigFileEntries.isConfigName(name) || !jar.isFile() || NotABundleReporter.whyNotABundle(jar) == null) {
                         continue;
                     }
-                    reclaimed.add(folder);
+                    reclaim(folder);
                     prod(folder);
                 }
             } catch (IOException | DirectoryIteratorException | SecurityException unreadable) {
                 // The folder gone or unreadable: FileInstall finds nothing in it either.
             }
         }
+    }
+
+    /**
+     * A folder taken again after a restart ({@link #claimAgain}) goes to {@link #report} whatever its manifest
+     * says now: report hands on one that became a bundle (it prods FileInstall, which then takes it from this
+     * installer), as it does for a folder whose manifest came after FileInstall packed it.
+     */
+    @Override
+    boolean claims(File entry) {
+        return entry.isDirectory();
     }
 
     @Override
