@@ -151,6 +151,32 @@ class CrossDeviceCopierTest {
     }
 
     /**
+     * A source block of {@code data.length} bytes filled with {@code data} and a destination block,
+     * {@code dstSlack} bytes longer, holding zeros, each on a manager of its own: where the copies
+     * below start.
+     */
+    private record Blocks(PooledMemoryManager src, PooledMemoryManager dst, MemoryHandle a, MemoryHandle b,
+                          byte[] data) {
+        /** @return the plan of copying {@code t}, each manager running {@code then} after the first piece */
+        CrossDeviceCopier.Route planThenAfterFirstPiece(CrossDeviceCopier copier, MemoryTransfer t, Runnable then) {
+            int[] depth = new int[1];
+            AtomicBoolean fired = new AtomicBoolean();
+            return copier.plan(t, afterFirstPiece(src, depth, fired, then), afterFirstPiece(dst, depth, fired, then));
+        }
+    }
+
+    private Blocks blocks(Device from, Device to, boolean peers, int n, int dstSlack, long seed) {
+        PooledMemoryManager src = manager(from, peers);
+        PooledMemoryManager dst = manager(to, peers);
+        byte[] data = new byte[n];
+        new SplittableRandom(seed).nextBytes(data);
+        MemoryHandle a = src.allocate(n, from);
+        MemoryHandle b = dst.allocate(n + dstSlack, to);
+        src.write(a, 0, MemorySegment.ofArray(data));
+        return new Blocks(src, dst, a, b, data);
+    }
+
+    /**
      * An interrupt set before the copy: no byte moves, whatever the route. A copy from or into host
      * memory and a peer copy were one call that never looked at the interrupt, and the staged copy
      * looked only after its first piece, so each copied (all of it, or its first piece).
@@ -195,14 +221,12 @@ class CrossDeviceCopierTest {
     @ParameterizedTest
     @EnumSource(Route.class)
     void anInterruptDuringTheFirstPieceStopsTheCopyBeforeTheSecond(Route route) {
-        PooledMemoryManager src = manager(route.src, route.peers);
-        PooledMemoryManager dst = manager(route.dst, route.peers);
         int n = (int) (3 * MiB + 123); // four pieces
-        byte[] data = new byte[n];
-        new SplittableRandom(5).nextBytes(data);
-        MemoryHandle a = src.allocate(n, route.src);
-        MemoryHandle b = dst.allocate(n, route.dst);
-        src.write(a, 0, MemorySegment.ofArray(data));
+        Blocks x = blocks(route.src, route.dst, route.peers, n, 0, 5);
+        PooledMemoryManager src = x.src();
+        PooledMemoryManager dst = x.dst();
+        MemoryHandle a = x.a();
+        MemoryHandle b = x.b();
         CrossDeviceCopier copier = new CrossDeviceCopier(Runnable::run, MiB);
         MemoryTransfer t = MemoryTransfer.of(a, b, n);
         CrossDeviceCopier.Route r = copier.plan(t, interruptingOnceBytesMoved(src), dst);
@@ -218,9 +242,7 @@ class CrossDeviceCopierTest {
         assertEquals("Copy of " + n + " bytes from " + a + " on " + route.src + " to " + b + " on " + route.dst
                 + " interrupted after 1048576 bytes: the destination holds part of the source (destination offsets 0"
                 + " to 1048576), the rest of its range is as it was; copy again to complete it", e.getMessage());
-        byte[] expected = new byte[n];
-        System.arraycopy(data, 0, expected, 0, (int) MiB);
-        assertArrayEquals(expected, contents(dst, b, n), "the first piece arrived, no other");
+        assertArrayEquals(firstPieceOf(x.data(), n, MiB), contents(dst, b, n), "the first piece arrived, no other");
     }
 
     /**
@@ -233,19 +255,16 @@ class CrossDeviceCopierTest {
     @ParameterizedTest
     @EnumSource(Route.class)
     void anInterruptedCopyBackToFrontNamesTheLastBytesItCopied(Route route) {
-        PooledMemoryManager src = manager(route.src, route.peers);
-        PooledMemoryManager dst = manager(route.dst, route.peers);
         long piece = Math.min(MiB, CrossDeviceCopier.BOUNCE_BYTES);
         int n = (int) (2 * CrossDeviceCopier.BOUNCE_BYTES + 123); // not a whole number of pieces
         int at = 64;
-        byte[] data = new byte[n];
-        new SplittableRandom(9).nextBytes(data);
-        MemoryHandle a = src.allocate(n, route.src);
-        MemoryHandle b = dst.allocate(n + at, route.dst);
-        src.write(a, 0, MemorySegment.ofArray(data));
+        Blocks x = blocks(route.src, route.dst, route.peers, n, at, 9);
+        PooledMemoryManager src = x.src();
+        MemoryHandle a = x.a();
+        MemoryHandle b = x.b();
         CrossDeviceCopier copier = new CrossDeviceCopier(Runnable::run, piece);
         MemoryTransfer t = MemoryTransfer.of(a, b, n).withDstOffset(at);
-        CrossDeviceCopier.Route r = copier.plan(t, interruptingOnceBytesMoved(src), dst);
+        CrossDeviceCopier.Route r = copier.plan(t, interruptingOnceBytesMoved(src), x.dst());
 
         MemoryException e;
         try {
@@ -257,8 +276,8 @@ class CrossDeviceCopierTest {
         assertTrue(e.getMessage().contains("interrupted after " + piece + " bytes: the destination holds part of the"
                 + " source (destination offsets " + from + " to " + (at + n) + ")"), e.getMessage());
         byte[] expected = new byte[n + at];
-        System.arraycopy(data, (int) (n - piece), expected, (int) from, (int) piece);
-        assertArrayEquals(expected, contents(dst, b, n + at), "the range's last piece arrived, no other");
+        System.arraycopy(x.data(), (int) (n - piece), expected, (int) from, (int) piece);
+        assertArrayEquals(expected, contents(x.dst(), b, n + at), "the range's last piece arrived, no other");
     }
 
     /**
@@ -315,21 +334,13 @@ class CrossDeviceCopierTest {
     @ParameterizedTest
     @EnumSource(Route.class)
     void aSourceFreedAfterTheFirstPieceFailsTheCopySayingWhatArrived(Route route) {
-        PooledMemoryManager src = manager(route.src, route.peers);
-        PooledMemoryManager dst = manager(route.dst, route.peers);
         int n = (int) (3 * MiB + 123); // four pieces
-        byte[] data = new byte[n];
-        new SplittableRandom(13).nextBytes(data);
-        MemoryHandle a = src.allocate(n, route.src);
-        MemoryHandle b = dst.allocate(n, route.dst);
-        src.write(a, 0, MemorySegment.ofArray(data));
+        Blocks x = blocks(route.src, route.dst, route.peers, n, 0, 13);
+        MemoryHandle a = x.a();
+        MemoryHandle b = x.b();
         CrossDeviceCopier copier = new CrossDeviceCopier(Runnable::run, MiB);
         MemoryTransfer t = MemoryTransfer.of(a, b, n);
-        int[] depth = new int[1];
-        AtomicBoolean fired = new AtomicBoolean();
-        Runnable free = () -> src.deallocate(a);
-        CrossDeviceCopier.Route r = copier.plan(t, afterFirstPiece(src, depth, fired, free),
-                afterFirstPiece(dst, depth, fired, free));
+        CrossDeviceCopier.Route r = x.planThenAfterFirstPiece(copier, t, () -> x.src().deallocate(a));
 
         InvalidHandleException e = assertThrows(InvalidHandleException.class, () -> copier.copy(r, t));
 
@@ -339,7 +350,7 @@ class CrossDeviceCopierTest {
                 + " failed after 1048576 bytes: the destination holds part of the source (destination offsets 0 to"
                 + " 1048576), the rest of its range is as it was; copy again to complete it. Its next piece was"
                 + " refused: " + e.getCause().getMessage(), e.getMessage());
-        assertArrayEquals(firstPieceOf(data, n, MiB), contents(dst, b, n), "the first piece arrived, no other");
+        assertArrayEquals(firstPieceOf(x.data(), n, MiB), contents(x.dst(), b, n), "the first piece arrived, no other");
     }
 
     /**
@@ -350,21 +361,14 @@ class CrossDeviceCopierTest {
     @ParameterizedTest
     @EnumSource(value = Route.class, names = {"HOST_TO_DEVICE", "STAGED", "PEER"})
     void aDestinationMappedAfterTheFirstPieceFailsTheCopySayingWhatArrived(Route route) {
-        PooledMemoryManager src = manager(route.src, route.peers);
-        PooledMemoryManager dst = manager(route.dst, route.peers);
         int n = (int) (3 * MiB + 123);
-        byte[] data = new byte[n];
-        new SplittableRandom(17).nextBytes(data);
-        MemoryHandle a = src.allocate(n, route.src);
-        MemoryHandle b = dst.allocate(n, route.dst);
-        src.write(a, 0, MemorySegment.ofArray(data));
+        Blocks x = blocks(route.src, route.dst, route.peers, n, 0, 17);
+        PooledMemoryManager dst = x.dst();
+        MemoryHandle a = x.a();
+        MemoryHandle b = x.b();
         CrossDeviceCopier copier = new CrossDeviceCopier(Runnable::run, MiB);
         MemoryTransfer t = MemoryTransfer.of(a, b, n);
-        int[] depth = new int[1];
-        AtomicBoolean fired = new AtomicBoolean();
-        Runnable map = () -> dst.mapMemory(b, MemoryAccess.READ_ONLY);
-        CrossDeviceCopier.Route r = copier.plan(t, afterFirstPiece(src, depth, fired, map),
-                afterFirstPiece(dst, depth, fired, map));
+        CrossDeviceCopier.Route r = x.planThenAfterFirstPiece(copier, t, () -> dst.mapMemory(b, MemoryAccess.READ_ONLY));
 
         StagingConflictException e = assertThrows(StagingConflictException.class, () -> copier.copy(r, t));
 
@@ -375,7 +379,7 @@ class CrossDeviceCopierTest {
                 + " (destination offsets 0 to 1048576), the rest of its range is as it was; copy again to complete"
                 + " it. Its next piece was refused: Block " + b), e.getMessage());
         dst.unmapMemory(b);
-        assertArrayEquals(firstPieceOf(data, n, MiB), contents(dst, b, n), "the first piece arrived, no other");
+        assertArrayEquals(firstPieceOf(x.data(), n, MiB), contents(dst, b, n), "the first piece arrived, no other");
     }
 
     /**
@@ -386,14 +390,12 @@ class CrossDeviceCopierTest {
      */
     @org.junit.jupiter.api.Test
     void aDeviceFailureAfterTheFirstPieceNamesThePieceItMayHaveWrittenInPart() {
-        PooledMemoryManager src = manager(GPU1, false);
-        PooledMemoryManager dst = manager(GPU2, false);
         int n = (int) (3 * MiB + 123);
-        byte[] data = new byte[n];
-        new SplittableRandom(19).nextBytes(data);
-        MemoryHandle a = src.allocate(n, GPU1);
-        MemoryHandle b = dst.allocate(n, GPU2);
-        src.write(a, 0, MemorySegment.ofArray(data));
+        Blocks x = blocks(GPU1, GPU2, false, n, 0, 19);
+        PooledMemoryManager src = x.src();
+        PooledMemoryManager dst = x.dst();
+        MemoryHandle a = x.a();
+        MemoryHandle b = x.b();
         CrossDeviceCopier copier = new CrossDeviceCopier(Runnable::run, MiB);
         MemoryTransfer t = MemoryTransfer.of(a, b, n);
         int[] writes = new int[1];
@@ -433,23 +435,16 @@ class CrossDeviceCopierTest {
      */
     @org.junit.jupiter.api.Test
     void anAsynchronousCopyFailingAfterItsFirstPieceSaysWhatArrived() throws Exception {
-        PooledMemoryManager src = manager(CPU1, false);
-        PooledMemoryManager dst = manager(GPU1, false);
         int n = (int) (3 * MiB + 123);
-        byte[] data = new byte[n];
-        new SplittableRandom(23).nextBytes(data);
-        MemoryHandle a = src.allocate(n, CPU1);
-        MemoryHandle b = dst.allocate(n, GPU1);
-        src.write(a, 0, MemorySegment.ofArray(data));
+        Blocks x = blocks(CPU1, GPU1, false, n, 0, 23);
+        PooledMemoryManager dst = x.dst();
+        MemoryHandle a = x.a();
+        MemoryHandle b = x.b();
         ExecutorService worker = Executors.newSingleThreadExecutor();
         toClose.add(worker::shutdownNow);
         CrossDeviceCopier copier = new CrossDeviceCopier(worker, MiB);
         MemoryTransfer t = MemoryTransfer.of(a, b, n);
-        int[] depth = new int[1];
-        AtomicBoolean fired = new AtomicBoolean();
-        Runnable map = () -> dst.mapMemory(b, MemoryAccess.READ_ONLY);
-        CrossDeviceCopier.Route r = copier.plan(t, afterFirstPiece(src, depth, fired, map),
-                afterFirstPiece(dst, depth, fired, map));
+        CrossDeviceCopier.Route r = x.planThenAfterFirstPiece(copier, t, () -> dst.mapMemory(b, MemoryAccess.READ_ONLY));
 
         CompletionException stage = assertThrows(CompletionException.class,
                 () -> copier.copyAsync(r, t, null).toCompletableFuture().orTimeout(30, TimeUnit.SECONDS).join());
@@ -459,6 +454,6 @@ class CrossDeviceCopierTest {
         assertTrue(e.getMessage().contains(" failed after 1048576 bytes: the destination holds part of the source"
                 + " (destination offsets 0 to 1048576)"), e.getMessage());
         dst.unmapMemory(b);
-        assertArrayEquals(firstPieceOf(data, n, MiB), contents(dst, b, n), "the first piece arrived, no other");
+        assertArrayEquals(firstPieceOf(x.data(), n, MiB), contents(dst, b, n), "the first piece arrived, no other");
     }
 }
