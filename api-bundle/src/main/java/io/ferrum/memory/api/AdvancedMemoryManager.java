@@ -91,19 +91,28 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      *     leaves its bytes in the copy, where the thread sees them: they go back only if the copy is
      *     written back for another reason. {@code copyToPeer} of the block answers false, so that a
      *     router copies it through {@code read} and {@code write}.</li>
-     * <li><b>The action holds the block</b> on such memory, whatever its access, from before its
-     *     copy is made to the end of its write-back: the copy would miss, and the write-back
-     *     overwrite, any other call's bytes. Meanwhile every other thread's call on the block ({@code
-     *     read}, {@code write}, their asynchronous forms, {@code withMapped}, {@link #mapMemory}) and
-     *     every {@code copy}, {@code copyAsync} and {@code copyToPeer} with the block on either side,
-     *     the action's own thread's included (they work on the device's bytes, not on the copy), is
-     *     refused with {@link StagingConflictException}, changing nothing. Conversely an action that
-     *     would make the copy while another call on the block is under way (another thread's call or
-     *     action, an asynchronous copy accepted and not yet run, a hint being applied) is refused
-     *     with {@link StagingConflictException} and not run. Of two such calls not ordered by their
-     *     callers, the later is refused; calls ordered by their callers see each other's bytes. To
-     *     share a block's bytes between threads, {@link #mapMemory} it. Host memory has no staging
-     *     copy and no such rule.</li>
+     * <li><b>The action holds the block</b> on such memory from before its copy is made to the end
+     *     of its write-back: the copy would miss, and the write-back overwrite, any other call's
+     *     bytes. A {@link MemoryAccess#READ_WRITE} or {@link MemoryAccess#WRITE_ONLY} action holds it
+     *     alone: every other thread's call on the block ({@code read}, {@code write}, their
+     *     asynchronous forms, {@code withMapped}, {@link #mapMemory}) is refused meanwhile. {@link
+     *     MemoryAccess#READ_ONLY} actions of several threads share it, each on a copy of its own:
+     *     other threads' {@code read}s and READ_ONLY actions go on, while their {@code write}s,
+     *     writing actions, asynchronous calls and mappings are refused. A view that may write, or a
+     *     {@code write}, nested in a READ_ONLY action makes the hold its thread's alone (as a
+     *     READ_WRITE action's, until the outermost action ends) when no other thread's READ_ONLY
+     *     action shares the block, and is refused while one does: to write while others may read,
+     *     make the outermost action READ_WRITE. Whatever the access, every {@code copy}, {@code
+     *     copyAsync} and {@code copyToPeer} with the block on either side, the action's own thread's
+     *     included (they work on the device's bytes, not on the copy), is refused. Each refusal is a
+     *     {@link StagingConflictException} and changes nothing. Conversely an action that would make
+     *     the copy while another call on the block is under way (another thread's call or action that
+     *     may write, any other thread's call or action for a writing action, an asynchronous copy
+     *     accepted and not yet run, a hint being applied) is refused with {@link
+     *     StagingConflictException} and not run. Of two such calls not ordered by their callers, the
+     *     later is refused; calls ordered by their callers see each other's bytes. To share a block's
+     *     writable bytes between threads, {@link #mapMemory} it. Host memory has no staging copy and
+     *     no such rule.</li>
      * <li>A {@link #mapMemory} of the block during the action is refused with {@link
      *     StagingConflictException}, and the action is refused so while the block is mapped through a
      *     host staging copy (see {@link #mapMemory}).</li>
@@ -119,8 +128,11 @@ public interface AdvancedMemoryManager extends DeviceMemoryManager {
      * @throws InvalidMemoryRequestException on a null access or action (the action is not run)
      * @throws StagingConflictException      on memory the CPU cannot address, if the block is mapped
      *                                       through a host staging copy ({@link #mapMemory}), held by
-     *                                       another thread's action, or another call on it is under
-     *                                       way (see above); the action is not run
+     *                                       another thread's action (for a READ_ONLY action: one that
+     *                                       may write), or another call on it is under way (see
+     *                                       above); the action is not run. Also for a view that may
+     *                                       write nested in a READ_ONLY action while another thread's
+     *                                       READ_ONLY action shares the block
      * @since 1.1
      */
     <R> R withMapped(MemoryHandle handle, MemoryAccess access, Function<? super MemorySegment, ? extends R> action);

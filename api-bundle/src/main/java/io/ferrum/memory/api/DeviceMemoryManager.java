@@ -36,8 +36,9 @@ import org.osgi.annotation.versioning.ProviderType;
  * the views', or write bytes the write-back overwrites. Unmap the block first. A {@link
  * AdvancedMemoryManager#withMapped} action on such memory holds its block the same way for its
  * duration: another thread's call on the block, and any copy with it on either side, is refused
- * with {@link StagingConflictException} meanwhile. Host memory has no staging copy: its views are
- * the memory itself, and these calls see them.
+ * with {@link StagingConflictException} meanwhile, except that while only READ_ONLY actions hold it
+ * other threads' {@link #read}s (and READ_ONLY actions) go on. Host memory has no staging copy: its
+ * views are the memory itself, and these calls see them.
  */
 @ProviderType
 public interface DeviceMemoryManager extends AutoCloseable {
@@ -163,9 +164,10 @@ public interface DeviceMemoryManager extends AutoCloseable {
      * @throws InvalidMemoryRequestException on a null or read-only segment, a negative offset, a
      *                                       range outside the block, or a segment whose scope is
      *                                       closed or belongs to another thread; nothing is read then
-     * @throws StagingConflictException      if the block is held through a host staging copy (mapped, or by a withMapped action) (see
-     *                                       "Mapped blocks" above): the views hold newer bytes than
-     *                                       the device; nothing is read then
+     * @throws StagingConflictException      if the block is held through a host staging copy (mapped, or by another thread's
+     *                                       withMapped action that may write; READ_ONLY ones let reads
+     *                                       go on) (see "Mapped blocks" above): the views hold newer
+     *                                       bytes than the device; nothing is read then
      * @since 1.1
      */
     void read(MemoryHandle src, long srcOffset, MemorySegment dst);

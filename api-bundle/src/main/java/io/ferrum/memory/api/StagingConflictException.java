@@ -18,8 +18,10 @@ import java.io.Serial;
  * microseconds before it lets go of the block. A {@code withMapped} action on such memory holds the
  * block the same way, from before its own staging copy is made to the end of its write-back: every
  * other thread's call on the block, and every copy with it on either side, is refused meanwhile; the
- * action's own thread's nested calls share its copy. Host memory is never staged, and never refused
- * so.
+ * action's own thread's nested calls share its copy. READ_ONLY actions of several threads share a
+ * block instead: other threads' {@code read}s and READ_ONLY actions go on, their writes are refused,
+ * and so is a writer nested in one of them while another thread's shares it. Host memory is never
+ * staged, and never refused so.
  *
  * @since 1.5
  */

@@ -58,13 +58,40 @@ public final class Block extends BlockPadding {
     boolean scrubbed;
     volatile MappingState mapping;
     /**
-     * On memory the CPU cannot address: the thread whose {@code withMapped} action holds a host
-     * staging copy of the block, from before that copy is made to the end of its write-back; null
-     * otherwise. Set only by that thread, from null, under the pool's lock while no pin is on the
-     * block ({@link #holdForAction}), and cleared by it without the lock; every other thread's data
-     * path on the block is refused meanwhile ({@link Mappings#staged}). Never set on host memory.
+     * On memory the CPU cannot address: the {@code withMapped} actions that hold host staging copies
+     * of the block, from before the first copy is made to the end of the last action (its write-back
+     * included); null when none does. Never set on host memory. Two forms:
+     * <ul>
+     * <li>a {@link Thread}: that thread's action holds the block alone (READ_WRITE or WRITE_ONLY, or a
+     *     READ_ONLY one whose nested writer made it so), and every other thread's data path on the
+     *     block is refused ({@link Mappings#staged}). Set only by that thread, from null or from
+     *     {@link Readers} it alone counts, under the pool's lock while no pin is on the block ({@link
+     *     #holdForAction}); cleared by it without the lock.</li>
+     * <li>{@link Readers}: READ_ONLY actions of one or more threads share it, none written back; other
+     *     threads' {@code read}s and READ_ONLY actions go on, every call that writes the device or
+     *     needs the block alone is refused. Taken, counted and let go under the pool's lock only.</li>
+     * </ul>
+     * Read without the lock once, as one word: a writer that reads it sees either form or none.
      */
-    volatile Thread heldBy;
+    volatile Object heldBy;
+
+    /**
+     * The READ_ONLY {@code withMapped} actions sharing a block ({@link #heldBy}): how many there are.
+     * Guarded by the pool's lock; the last to leave clears {@link #heldBy}.
+     */
+    static final class Readers {
+        int count = 1;
+    }
+
+    /**
+     * On memory the CPU cannot address: the scoped calls that may write the device's bytes of the
+     * block under way ({@code write}, a synchronous copy into it), counted from before they read
+     * {@link #heldBy} to after their bytes landed, through {@link #stepWriters}. A READ_ONLY action
+     * joining {@link Readers} waits for none to be left: a writer that did not see the readers' hold
+     * would land under their copies, and a nested writer's write-back later overwrite it. Never
+     * changed on host memory.
+     */
+    volatile int writers;
     AccessTracker access;
     /**
      * While the block sits in a thread cache: its last handle id, whose slot it keeps (the slot still
@@ -228,10 +255,19 @@ public final class Block extends BlockPadding {
      * Under the pool lock: makes the calling thread's {@code withMapped} action the holder of the
      * block's bytes ({@link #heldBy}); the caller clears it when the action's write-back is over.
      *
-     * @return false, changing nothing, when another thread's action holds them
+     * @return false, changing nothing, when other actions hold them
      */
     boolean holdForAction(Thread caller) {
         return HELD_BY.compareAndSet(this, null, caller);
+    }
+
+    /**
+     * Counts a device writer in ({@code delta} 1, before it reads {@link #heldBy}) or out ({@code
+     * delta} -1, in the {@code finally} of the same frame). One method does both, so that counting
+     * out needs no more stack than counting in did (as {@link #stepScope}).
+     */
+    void stepWriters(int delta) {
+        WRITERS.getAndAdd(this, delta);
     }
 
     private static final VarHandle HANDLE;
@@ -239,6 +275,7 @@ public final class Block extends BlockPadding {
     private static final VarHandle NAMES;
     private static final VarHandle SCOPES;
     private static final VarHandle HELD_BY;
+    private static final VarHandle WRITERS;
 
     static {
         try {
@@ -247,7 +284,8 @@ public final class Block extends BlockPadding {
             ALIAS = l.findVarHandle(Block.class, "aliasId", long.class);
             NAMES = l.findVarHandle(Block.class, "names", int.class);
             SCOPES = l.findVarHandle(Block.class, "scopes", int.class);
-            HELD_BY = l.findVarHandle(Block.class, "heldBy", Thread.class);
+            HELD_BY = l.findVarHandle(Block.class, "heldBy", Object.class);
+            WRITERS = l.findVarHandle(Block.class, "writers", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }

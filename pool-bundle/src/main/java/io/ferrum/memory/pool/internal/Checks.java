@@ -313,6 +313,24 @@ final class Checks {
                 + " copy is written back. Call again once that action has returned. Nothing was done");
     }
 
+    /** A call that writes or copies a block that READ_ONLY {@code withMapped} actions share ({@link Block.Readers}). */
+    StagingConflictException sharedByReaders(MemoryHandle handle) {
+        return new StagingConflictException(handle, "Block " + handle + " on " + device + " is being read through"
+                + " host staging copies by READ_ONLY withMapped actions: a write, a writing withMapped action, a copy"
+                + " or an asynchronous call on it now could land between their copies and a write-back (or read"
+                + " bytes that one's nested view may still change). read and other READ_ONLY actions go on"
+                + " meanwhile; call again once those actions have returned. Nothing was done");
+    }
+
+    /** A writer nested in a READ_ONLY {@code withMapped} action while another thread's reader shares the block. */
+    StagingConflictException writerAmongReaders(MemoryHandle handle) {
+        return new StagingConflictException(handle, "Block " + handle + " on " + device + " cannot be written from"
+                + " inside a READ_ONLY withMapped action now: another thread's READ_ONLY action shares it through a"
+                + " staging copy of its own, and this one's write would change the block under it. To write, make"
+                + " the outermost action READ_WRITE (it holds the block alone), or write once the other readers have"
+                + " returned. Nothing was done");
+    }
+
     /** A {@code withMapped} action that would stage a block while another call on it is under way. */
     StagingConflictException actionBusy(MemoryHandle handle) {
         return new StagingConflictException(handle, "Block " + handle + " on " + device + " cannot be staged for a"

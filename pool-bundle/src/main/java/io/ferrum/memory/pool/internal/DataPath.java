@@ -26,10 +26,18 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * view is the same copy, a read reads it, a write goes to it and to the device. So the action sees
  * their bytes, and its write-back keeps them: it also runs when only a nested view wrote, and then
  * whatever ends the outermost action (a nested view that returned keeps its bytes when the outer
- * action throws). The outermost such action holds the block for its thread ({@link Block#heldBy})
- * until its write-back ends: every other thread's call here is refused meanwhile, as under a staged
- * mapping, and so is every copy of the block ({@link Transfers}), since the copy would miss another
- * call's bytes and the write-back overwrite them.
+ * action throws). The outermost such action holds the block ({@link Block#heldBy}) until its
+ * write-back ends, since a copy would miss another call's bytes and the write-back overwrite them:
+ * <ul>
+ * <li>a READ_WRITE or WRITE_ONLY action holds it alone: every other thread's call here is refused
+ *     meanwhile, as under a staged mapping, and so is every copy of the block ({@link Transfers});</li>
+ * <li>READ_ONLY actions of several threads share it ({@link Block.Readers}), each on a copy of its
+ *     own, none written back: other threads' {@code read}s go on (the device holds the readers'
+ *     bytes), while writers ({@code write}, a writing action, a copy into the block, counted in
+ *     {@link Block#writers}) and every copy or async call with the block are refused. A writer nested
+ *     in a READ_ONLY action makes the hold the thread's own when it is the only reader ({@link
+ *     #alone}), and is refused while another thread's reader shares the block.</li>
+ * </ul>
  *
  * <p><b>Mapped memory.</b> On memory the CPU cannot address, a block mapped through a host staging
  * copy ({@link Mappings#staged}) is refused by every call here, inside its scope and before a byte
@@ -58,11 +66,17 @@ final class DataPath {
         final Staging outer;
         /** A nested view that may write returned normally: the copy must be written back. */
         boolean dirty;
+        /**
+         * The outermost action is READ_ONLY and shares the block with other readers ({@link
+         * Block.Readers}); false once a nested writer made the hold the thread's own ({@link #alone}).
+         */
+        boolean shared;
 
-        Staging(Block block, MemorySegment copy, Staging outer) {
+        Staging(Block block, MemorySegment copy, Staging outer, boolean shared) {
             this.block = block;
             this.copy = copy;
             this.outer = outer;
+            this.shared = shared;
         }
     }
 
@@ -114,18 +128,7 @@ final class DataPath {
             if (host != null) {
                 MemorySegment.copy(src, 0, host, b.offset + offset, n);
             } else {
-                if (b.mapping != null) {
-                    throw Mappings.Staged.SOURCE; // the write-back would overwrite these bytes
-                }
-                Thread holder = b.heldBy;
-                if (holder != null && holder != Thread.currentThread()) {
-                    throw Mappings.Staged.HELD_SOURCE; // another thread's action would write its copy back over them
-                }
-                upstream(b).copyFromHost(src, b.chunk.device, b.offset + offset, n);
-                Staging open = staged(b);
-                if (open != null) {
-                    MemorySegment.copy(src, 0, open.copy, offset, n);
-                }
+                writeStaged(b, offset, src, n);
             }
             done(b, true, offset, n, t0);
         } finally {
@@ -151,10 +154,10 @@ final class DataPath {
                 if (b.mapping != null) {
                     throw Mappings.Staged.SOURCE; // the views' bytes are newer than the device's
                 }
-                Thread holder = b.heldBy;
-                if (holder != null && holder != Thread.currentThread()) {
+                if (b.heldBy instanceof Thread holder && holder != Thread.currentThread()) {
                     throw Mappings.Staged.HELD_SOURCE; // another thread's action holds newer bytes
                 }
+                // Readers sharing the block (Block.Readers) hold the device's bytes: a read goes on.
                 Staging open = staged(b);
                 if (open != null) {
                     MemorySegment.copy(open.copy, offset, dst, 0, n);
@@ -165,6 +168,39 @@ final class DataPath {
             done(b, false, offset, n, t0);
         } finally {
             Scopes.exit(b);
+        }
+    }
+
+    /**
+     * {@link #write} past the host branch: memory the CPU cannot address. The write is counted as a
+     * device writer ({@link Block#writers}) before it reads the hold, so that a READ_ONLY action
+     * joining the readers' hold meanwhile waits for it (that action publishes the hold, then reads the
+     * count: one of the two sees the other). Another thread's hold refuses it; a READ_ONLY action of
+     * this thread sharing the block makes the hold its own first ({@link #alone}), or it is refused.
+     */
+    private static void writeStaged(Block b, long offset, MemorySegment src, long n) {
+        if (b.mapping != null) {
+            throw Mappings.Staged.SOURCE; // the write-back would overwrite these bytes
+        }
+        b.stepWriters(1);
+        try {
+            Object hold = b.heldBy;
+            if (hold != null && hold != Thread.currentThread()) {
+                Staging open = staged(b);
+                if (open == null) {
+                    // Another thread's action would write its copy back over these bytes, or readers'
+                    // copies miss them (and a nested writer's write-back overwrite them).
+                    throw hold instanceof Thread ? Mappings.Staged.HELD_SOURCE : Mappings.Staged.SHARED_SOURCE;
+                }
+                alone(b, open);
+            }
+            upstream(b).copyFromHost(src, b.chunk.device, b.offset + offset, n);
+            Staging open = staged(b);
+            if (open != null) {
+                MemorySegment.copy(src, 0, open.copy, offset, n);
+            }
+        } finally {
+            b.stepWriters(-1);
         }
     }
 
@@ -188,6 +224,9 @@ final class DataPath {
             Staging open = staged(b);
             if (open != null) {
                 // Nested in an action of this thread on the block: its copy, alive for this action only.
+                if (access != MemoryAccess.READ_ONLY && open.shared) {
+                    alone(b, open); // it may write the copy back: no other reader may share the block then
+                }
                 MemorySegment view = open.copy.reinterpret(arena, null);
                 track(b, access);
                 R result = action.apply(access == MemoryAccess.READ_ONLY ? view.asReadOnly() : view);
@@ -208,21 +247,27 @@ final class DataPath {
      * write-back. Another thread's call landing on the device meanwhile would be missed by the copy
      * or overwritten by the write-back (a READ_ONLY action too is written back when a nested view
      * wrote), so every other thread's data path on the block is refused then ({@link
-     * Mappings#staged}); the thread's own nested calls share the copy. The hold is taken under the
-     * pool's lock, only while no pin is on the block ({@link #hold}); then the scopes are looked for:
-     * one that entered before the hold was published is seen here, waited for briefly as a free
-     * waits, and the action refused if it stays; one after it sees the hold. Whatever ends the action
-     * (a throw, a failed copy or write-back), the hold goes before the scope leaves.
+     * Mappings#staged}), but for a READ_ONLY action's: other threads' reads and READ_ONLY actions
+     * share the block with it, writers are refused; the thread's own nested calls share the copy. The
+     * hold is taken under the pool's lock, only while no pin is on the block ({@link #hold}, {@link
+     * #join}); then the calls under way are looked for: those that entered before the hold was
+     * published (every other scope for a writing action; the device writers, {@link Block#writers},
+     * for a reader) are seen here, waited for briefly as a free waits, and the action refused if one
+     * stays; one after it sees the hold. Whatever ends the action (a throw, a failed copy or
+     * write-back), the hold (a reader: its share of it) goes before the scope leaves.
      */
     private <R> R staged(Block b, MemoryAccess access, Function<? super MemorySegment, ? extends R> action, Arena arena) {
-        Mappings.Staged refused = hold(b, Thread.currentThread());
+        boolean reader = access == MemoryAccess.READ_ONLY;
+        Mappings.Staged refused = reader ? join(b) : hold(b, Thread.currentThread());
         if (refused != null) {
             throw refused(refused);
         }
+        Staging mine = null;
         try {
-            // The hold was written before the scopes are read here; a scope is written before the
-            // hold is read there: one of the two sees the other.
-            if (!Scopes.awaitAlone(b)) {
+            // The hold was written before the scopes (a reader: the device writers) are read here; a
+            // scope (a writer's count) is written before the hold is read there: one of the two sees
+            // the other. A reader waits for writers only: reads and other readers change nothing.
+            if (!(reader ? Scopes.awaitNoWriter(b) : Scopes.awaitAlone(b))) {
                 throw refused(Mappings.Staged.BUSY);
             }
             DeviceUpstream up = upstream(b);
@@ -230,7 +275,7 @@ final class DataPath {
             up.copyToHost(b.chunk.device, b.offset, staging, b.requested);
             // Counted once the view exists: a staging copy the device failed opened none.
             track(b, access);
-            Staging mine = new Staging(b, staging, STAGED.get());
+            mine = new Staging(b, staging, STAGED.get(), reader);
             STAGED.set(mine);
             R result;
             try {
@@ -255,7 +300,11 @@ final class DataPath {
             }
             return result;
         } finally {
-            b.heldBy = null;
+            if (mine != null ? mine.shared : reader) {
+                leave(b);
+            } else {
+                b.heldBy = null; // its own: no one else writes it meanwhile
+            }
         }
     }
 
@@ -286,7 +335,79 @@ final class DataPath {
             if (b.pins > 0) {
                 return Mappings.Staged.BUSY;
             }
-            return b.holdForAction(me) ? null : Mappings.Staged.HELD_SOURCE;
+            if (b.holdForAction(me)) {
+                return null;
+            }
+            return b.heldBy instanceof Block.Readers ? Mappings.Staged.SHARED_SOURCE : Mappings.Staged.HELD_SOURCE;
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    /**
+     * Joins (or starts) the readers' hold of {@code b} for the calling thread's outermost READ_ONLY
+     * action, under the pool's lock as {@link #hold}: a pin refuses it, and so does an action's own
+     * hold. The caller then waits for device writers under way ({@link Scopes#awaitNoWriter}).
+     *
+     * @return null once counted among the readers; else the marker that refuses the action
+     */
+    private static Mappings.Staged join(Block b) {
+        Pool pool = b.pool;
+        pool.acquire();
+        try {
+            if (b.pins > 0) {
+                return Mappings.Staged.BUSY;
+            }
+            Object hold = b.heldBy;
+            if (hold == null) {
+                b.heldBy = new Block.Readers();
+                return null;
+            }
+            if (hold instanceof Block.Readers readers) {
+                readers.count++;
+                return null;
+            }
+            return Mappings.Staged.HELD_SOURCE;
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    /** Counts the calling thread's READ_ONLY action out of the readers' hold of {@code b}; the last one clears it. */
+    private static void leave(Block b) {
+        Pool pool = b.pool;
+        pool.acquire();
+        try {
+            Block.Readers readers = (Block.Readers) b.heldBy;
+            if (--readers.count == 0) {
+                b.heldBy = null;
+            }
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    /**
+     * A writer nested in the calling thread's READ_ONLY action on {@code b} ({@code mine}): a view that
+     * may write (the copy is then written back) or a {@code write} (it goes to the device). Under the
+     * pool's lock, when that action is the only reader, the hold becomes the thread's own, as a
+     * READ_WRITE action's, until the outermost action ends: later readers and other threads' reads are
+     * refused, since the copy may now be newer than the device. While another thread's reader shares
+     * the block it is refused: that reader's copy and the device would part, and a write-back land
+     * under it. No device writer can be under way here: each was refused by the readers' hold, or
+     * waited for before the first reader's copy.
+     *
+     * @throws Mappings.Staged {@link Mappings.Staged#SHARED_WRITER} when another reader shares the block
+     */
+    private static void alone(Block b, Staging mine) {
+        Pool pool = b.pool;
+        pool.acquire();
+        try {
+            if (!(b.heldBy instanceof Block.Readers readers) || readers.count != 1) {
+                throw Mappings.Staged.SHARED_WRITER;
+            }
+            b.heldBy = Thread.currentThread();
+            mine.shared = false;
         } finally {
             pool.lock.unlock();
         }

@@ -206,11 +206,12 @@ final class Mappings {
     /**
      * Whether {@code b}'s bytes are held through a host staging copy: by a mapping, from the start of
      * its copy ({@link MappingState#filling}), through its views, to the end of its write-back ({@link
-     * MappingState#writingBack}); or by a {@code withMapped} action ({@link Block#heldBy}), from
-     * before its copy to the end of its write-back. Every copy of the block ({@link Transfers}) is
-     * refused then, whichever thread asks: it would read the device's older bytes, or write bytes the
+     * MappingState#writingBack}); or by {@code withMapped} actions ({@link Block#heldBy}), from
+     * before the first copy to the end of the last action. Every copy of the block ({@link Transfers})
+     * is refused then, whichever thread asks: it would read the device's older bytes, or write bytes the
      * write-back overwrites. {@link DataPath} refuses its calls the same way, except those of the
-     * action's own thread, which share the action's copy. Read by those paths inside their scope or
+     * action's own thread, which share the action's copy, and, while only READ_ONLY actions hold the
+     * block ({@link Block.Readers}), other threads' reads and READ_ONLY actions. Read by those paths inside their scope or
      * after their pin; never on memory the CPU addresses (its views are the memory itself), whose
      * paths read {@code chunk.host} first and go no further.
      */
@@ -229,8 +230,12 @@ final class Mappings {
         if (b.mapping != null) {
             return destination ? Staged.DESTINATION : Staged.SOURCE;
         }
-        if (b.heldBy != null) {
-            return destination ? Staged.HELD_DESTINATION : Staged.HELD_SOURCE;
+        Object hold = b.heldBy; // one read: an action's own hold, or readers' (Block.heldBy)
+        if (hold != null) {
+            if (hold instanceof Thread) {
+                return destination ? Staged.HELD_DESTINATION : Staged.HELD_SOURCE;
+            }
+            return destination ? Staged.SHARED_DESTINATION : Staged.SHARED_SOURCE;
         }
         return null;
     }
@@ -251,10 +256,16 @@ final class Mappings {
         static final Staged HELD_SOURCE = new Staged(true, false);
         /** As {@link #HELD_SOURCE}, the block being a copy's destination. */
         static final Staged HELD_DESTINATION = new Staged(true, true);
+        /** READ_ONLY {@code withMapped} actions share the block (a writer or a copy is refused); its only block or a copy's source. */
+        static final Staged SHARED_SOURCE = new Staged(true, false);
+        /** As {@link #SHARED_SOURCE}, the block being a copy's destination. */
+        static final Staged SHARED_DESTINATION = new Staged(true, true);
+        /** A writer nested in a READ_ONLY action (a view that may write, a {@code write}) while another thread's reader shares the block. */
+        static final Staged SHARED_WRITER = new Staged(true, false);
         /** A {@code withMapped} action would stage a block while another call on it is under way. */
         static final Staged BUSY = new Staged(false, false);
 
-        /** The block is held by a {@code withMapped} action, not a mapping. */
+        /** The block is held by {@code withMapped} actions, not a mapping. */
         final boolean held;
         /** The block is a copy's destination. */
         final boolean destination;
@@ -269,6 +280,12 @@ final class Mappings {
         StagingConflictException refusal(Checks checks, MemoryHandle handle) {
             if (this == BUSY) {
                 return checks.actionBusy(handle);
+            }
+            if (this == SHARED_WRITER) {
+                return checks.writerAmongReaders(handle);
+            }
+            if (this == SHARED_SOURCE || this == SHARED_DESTINATION) {
+                return checks.sharedByReaders(handle);
             }
             return held ? checks.heldByAction(handle) : checks.staged(handle);
         }

@@ -172,6 +172,24 @@ final class Scopes {
         return awaitAtMost(b, 1);
     }
 
+    /**
+     * A READ_ONLY {@code withMapped} action that has just joined the readers' hold of {@code b}
+     * (memory the CPU cannot address): waits as briefly as {@link #awaitNone} for every device writer
+     * under way ({@link Block#writers}) to be done. Readers' scopes are not waited for: a {@code read}
+     * changes nothing the action's copy could miss.
+     *
+     * @return true if none is under way (now); false if one still is after the wait
+     */
+    static boolean awaitNoWriter(Block b) {
+        for (int i = 0; i < FREE_SPINS; i++) {
+            if (b.writers == 0) {
+                return true;
+            }
+            Thread.onSpinWait();
+        }
+        return b.writers == 0;
+    }
+
     private static boolean awaitAtMost(Block b, int inside) {
         for (int i = 0; i < FREE_SPINS; i++) {
             if ((b.scopes & Block.SCOPE_COUNT) <= inside) {

@@ -82,13 +82,14 @@ final class Transfers {
                 }
                 // Inside both scopes, as a write checks (a mapping made meanwhile sees the scopes).
                 Mappings.Staged staged = Mappings.staging(s, false);
-                if (staged == null) {
-                    staged = Mappings.staging(d, true);
-                }
                 if (staged != null) {
                     throw staged;
                 }
-                doCopy(s, srcOffset, d, dstOffset, size);
+                if (d.chunk.host != null) {
+                    doCopy(s, srcOffset, d, dstOffset, size);
+                } else {
+                    copyIntoDevice(s, srcOffset, d, dstOffset, size);
+                }
             } finally {
                 if (d != s) {
                     Scopes.exit(d);
@@ -96,6 +97,24 @@ final class Transfers {
             }
         } finally {
             Scopes.exit(s);
+        }
+    }
+
+    /**
+     * {@link #copy} into memory the CPU cannot address: counted as a device writer of {@code d}
+     * ({@link Block#writers}) before it reads the hold, as a {@code write} is, so that a READ_ONLY
+     * action joining the readers' hold of {@code d} meanwhile waits for it or is seen.
+     */
+    private void copyIntoDevice(Block s, long srcOffset, Block d, long dstOffset, long size) {
+        d.stepWriters(1);
+        try {
+            Mappings.Staged staged = Mappings.staging(d, true);
+            if (staged != null) {
+                throw staged;
+            }
+            doCopy(s, srcOffset, d, dstOffset, size);
+        } finally {
+            d.stepWriters(-1);
         }
     }
 
