@@ -49,11 +49,17 @@ public interface MemoryRouter {
      * InterruptedException}) that names the bytes copied and the part of the destination that holds
      * them (its first bytes, or its last ones when the destination offset is above the source's, as
      * the pieces then go back to front); the rest of the destination is as it was, and the interrupt
-     * stays set. A copy within one device is one call and runs to its end.
+     * stays set. A copy within one device is one call and runs to its end, except one that a {@link
+     * AdvancedMemoryManager#withMapped} action of the calling thread encloses while it holds either
+     * block through a host staging copy (memory the CPU cannot address): that copy goes as between two
+     * devices, through {@code read} and {@code write}, which share the action's copy, so that it reads
+     * the action's bytes and its write-back keeps the copied ones (the manager's own {@code copy}
+     * refuses it, as a device copy would do neither).
      *
      * <p>A block its manager holds mapped through a host staging copy (a GPU block between {@link
-     * AdvancedMemoryManager#mapMemory} and {@link AdvancedMemoryManager#unmapMemory}) is refused on
-     * either side with {@link StagingConflictException}, as its manager refuses it; a mapping made
+     * AdvancedMemoryManager#mapMemory} and {@link AdvancedMemoryManager#unmapMemory}), or that another
+     * thread's {@code withMapped} action holds so, is refused on either side with {@link
+     * StagingConflictException}, as its manager refuses it; a mapping made
      * while a copy through host memory runs refuses that copy at its next piece, having written part
      * of the destination, as a free does.
      *

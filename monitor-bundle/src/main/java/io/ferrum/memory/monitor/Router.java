@@ -25,6 +25,7 @@ import io.ferrum.memory.api.MemoryRouter;
 import io.ferrum.memory.api.MemoryTransfer;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.OutOfDeviceMemoryException;
+import io.ferrum.memory.api.StagingConflictException;
 import io.ferrum.memory.api.StreamHandle;
 
 /**
@@ -54,7 +55,8 @@ final class Router implements MemoryRouter {
      * {@code BundleClasses} is not at hand. MonitorIT fails on a class left out.
      */
     static final List<Class<?>> LOADED_EARLY = List.of(Bytes.class, CrossDeviceCopier.Route.class,
-            PressureLevels.Source.class, MemoryHandleInfo.class, AdvancedMemoryManager.class, MemoryAccess.class, MemoryType.class);
+            PressureLevels.Source.class, MemoryHandleInfo.class, AdvancedMemoryManager.class, MemoryAccess.class, MemoryType.class,
+            StagingConflictException.class);
 
     private final DeviceRegistry registry;
     private final StrategyRegistry strategies;
@@ -368,9 +370,30 @@ final class Router implements MemoryRouter {
     public void copy(MemoryTransfer transfer) {
         CrossDeviceCopier.Route r = plan(transfer);
         if (r.sameManager()) {
-            r.src().copy(transfer.src(), transfer.dst(), transfer.size(), transfer.srcOffset(), transfer.dstOffset());
+            try {
+                r.src().copy(transfer.src(), transfer.dst(), transfer.size(), transfer.srcOffset(), transfer.dstOffset());
+            } catch (StagingConflictException refused) {
+                copyStaged(r.src(), transfer);
+            }
         } else {
             copier.copy(r, transfer);
+        }
+    }
+
+    /**
+     * A copy within one manager that refused it as held through a host staging copy. When a {@code
+     * withMapped} action of the calling thread holds either block so (memory the CPU cannot address),
+     * the action's copy is the block for this thread: the manager's device copy would neither read it
+     * nor survive its write-back, where its {@code read} and {@code write} share it. Its {@code
+     * copyToPeer} with itself as target says so (false, having changed nothing), and the bytes then go
+     * through host memory as between two devices ({@link CrossDeviceCopier}), as a copy nested so between
+     * two GPUs already did. Otherwise it copies, or refuses again (another call holds a block: a mapping,
+     * another thread's action), and that answer stands. The fast path pays nothing for it: only a refusal
+     * comes here.
+     */
+    private void copyStaged(DeviceMemoryManager m, MemoryTransfer transfer) {
+        if (!m.copyToPeer(transfer, m)) {
+            copier.copy(copier.plan(transfer, m, m), transfer);
         }
     }
 

@@ -845,6 +845,89 @@ class MemoryMonitorTest {
     }
 
     /**
+     * A router copy between two blocks of one GPU nested in a withMapped action of the calling thread
+     * on either of them, or within the block the action holds: the same manager's {@code copy}
+     * refuses it (a device copy would neither read the action's copy nor survive its write-back),
+     * where a copy between two GPUs goes through {@code read} and {@code write}, which share the
+     * action's copy. Both work now, seeing and keeping the action's bytes; another thread's router
+     * copy into a block an action holds is still refused, and changes nothing.
+     */
+    @Test
+    void aRouterCopyBetweenTwoBlocksOfOneGpuNestedInAnActionSeesAndKeepsTheActionsBytes() throws Exception {
+        Device gpu = Device.cuda(1);
+        PooledMemoryManager g = PooledMemoryManager.create(new ArenaUpstream(gpu, 64 * MiB, false),
+                MemoryManagerConfig.defaults().withAutoGc(false, 0.85), PoolSettings.defaults(), null);
+        toClose.add(g);
+        MemoryMonitor mon = monitor("");
+        mon.addManager(g, props(gpu, 0));
+        int n = 4096;
+        MemoryHandle h1 = g.allocate(n, gpu);
+        MemoryHandle h2 = g.allocate(n, gpu);
+        byte[] ones = new byte[n];
+        java.util.Arrays.fill(ones, (byte) 1);
+        g.write(h1, 0, MemorySegment.ofArray(ones));
+        byte[] got = new byte[n];
+
+        // Into the block the action holds: the copied bytes must survive its write-back.
+        g.withMapped(h2, MemoryAccess.READ_WRITE, view -> {
+            mon.copy(MemoryTransfer.of(h1, h2, n));
+            return null;
+        });
+        g.read(h2, 0, MemorySegment.ofArray(got));
+        assertArrayEquals(ones, got, "the copy into the action's block was kept");
+
+        // From the block the action holds: the action's bytes, not the device's older ones.
+        g.withMapped(h1, MemoryAccess.READ_WRITE, view -> {
+            view.fill((byte) 7);
+            mon.copy(MemoryTransfer.of(h1, h2, n));
+            return null;
+        });
+        byte[] sevens = new byte[n];
+        java.util.Arrays.fill(sevens, (byte) 7);
+        g.read(h2, 0, MemorySegment.ofArray(got));
+        assertArrayEquals(sevens, got, "the copy from the action's block took the action's bytes");
+
+        // Within the block the action holds, overlapping: a memmove of the action's bytes.
+        g.withMapped(h1, MemoryAccess.READ_WRITE, view -> {
+            for (int i = 0; i < n; i++) {
+                view.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) i);
+            }
+            mon.copy(MemoryTransfer.of(h1, h1, n - 100).withSrcOffset(0).withDstOffset(100));
+            return null;
+        });
+        g.read(h1, 0, MemorySegment.ofArray(got));
+        for (int i = 100; i < n; i++) {
+            assertEquals((byte) (i - 100), got[i], "byte " + i + " of the copy within the action's block");
+        }
+
+        // Another thread's router copy into a block an action holds: refused, nothing changed.
+        java.util.concurrent.CountDownLatch inside = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CompletableFuture<Void> action = java.util.concurrent.CompletableFuture.runAsync(
+                () -> g.withMapped(h2, MemoryAccess.READ_WRITE, view -> {
+                    inside.countDown();
+                    try {
+                        go.await(30, java.util.concurrent.TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        throw new AssertionError(e);
+                    }
+                    return null;
+                }));
+        assertTrue(inside.await(30, java.util.concurrent.TimeUnit.SECONDS));
+        StagingConflictException refused;
+        try {
+            refused = assertThrows(StagingConflictException.class, () -> mon.copy(MemoryTransfer.of(h1, h2, n)),
+                    "another thread's router copy into the held block");
+        } finally {
+            go.countDown();
+        }
+        action.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(h2, refused.handle(), refused.getMessage());
+        g.read(h2, 0, MemorySegment.ofArray(got));
+        assertArrayEquals(sevens, got, "a refused copy changed the block");
+    }
+
+    /**
      * The two handles of one mapping between two GPUs name one block: a copy between them whose
      * ranges overlap must be a memmove, forwards and backwards, whether it is a peer copy (one copy in
      * the block's upstream) or, where the source's manager makes none, goes through the bounce buffer
