@@ -404,7 +404,9 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
      * InvalidMemoryRequestException} for a stream that is not a live stream of this manager. Work
      * accepted runs even if the manager is closed meanwhile, and even if the thread pool refuses it
      * (no thread could be started): then it runs on the thread that finished the work before it on
-     * the stream, or on the caller's thread if that work had already finished.
+     * the stream, or on the caller's thread if that work had already finished; in both cases after
+     * the stream's tail has moved past it and outside the stream's monitor, so work it submits to its
+     * own stream runs after it, and other calls on the stream go on meanwhile.
      *
      * @param handle the stream, or {@code null} for the default stream
      * @param work   what to run, not null
@@ -436,6 +438,8 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
         }
         CompletableFuture<Void> f;
         CompletableFuture<Void> settled;
+        CompletableFuture<Void> before;
+        CompletableFuture<Void> start = new CompletableFuture<>();
         try {
             synchronized (s) {
                 Running self = new Running(s, s.submitted + 1);
@@ -454,8 +458,9 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
                     }
                 };
                 s.submitted = self.number();
-                f = s.tail.thenRunAsync(counted, runner);
+                f = start.thenRunAsync(counted, runner);
                 settled = f.exceptionally(e -> null);
+                before = s.tail;
                 s.tail = settled;
             }
         } catch (RuntimeException | Error e) {
@@ -463,6 +468,11 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
             finished();
             throw e;
         }
+        // Started only here, outside the stream's monitor and once the tail has moved past it: when
+        // the executor refuses, the work runs on this thread (or on the one that ends the work before
+        // it), and then it holds no lock another call on the stream needs, and work it submits to its
+        // own stream chains behind it instead of running at once, nested inside it.
+        before.whenComplete((v, e) -> start.complete(null));
         // Completes after the stream's tail: whoever sees this work done finds the stream ready.
         return settled.thenCompose(v -> f);
     }
