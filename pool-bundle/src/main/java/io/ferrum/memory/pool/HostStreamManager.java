@@ -4,9 +4,11 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -328,7 +330,9 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
      * DeviceUnavailableException}; it never returns at once for an event whose work has not run. A
      * wait on the default stream blocks the caller: called from inside stream work, for an event that
      * comes after that work (recorded on its stream after it, or on a stream that waits on such an
-     * event), it could never end, and is refused with {@link InvalidMemoryRequestException}.
+     * event), it could never end, and is refused with {@link InvalidMemoryRequestException}. An
+     * interrupt of the waiting thread ends that wait with {@link MemoryException} (cause {@link
+     * InterruptedException}), its interrupt flag kept; the event stays recorded.
      */
     @Override
     public void waitEvent(StreamHandle handle, EventHandle event) {
@@ -359,7 +363,19 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
                         + " stream work that calls this wait, so waiting for it here on the default stream would"
                         + " never end; wait for it on another stream (waitEvent(stream, event)) or after this work");
             }
-            at.at().join();
+            try {
+                at.at().get();
+            } catch (InterruptedException interrupted) {
+                // Ctrl-C in a shell, a component's deactivation: the caller stops waiting, the work and
+                // the event stay as they were.
+                Thread.currentThread().interrupt();
+                throw new MemoryException("The wait on the default stream of " + device + " for event " + event.id()
+                        + " was interrupted before the work before the event had run; the event is still"
+                        + " recorded: wait for it again", interrupted);
+            } catch (ExecutionException | CancellationException never) {
+                // An event is a chain of settled futures: it neither fails nor is cancelled.
+                throw new IllegalStateException("Event " + event.id() + " on " + device + " failed", never);
+            }
             return;
         }
         Stream s = stream(handle);

@@ -30,6 +30,7 @@ import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.EventHandle;
 import io.ferrum.memory.api.InvalidMemoryRequestException;
+import io.ferrum.memory.api.MemoryException;
 import io.ferrum.memory.api.StreamHandle;
 
 /**
@@ -316,6 +317,52 @@ class StreamAttackTest {
         get(q, "the destroyed stream's queued work");
         get(behind, "the work behind its event");
         assertEquals(1, queued.get(), "queued work of a destroyed stream ran once");
+    }
+
+    /**
+     * A wait on the default stream blocks its caller until the event's work has run. An interrupt of
+     * that thread (Ctrl-C in a shell, a component's deactivation) was ignored: the wait went on, in
+     * {@code CompletableFuture.join}, for as long as the work took, for ever if it never ended.
+     */
+    @Test
+    void anInterruptEndsADefaultStreamWaitAndKeepsTheFlag() throws Exception {
+        HostStreamManager m = manager();
+        StreamHandle s = m.createStream(CPU0);
+        CountDownLatch hold = gate();
+        // Held until the test lets it go (or ends): a bounded hold would end the wait it is to outlast.
+        CompletableFuture<Void> held = m.submit(s, () -> {
+            try {
+                hold.await();
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+        });
+        EventHandle e = m.recordEvent(s);
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+        AtomicBoolean flagKept = new AtomicBoolean();
+        Thread waiter = new Thread(() -> {
+            try {
+                m.waitEvent(StreamHandle.DEFAULT, e);
+            } catch (Throwable t) {
+                thrown.set(t);
+            }
+            flagKept.set(Thread.currentThread().isInterrupted());
+        }, "waiter");
+        waiter.start();
+        awaitState(waiter, Thread.State.WAITING);
+        waiter.interrupt();
+        waiter.join(TimeUnit.SECONDS.toMillis(WAIT_S));
+        boolean stuck = waiter.isAlive();
+        hold.countDown();
+        waiter.join(TimeUnit.SECONDS.toMillis(WAIT_S));
+        assertFalse(stuck, "the interrupted wait went on while the event's work was held");
+        assertInstanceOf(MemoryException.class, thrown.get(), "the wait says it was interrupted");
+        assertInstanceOf(InterruptedException.class, thrown.get().getCause());
+        assertTrue(thrown.get().getMessage().contains("event " + e.id()), thrown.get().getMessage());
+        assertTrue(flagKept.get(), "the interrupt stays set");
+        get(held, "the held work");
+        // The event is still there: a later wait waits for it (done by now) and returns.
+        m.waitEvent(StreamHandle.DEFAULT, e);
     }
 
     @Test
