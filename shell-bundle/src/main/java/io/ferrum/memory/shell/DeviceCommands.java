@@ -23,6 +23,7 @@ import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.DeviceMemoryManager;
 import io.ferrum.memory.api.DeviceUnavailableException;
 import io.ferrum.memory.api.GlobalMemoryMonitor;
+import io.ferrum.memory.api.InvalidMemoryRequestException;
 import io.ferrum.memory.api.MemoryHandleInfo;
 import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.api.MemoryPressure;
@@ -190,8 +191,15 @@ public final class DeviceCommands {
                 List<Object[]> rows = new ArrayList<>();
                 try {
                     for (StreamHandle h : s.streams()) {
+                        boolean ready;
+                        try {
+                            ready = s.isStreamReady(h);
+                        } catch (InvalidMemoryRequestException destroyedMeanwhile) {
+                            // Destroyed by its user since the list was read: gone, as it would be a moment later.
+                            continue;
+                        }
                         rows.add(new Object[] {s.device(), h.isDefault() ? "default" : Long.toString(h.id()),
-                            s.isStreamReady(h) ? "ready" : "busy"});
+                            ready ? "ready" : "busy"});
                     }
                 } catch (DeviceUnavailableException stoppedMeanwhile) {
                     // Its backend stopped while it was listed: its streams went with it, as its device did.

@@ -260,6 +260,33 @@ class DeviceCommandsTest {
     }
 
     @Test
+    void streamsLeaveOutAStreamDestroyedWhileTheyAreListed() throws Exception {
+        BundleContext context = fixture.framework();
+        try (HostStreamManager cpu0 = new HostStreamManager(CPU0)) {
+            StreamHandle kept = cpu0.createStream(CPU0);
+            StreamHandle gone = cpu0.createStream(CPU0);
+            // Another bundle's code destroys a stream between the command's look at the streams and at their state.
+            StreamManager churning = (StreamManager) Proxy.newProxyInstance(StreamManager.class.getClassLoader(),
+                    new Class<?>[] {StreamManager.class}, (proxy, m, args) -> {
+                        Object answer;
+                        try {
+                            answer = m.invoke(cpu0, args);
+                        } catch (java.lang.reflect.InvocationTargetException e) {
+                            throw e.getCause();
+                        }
+                        if (m.getName().equals("streams")) {
+                            cpu0.destroyStream(gone);
+                        }
+                        return answer;
+                    });
+            context.registerService(StreamManager.class, churning, null);
+            Reply r = commands().streams();
+            Table t = assertInstanceOf(Table.class, r, "a stream gone meanwhile is no error of a listing: " + r);
+            assertEquals(List.of("default", Long.toString(kept.id())), t.column("STREAM"));
+        }
+    }
+
+    @Test
     void streamsSayWhenNoStreamManagerIsRegistered() throws Exception {
         assertEquals("No stream managers are registered.", commands().streams().toString());
     }
