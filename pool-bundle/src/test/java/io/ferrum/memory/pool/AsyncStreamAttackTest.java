@@ -217,4 +217,57 @@ class AsyncStreamAttackTest extends EngineTestSupport {
         assertEquals(0, m.memoryInfo().usedBytes(), "the failed read's pin went");
         assertFalse(seg.scope().isAlive());
     }
+
+    /**
+     * A copy on the default stream runs on its caller's thread, and waits there for a place among the
+     * manager's {@code maxConcurrentTransfers}. An interrupt of that thread (Ctrl-C in a shell) was
+     * ignored: it waited uninterruptibly for as long as the copies in flight took, for ever behind
+     * a device call that never returned.
+     */
+    @Test
+    void anInterruptEndsADefaultStreamCopysWaitForATransferSlotAndLeavesNoPin() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        HostStreamManager streams = streams(TimeUnit.SECONDS.toNanos(10));
+        PooledMemoryManager m = PooledMemoryManager.create(up,
+                config(pool(4 * MiB, MiB)).withMaxConcurrentTransfers(1), PoolSettings.defaults(), streams);
+        toClose.add(0, m);
+        MemoryHandle a = m.allocate(64 * KiB, CPU);
+        MemoryHandle b = m.allocate(64 * KiB, CPU);
+        MemoryHandle c = m.allocate(64 * KiB, CPU);
+        StreamHandle s = streams.createStream(CPU);
+        HookedUpstream.Pause inFlight = up.pauseNext(HookedUpstream.Call.COPY);
+        CompletableFuture<Void> first = m.copyAsync(MemoryTransfer.of(a, b, 64 * KiB), s).toCompletableFuture();
+        inFlight.awaitArrival(); // the one transfer slot is taken
+        java.util.concurrent.atomic.AtomicReference<Object> outcome = new java.util.concurrent.atomic.AtomicReference<>();
+        AtomicBoolean flagKept = new AtomicBoolean();
+        Thread caller = new Thread(() -> {
+            try {
+                outcome.set(m.copyAsync(MemoryTransfer.of(a, c, 64 * KiB), StreamHandle.DEFAULT).toCompletableFuture());
+            } catch (Throwable t) {
+                outcome.set(t);
+            }
+            flagKept.set(Thread.currentThread().isInterrupted());
+        }, "default-stream caller");
+        caller.start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_S);
+        while (caller.getState() != Thread.State.WAITING && caller.isAlive()) {
+            assertTrue(System.nanoTime() < deadline, "the caller never waited for the transfer slot");
+            Thread.onSpinWait();
+        }
+        caller.interrupt();
+        caller.join(TimeUnit.SECONDS.toMillis(WAIT_S));
+        boolean stuck = caller.isAlive();
+        inFlight.release();
+        caller.join(TimeUnit.SECONDS.toMillis(WAIT_S));
+        get(first, "the copy in flight");
+        assertFalse(stuck, "the interrupted caller went on waiting for the copy in flight");
+        CompletableFuture<?> stage = assertInstanceOf(CompletableFuture.class, outcome.get());
+        ExecutionException e = assertThrows(ExecutionException.class, () -> stage.get(WAIT_S, TimeUnit.SECONDS));
+        assertInstanceOf(io.ferrum.memory.api.MemoryException.class, e.getCause(), "the copy says it was interrupted");
+        assertInstanceOf(InterruptedException.class, e.getCause().getCause());
+        assertTrue(flagKept.get(), "the interrupt stays set");
+        m.deallocate(a);
+        m.deallocate(c);
+        assertEquals(64 * KiB, m.memoryInfo().usedBytes(), "the interrupted copy left no pin");
+    }
 }

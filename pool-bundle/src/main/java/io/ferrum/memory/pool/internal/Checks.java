@@ -180,6 +180,16 @@ final class Checks {
     }
 
     /**
+     * An async copy that waited, on its caller's thread (the default stream), for a place among the
+     * manager's transfers in flight, and was interrupted: it moved nothing.
+     */
+    MemoryException interruptedTransfer(long bytes, InterruptedException cause) {
+        return new MemoryException("An async copy of " + bytes + " bytes on " + device + " was interrupted while it"
+                + " waited for one of the device's maxConcurrentTransfers copies in flight to end; nothing was"
+                + " copied: copy again", cause);
+    }
+
+    /**
      * A pool configuration is given, and fits the device: an initial size above the capacity could
      * never be reserved, and an alignment above it would round every block up past the device (each
      * allocation then refused with figures that say the device is free). A growth step above it is

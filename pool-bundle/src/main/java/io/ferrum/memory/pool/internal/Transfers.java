@@ -246,11 +246,14 @@ final class Transfers {
             if (!pins.claim()) {
                 return; // refused, as far as the engine knows: its pins are gone, its blocks not to be touched
             }
-            running.acquireUninterruptibly();
             try {
-                doCopy(s, transfer.srcOffset(), d, transfer.dstOffset(), transfer.size());
+                takeSlot(transfer.size());
+                try {
+                    doCopy(s, transfer.srcOffset(), d, transfer.dstOffset(), transfer.size());
+                } finally {
+                    running.release();
+                }
             } finally {
-                running.release();
                 pins.release();
             }
         };
@@ -281,32 +284,35 @@ final class Transfers {
             if (!pins.claim()) {
                 return; // refused, as far as the engine knows: its pin is gone, its block not to be touched
             }
-            running.acquireUninterruptibly();
             try {
-                DeviceUpstream up = b.pool.reclaimer.upstream();
-                // Timed as the synchronous copies are: only from DataPath.TIMED_BYTES on (the time of
-                // a smaller one is mostly the clock's, and would drag the figure down).
-                AccessTracker t = b.access;
-                boolean timed = n >= DataPath.TIMED_BYTES && t != null; // statistics off: no bandwidth either
-                long t0 = timed ? clock.getAsLong() : 0;
-                if (write) {
-                    up.copyFromHost(seg, b.chunk.device, b.offset + offset, n);
-                } else {
-                    up.copyToHost(b.chunk.device, b.offset + offset, seg, n);
-                }
-                if (timed) {
-                    long t1 = clock.getAsLong();
-                    if (t1 > t0) {
-                        figures.copied(n, t1 - t0);
+                takeSlot(n);
+                try {
+                    DeviceUpstream up = b.pool.reclaimer.upstream();
+                    // Timed as the synchronous copies are: only from DataPath.TIMED_BYTES on (the time of
+                    // a smaller one is mostly the clock's, and would drag the figure down).
+                    AccessTracker t = b.access;
+                    boolean timed = n >= DataPath.TIMED_BYTES && t != null; // statistics off: no bandwidth either
+                    long t0 = timed ? clock.getAsLong() : 0;
+                    if (write) {
+                        up.copyFromHost(seg, b.chunk.device, b.offset + offset, n);
+                    } else {
+                        up.copyToHost(b.chunk.device, b.offset + offset, seg, n);
                     }
-                }
-                if (t != null) {
-                    // The access clock, as every other record of the block: with the coarse clock,
-                    // an exact time here would put a later synchronous access before this one.
-                    t.record(write, offset, n, accessClock.getAsLong(), b.allocatedAtNanos);
+                    if (timed) {
+                        long t1 = clock.getAsLong();
+                        if (t1 > t0) {
+                            figures.copied(n, t1 - t0);
+                        }
+                    }
+                    if (t != null) {
+                        // The access clock, as every other record of the block: with the coarse clock,
+                        // an exact time here would put a later synchronous access before this one.
+                        t.record(write, offset, n, accessClock.getAsLong(), b.allocatedAtNanos);
+                    }
+                } finally {
+                    running.release();
                 }
             } finally {
-                running.release();
                 pins.release();
             }
         };
@@ -335,6 +341,26 @@ final class Transfers {
                 pins.release();
             }
             throw e;
+        }
+    }
+
+    /**
+     * Waits for one of the {@code maxConcurrentTransfers} places. Work on the default stream waits on
+     * its caller's thread, which an interrupt (Ctrl-C in a shell) must free; a stream's own threads are
+     * never interrupted. A free place is taken whatever the flag says (a thread may carry one left by
+     * a shared arena's close): only a wait is interrupted.
+     *
+     * @throws MemoryException (cause {@link InterruptedException}, the flag kept) when interrupted
+     */
+    private void takeSlot(long bytes) {
+        if (running.tryAcquire()) {
+            return;
+        }
+        try {
+            running.acquire();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw checks.interruptedTransfer(bytes, e);
         }
     }
 
