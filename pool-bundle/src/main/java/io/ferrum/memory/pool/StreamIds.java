@@ -163,6 +163,13 @@ final class StreamIds {
         long number = numberOf(id);
         if (id > 0 && number > 0 && number <= numberCounter().get()) {
             String owner = devices().get(number);
+            if (owner != null && owner.equals(device.toString())) {
+                // Two stream managers of one device (the registered one, one a MemoryManagerFactory
+                // made): "use it with that device's memory" would send the caller back to this call.
+                return what + " " + id + " belongs to another stream manager of " + device + ", not to this one: a"
+                        + " manager runs work only on the streams of the stream manager it was made with; create the"
+                        + " stream there, or use the default stream";
+            }
             if (owner != null) {
                 return what + " " + id + " belongs to the stream manager of " + owner + ", not to this one of " + device
                         + "; use it with " + owner + "'s memory";

@@ -472,4 +472,25 @@ class StreamAttackTest {
         }
         assertEquals(0, ran.get(), "refused work never runs");
     }
+
+    /**
+     * Two stream managers of one device (the registered one and one a MemoryManagerFactory made):
+     * the refusal of the other's stream said "belongs to the stream manager of cpu:0, not to this one
+     * of cpu:0; use it with cpu:0's memory", which names no difference and sends the caller back to
+     * the call that failed.
+     */
+    @Test
+    void aStreamOfAnotherStreamManagerOfTheSameDeviceIsRefusedSayingSo() {
+        HostStreamManager a = manager();
+        HostStreamManager b = manager();
+        StreamHandle theirs = b.createStream(CPU0);
+        EventHandle theirEvent = b.recordEvent(theirs);
+        StreamHandle mine = a.createStream(CPU0);
+        InvalidMemoryRequestException e = assertThrows(InvalidMemoryRequestException.class,
+                () -> a.submit(theirs, () -> { }));
+        assertTrue(e.getMessage().contains("another stream manager of cpu:0"), e.getMessage());
+        assertFalse(e.getMessage().contains("use it with cpu:0's memory"), e.getMessage());
+        e = assertThrows(InvalidMemoryRequestException.class, () -> a.waitEvent(mine, theirEvent));
+        assertTrue(e.getMessage().contains("another stream manager of cpu:0"), e.getMessage());
+    }
 }
