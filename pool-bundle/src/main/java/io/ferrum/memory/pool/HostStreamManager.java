@@ -1,9 +1,12 @@
 package io.ferrum.memory.pool;
 
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -65,6 +68,8 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
      * that follows it.
      */
     private final ThreadLocal<List<Running>> runningHere = ThreadLocal.withInitial(ArrayList::new);
+    /** Guarded by itself: the stream work of this manager now blocked in a wait on the default stream, by thread. */
+    private final Map<Thread, BlockedWait> blockedWaits = new HashMap<>();
     /** Tests: runs in {@link #waitEvent} between its open check and its event lookup (a close forced there). */
     volatile Runnable beforeEventLookup;
     /** Tests: runs in {@link #createStream} and {@link #recordEvent} between the open check and the id's issue (a close forced there). */
@@ -112,6 +117,10 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
 
     /** A piece of stream work a thread runs: its stream and its number there. */
     private record Running(Stream stream, long number) {
+    }
+
+    /** Stream work blocked in a wait on the default stream: the pieces its thread runs, and the event. */
+    private record BlockedWait(List<Running> running, Recorded on) {
     }
 
     /**
@@ -330,7 +339,8 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
      * DeviceUnavailableException}; it never returns at once for an event whose work has not run. A
      * wait on the default stream blocks the caller: called from inside stream work, for an event that
      * comes after that work (recorded on its stream after it, or on a stream that waits on such an
-     * event), it could never end, and is refused with {@link InvalidMemoryRequestException}. An
+     * event), or after other stream work blocked in such a wait for an event that does (a circle of
+     * waits), it could never end, and is refused with {@link InvalidMemoryRequestException}. An
      * interrupt of the waiting thread ends that wait with {@link MemoryException} (cause {@link
      * InterruptedException}), its interrupt flag kept; the event stays recorded.
      */
@@ -357,25 +367,7 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
             throw unknownEvent(event);
         }
         if (handle == null || handle.isDefault()) {
-            if (!at.at().isDone() && followsWorkHere(at)) {
-                // It completes only after the work this thread runs returns: the wait would never end.
-                throw new InvalidMemoryRequestException("Event " + event.id() + " on " + device + " comes after the"
-                        + " stream work that calls this wait, so waiting for it here on the default stream would"
-                        + " never end; wait for it on another stream (waitEvent(stream, event)) or after this work");
-            }
-            try {
-                at.at().get();
-            } catch (InterruptedException interrupted) {
-                // Ctrl-C in a shell, a component's deactivation: the caller stops waiting, the work and
-                // the event stay as they were.
-                Thread.currentThread().interrupt();
-                throw new MemoryException("The wait on the default stream of " + device + " for event " + event.id()
-                        + " was interrupted before the work before the event had run; the event is still"
-                        + " recorded: wait for it again", interrupted);
-            } catch (ExecutionException | CancellationException never) {
-                // An event is a chain of settled futures: it neither fails nor is cancelled.
-                throw new IllegalStateException("Event " + event.id() + " on " + device + " failed", never);
-            }
+            awaitHere(event.id(), at);
             return;
         }
         Stream s = stream(handle);
@@ -385,18 +377,103 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
         }
     }
 
-    /** @return true if {@code event} comes after a piece of stream work the calling thread is running */
-    private boolean followsWorkHere(Recorded event) {
+    /**
+     * Blocks the calling thread until the event {@code id}, {@code at}, has completed. Stream work
+     * that waits here is listed in {@link #blockedWaits} meanwhile: a wait that would close a circle
+     * of such waits (an event that comes after the waiting work itself, or after other stream work
+     * blocked here for an event that does) could never end, and is refused instead.
+     */
+    private void awaitHere(long id, Recorded at) {
+        if (at.at().isDone()) {
+            return;
+        }
         List<Running> here = runningHere.get();
-        boolean follows = false;
-        for (Running work : here) {
-            Long last = event.after().get(work.stream());
-            follows |= last != null && last >= work.number();
-        }
+        Thread me = Thread.currentThread();
+        boolean listed = false;
         if (here.isEmpty()) {
+            // Not stream work: nothing of this manager waits for this thread.
             runningHere.remove();
+        } else {
+            List<Running> mine = List.copyOf(here);
+            synchronized (blockedWaits) {
+                int circle = circle(mine, at);
+                if (circle == 1) {
+                    // It completes only after the work this thread runs returns.
+                    throw new InvalidMemoryRequestException("Event " + id + " on " + device + " comes after the"
+                            + " stream work that calls this wait, so waiting for it here on the default stream would"
+                            + " never end; wait for it on another stream (waitEvent(stream, event)) or after this work");
+                }
+                if (circle == 2) {
+                    throw new InvalidMemoryRequestException("Event " + id + " on " + device + " comes after stream"
+                            + " work that is blocked in a wait on the default stream for an event that comes after the"
+                            + " stream work that calls this wait, so neither wait would ever end; wait for it on"
+                            + " another stream (waitEvent(stream, event)) or after this work");
+                }
+                blockedWaits.put(me, new BlockedWait(mine, at));
+                listed = true;
+            }
         }
-        return follows;
+        try {
+            at.at().get();
+        } catch (InterruptedException interrupted) {
+            // Ctrl-C in a shell, a component's deactivation: the caller stops waiting, the work and
+            // the event stay as they were.
+            Thread.currentThread().interrupt();
+            throw new MemoryException("The wait on the default stream of " + device + " for event " + id
+                    + " was interrupted before the work before the event had run; the event is still"
+                    + " recorded: wait for it again", interrupted);
+        } catch (ExecutionException | CancellationException never) {
+            // An event is a chain of settled futures: it neither fails nor is cancelled.
+            throw new IllegalStateException("Event " + id + " on " + device + " failed", never);
+        } finally {
+            if (listed) {
+                synchronized (blockedWaits) {
+                    blockedWaits.remove(me);
+                }
+            }
+        }
+    }
+
+    /**
+     * Under {@link #blockedWaits}: whether stream work {@code mine} waiting for {@code event} on the
+     * default stream would never end. An event that comes after a piece of blocked work completes only
+     * after the event that work waits for, so the search follows those waits. No false alarm: an
+     * event that comes after unfinished work has not completed.
+     *
+     * @return 0: it may end; 1: the event comes after {@code mine}; 2: it comes after blocked work
+     *         whose wait, directly or through others, does
+     */
+    private int circle(List<Running> mine, Recorded event) {
+        if (follows(event, mine)) {
+            return 1;
+        }
+        ArrayDeque<Recorded> todo = new ArrayDeque<>();
+        todo.add(event);
+        Set<Thread> seen = new HashSet<>();
+        while (!todo.isEmpty()) {
+            Recorded e = todo.poll();
+            for (Map.Entry<Thread, BlockedWait> b : blockedWaits.entrySet()) {
+                if (!seen.contains(b.getKey()) && follows(e, b.getValue().running())) {
+                    if (follows(b.getValue().on(), mine)) {
+                        return 2;
+                    }
+                    seen.add(b.getKey());
+                    todo.add(b.getValue().on());
+                }
+            }
+        }
+        return 0;
+    }
+
+    /** @return true if {@code event} comes after one of the pieces of stream work {@code works} */
+    private static boolean follows(Recorded event, List<Running> works) {
+        for (Running work : works) {
+            Long last = event.after().get(work.stream());
+            if (last != null && last >= work.number()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Override

@@ -109,6 +109,24 @@ class StreamAttackTest {
         }
     }
 
+    /** Waits (bounded) until {@code t} is parked with {@code method} of the stream manager on its stack. */
+    private static void awaitParkedIn(Thread t, String method) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_S);
+        while (true) {
+            if (t.getState() == Thread.State.WAITING) {
+                for (StackTraceElement f : t.getStackTrace()) {
+                    if (f.getClassName().equals(HostStreamManager.class.getName()) && f.getMethodName().equals(method)) {
+                        return;
+                    }
+                }
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(t.getName() + " never parked in " + method + "; it is " + t.getState());
+            }
+            Thread.onSpinWait();
+        }
+    }
+
     /** Runs on real threads until told to refuse, as a pool out of threads (or shut down) does. */
     private static final class SwitchableExecutor extends AbstractExecutorService {
         final ExecutorService delegate = Executors.newCachedThreadPool();
@@ -375,6 +393,57 @@ class StreamAttackTest {
         get(held, "the held work");
         // The event is still there: a later wait waits for it (done by now) and returns.
         m.waitEvent(StreamHandle.DEFAULT, e);
+    }
+
+    /**
+     * Two pieces of stream work on two streams, each waiting on the default stream (which blocks its
+     * thread) for an event recorded on the other's stream after the other work: each event completes
+     * only after the other work returns. The check for an event that follows the waiting work itself
+     * did not see through the other thread, and both streams hung for good.
+     */
+    @Test
+    void twoStreamWorksWaitingOnTheDefaultStreamForEachOthersEventAreNotBothHung() throws Exception {
+        HostStreamManager m = manager();
+        StreamHandle s1 = m.createStream(CPU0);
+        StreamHandle s2 = m.createStream(CPU0);
+        CountDownLatch go = gate();
+        CountDownLatch firstWaits = new CountDownLatch(1);
+        AtomicReference<EventHandle> e1 = new AtomicReference<>();
+        AtomicReference<EventHandle> e2 = new AtomicReference<>();
+        AtomicReference<Throwable> w1 = new AtomicReference<>();
+        AtomicReference<Throwable> w2 = new AtomicReference<>();
+        AtomicReference<Thread> firstThread = new AtomicReference<>();
+        CompletableFuture<Void> work1 = m.submit(s1, () -> {
+            await(go);
+            firstThread.set(Thread.currentThread());
+            firstWaits.countDown();
+            try {
+                m.waitEvent(StreamHandle.DEFAULT, e2.get());
+            } catch (Throwable t) {
+                w1.set(t);
+            }
+        });
+        CompletableFuture<Void> work2 = m.submit(s2, () -> {
+            await(firstWaits);
+            // Forced: the first work is parked in its wait before this one waits.
+            awaitParkedIn(firstThread.get(), "waitEvent");
+            try {
+                m.waitEvent(StreamHandle.DEFAULT, e1.get());
+            } catch (Throwable t) {
+                w2.set(t);
+            }
+        });
+        e1.set(m.recordEvent(s1));
+        e2.set(m.recordEvent(s2));
+        go.countDown();
+        get(work2, "the second work");
+        get(work1, "the first work");
+        assertEquals(null, w1.get(), "the first wait, made first, waited and ended when the second work ended");
+        assertInstanceOf(InvalidMemoryRequestException.class, w2.get(), "the wait that closed the circle is refused");
+        assertTrue(w2.get().getMessage().contains("Event " + e1.get().id()), w2.get().getMessage());
+        // A wait on the default stream after both, from a plain thread, still waits and returns.
+        m.waitEvent(StreamHandle.DEFAULT, e1.get());
+        m.waitEvent(StreamHandle.DEFAULT, e2.get());
     }
 
     @Test
