@@ -9,7 +9,7 @@ import java.util.function.Consumer;
 /**
  * Runs a check of the watched folders again and again, on a thread of its own: first at once, then at
  * FileInstall's poll interval, or, after a check that took longer than a ninth of it, {@link #SPACING} times
- * as long as that check took. A check lists a watched folder and looks at each entry: at the
+ * as long as that check took, a minute at most ({@link #MAX_SPACING_NANOS}). A check lists a watched folder and looks at each entry: at the
  * distribution's poll interval, 50 ms, a folder of some ten thousand entries would keep a core half busy for
  * as long as it is there, one of a few hundred thousand a whole core; spaced, the checks take a tenth of a
  * core at most, and a small folder is still checked at every poll.
@@ -21,6 +21,13 @@ import java.util.function.Consumer;
 final class PacedChecks {
     /** How many times a check's duration passes before the next check: at most a tenth of a core for the checks. */
     static final long SPACING = 9;
+    /**
+     * The longest wait after a check, unless the poll interval is longer: one check that stalled (a network file
+     * system that hung for ten minutes) would otherwise delay the next by nine times as long, though the checks
+     * after it are quick again, and an entry dropped meanwhile is named that much later. The price: checks that
+     * each take more than a ninth of this (a folder of millions of entries) take more than a tenth of a core.
+     */
+    static final long MAX_SPACING_NANOS = TimeUnit.MINUTES.toNanos(1);
 
     /** Where and when the next check runs, and the clock it is timed by; tests replace it. */
     interface Timer {
@@ -110,10 +117,10 @@ final class PacedChecks {
 
     /**
      * @return how long after a check that took {@code tookNanos} the next one runs: {@code pollNanos}, or
-     *         {@link #SPACING} times {@code tookNanos} when that is longer ({@link Long#MAX_VALUE} at most)
+     *         {@link #SPACING} times {@code tookNanos} when that is longer, but not over {@link #MAX_SPACING_NANOS}
      */
     static long delayAfter(long pollNanos, long tookNanos) {
-        long spaced = tookNanos > Long.MAX_VALUE / SPACING ? Long.MAX_VALUE : SPACING * tookNanos;
+        long spaced = tookNanos > MAX_SPACING_NANOS / SPACING ? MAX_SPACING_NANOS : SPACING * tookNanos;
         return Math.max(pollNanos, spaced);
     }
 }

@@ -43,7 +43,31 @@ class PacedChecksTest {
         assertEquals(PacedChecks.SPACING * takes[2], timer.nextDelay(), "a check just over a ninth of the poll interval");
 
         timer.runNext();
-        assertEquals(Long.MAX_VALUE, timer.nextDelay(), "a check of 200 years: the delay does not overflow");
+        assertEquals(PacedChecks.MAX_SPACING_NANOS, timer.nextDelay(), "a check of 200 years: the delay does not overflow");
+        assertEquals(List.of(), failures);
+    }
+
+    /**
+     * One look that stalled (a network file system that hung for ten minutes) delayed the next by nine times as
+     * long, an hour and a half, though the looks after it would be quick again: an entry dropped meanwhile was
+     * named that much later. The wait after a look is a minute at most; a poll interval set longer still holds.
+     */
+    @Test
+    void aLookThatStalledOnceDelaysTheNextByAMinuteAtMost() {
+        long[] takes = {TimeUnit.MINUTES.toNanos(10), TimeUnit.MICROSECONDS.toNanos(200), TimeUnit.SECONDS.toNanos(7)};
+        int[] check = {0};
+        PacedChecks checks = new PacedChecks(() -> timer.take(takes[check[0]++ % takes.length]), e -> failures.add(e.toString()), timer);
+        checks.start(POLL_MS);
+
+        timer.runNext();
+        assertEquals(TimeUnit.MINUTES.toNanos(1), timer.nextDelay(), "a look of 10 minutes followed after " + timer.nextDelay() + " ns");
+        timer.runNext();
+        assertEquals(POLL_NS, timer.nextDelay(), "the look after it was quick: the poll interval again");
+        timer.runNext();
+        assertEquals(TimeUnit.MINUTES.toNanos(1), timer.nextDelay(), "a look of 7 s: a minute, not 63 s");
+
+        long twoMinutes = TimeUnit.MINUTES.toNanos(2);
+        assertEquals(twoMinutes, PacedChecks.delayAfter(twoMinutes, TimeUnit.MINUTES.toNanos(10)), "a longer poll interval holds");
         assertEquals(List.of(), failures);
     }
 
