@@ -816,6 +816,48 @@ class ConsoleIT {
                 java.nio.file.StandardCopyOption.ATOMIC_MOVE));
     }
 
+    /**
+     * A configuration file that the launcher bundle's {@code ConfigFileGate} refused before any configuration was
+     * made of it (keys that differ only in case) is one whose deletion deletes nothing: FileInstall's installer
+     * would look the file's configuration up by PID and delete whatever configuration that PID has, here the one
+     * another file made. The gate remembered such files only in the instance that refused them: after an update of
+     * its bundle, deleting the refused {@code .config} deleted the configuration of the valid {@code .cfg}, and
+     * cpu:0 restarted with its defaults, its blocks gone (then with the {@code .cfg} again, applied once more as
+     * the remaining file of two). Config Admin tells its listeners of the deletion before it tells them of a
+     * configuration made after it: the warning about that one's PID is the sign that the deletion was told.
+     */
+    @Test
+    void atATerminalAConfigFileRefusedBeforeAnUpdateOfTheLaunchersBundleDeletesNothingWhenDeleted() throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/script")), "util-linux 'script' is not installed: no pseudo-terminal to test with");
+        Path dir = DistributionIT.freshDir("terminal-update-refused-config");
+        Path config = Files.createDirectories(dir.resolve("config"));
+        Files.writeString(config.resolve("io.ferrum.memory.cpu.cfg"), "capacity=64m\ninitialSize=4m\ngrowthIncrement=4m\n");
+        Path refused = Files.writeString(config.resolve("io.ferrum.memory.cpu.config"), "capacity=\"32m\"\nCapacity=\"16m\"\n");
+        try (Terminal t = new Terminal(dir, dir.resolve("history"))) {
+            t.await("g! ");
+            typeUntil(t, "mem:devices", "64.0 MiB");
+            typeUntil(t, "log 50 error", refused + " gives keys that differ only in case");
+            t.type("mem:alloc 1m cpu:0\r");
+            Matcher handle = HANDLE.matcher(t.await("g! "));
+            assertTrue(handle.find(), t.since());
+            t.type("update io.ferrum.memory.launcher\r");
+            t.await("Ferrum Memory: 'help' lists the commands");
+            t.await("g! ");
+            Files.delete(refused);
+            Files.writeString(config.resolve("io.ferrum.memory.marker.cfg"), "a=1\n");
+            typeUntil(t, "log 50 warn", "configures io.ferrum.memory.marker, which no bundle designates");
+            t.type("log 50 warn\r");
+            String warnings = t.await("g! ");
+            assertFalse(warnings.contains("was deleted with one of its files"), "deleting the refused file deleted the"
+                    + " configuration of the other: " + warnings);
+            t.type("mem:handles\r");
+            String handles = t.await("g! ");
+            assertTrue(handles.contains(handle.group().substring(0, 18)), "the block on cpu:0 lives on: " + handles);
+            t.type("exit 0\r");
+            assertEquals(0, t.exitCode(), "the console left with its exit code");
+        }
+    }
+
     /** What puts {@code plugins/plain.jar} in place before the distribution starts. */
     private interface Entry {
         void put() throws Exception;

@@ -2,6 +2,9 @@ package io.ferrum.memory.launcher;
 
 import java.io.File;
 import java.io.IOException;
+import java.nio.file.DirectoryIteratorException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Hashtable;
@@ -61,7 +64,10 @@ final class ConfigFileGate implements ArtifactInstaller {
     /** FileInstall's configuration installer: its ArtifactInstaller that is a ConfigurationListener too. */
     private final ServiceTracker<ArtifactInstaller, ArtifactInstaller> configInstaller;
     private final ServiceTracker<LoggerFactory, LoggerFactory> logs;
-    /** The files refused before any configuration was made of them: deleting one deletes nothing. */
+    /**
+     * The files refused before any configuration was made of them: deleting one deletes nothing. Known again
+     * after a restart of this bundle ({@link #neverAppliedBeforeTheRestart}).
+     */
     private final Set<File> neverApplied = ConcurrentHashMap.newKeySet();
 
     ConfigFileGate(BundleContext context) {
@@ -85,9 +91,40 @@ final class ConfigFileGate implements ArtifactInstaller {
     ServiceRegistration<ArtifactInstaller> register() {
         configInstaller.open();
         logs.open();
+        if (ClaimingInstaller.restartedInARunningFramework(context)) {
+            neverAppliedBeforeTheRestart(WatchedFolders.of(context));
+        }
         Hashtable<String, Object> props = new Hashtable<>();
         props.put(Constants.SERVICE_RANKING, 1);
         return context.registerService(ArtifactInstaller.class, this, props);
+    }
+
+    /**
+     * After a restart of this bundle in a running framework ({@code update io.ferrum.memory.launcher}, a stop and
+     * start, a refresh): takes as {@link #neverApplied} each entry of {@code watched} that FileInstall's installer
+     * handles and of which Config Admin holds no configuration, as the instance before the restart refused them.
+     * FileInstall asks this instance to uninstall a file the one before took; without its set, the deletion of a
+     * file refused before the restart was handed to FileInstall's installer, which looks a configuration up by
+     * PID when none was made of the file, and deleted the one another file of that PID had made. Nothing is
+     * opened: FileInstall's installer knows its files by name.
+     */
+    void neverAppliedBeforeTheRestart(List<Path> watched) {
+        ArtifactInstaller delegate = configInstaller.getService();
+        if (delegate == null) {
+            return;
+        }
+        for (Path dir : watched) {
+            try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
+                for (Path entry : entries) {
+                    File file = entry.toFile().getAbsoluteFile();
+                    if (delegate.canHandle(file) && !madeOf(file)) {
+                        neverApplied.add(file);
+                    }
+                }
+            } catch (IOException | DirectoryIteratorException | SecurityException unreadable) {
+                // The folder gone or unreadable: FileInstall finds nothing in it either.
+            }
+        }
     }
 
     void close() {
