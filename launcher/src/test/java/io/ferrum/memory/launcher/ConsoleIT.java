@@ -387,6 +387,55 @@ class ConsoleIT {
         return jarFile;
     }
 
+    /**
+     * A script's first statement ran as soon as, at one look, no bundle was starting: the framework's own STARTED
+     * event comes before the console's bundle starts (the bnd launcher raises the start level after it), and
+     * Felix's system bundle is ACTIVE from the start. So it could run at start level 10 of 100, and, even at 100,
+     * before FileInstall had started the bundles of {@code plugins/} (on its own thread, at its first poll): a
+     * plugin's command was not found ("Command not found: test:print" in 2 runs of 6 here), a plugin's device
+     * missing. Now the first statement waits for both.
+     */
+    @Test
+    void aScriptsFirstStatementFindsThePluginsOfPluginsStarted() throws Exception {
+        Path dir = DistributionIT.freshDir("plugins-at-first-statement");
+        writeWritingBundle(Files.createDirectories(dir.resolve("plugins")).resolve("writing.jar"));
+        for (int i = 0; i < 3; i++) {
+            Run r = run(dir, "", "-c", "test:print first");
+            assertEquals(0, r.code(), r.toString());
+            assertEquals("first to the output", r.out().strip(), r.toString());
+        }
+    }
+
+    /**
+     * A bundle of {@code plugins/} whose activation policy is lazy stays STARTING until a class of it is loaded.
+     * The console waited, before its first statement, while any bundle was STARTING: after an update of its
+     * bundle at a terminal, the console never started again, and the terminal read nothing.
+     */
+    @Test
+    void atATerminalTheConsoleStartsAgainAfterAnUpdateWhileALazyBundleWaitsForItsFirstClass() throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/script")), "util-linux 'script' is not installed: no pseudo-terminal to test with");
+        Path dir = DistributionIT.freshDir("terminal-update-lazy");
+        Manifest m = new Manifest();
+        m.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
+        m.getMainAttributes().putValue("Bundle-ManifestVersion", "2");
+        m.getMainAttributes().putValue("Bundle-SymbolicName", "org.example.lazy");
+        m.getMainAttributes().putValue("Bundle-ActivationPolicy", "lazy");
+        try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(Files.createDirectories(dir.resolve("plugins"))
+                .resolve("lazy.jar")), m)) {
+            out.putNextEntry(new JarEntry("a.txt"));
+            out.closeEntry();
+        }
+        try (Terminal t = new Terminal(dir, dir.resolve("history"))) {
+            t.await("g! ");
+            typeUntil(t, "lb -s org.example.lazy", "Starting");
+            t.type("update io.ferrum.memory.launcher\r");
+            t.await("Ferrum Memory: 'help' lists the commands");
+            t.await("g! ");
+            t.type("exit 0\r");
+            assertEquals(0, t.exitCode(), "the console left with its exit code");
+        }
+    }
+
     @Test
     void aWrongCallOfAnyCommandIsOneLineNamingIt() throws Exception {
         Run r = run(DistributionIT.freshDir("wrong-call"), "uninstall 9999\n");

@@ -32,12 +32,20 @@ public final class BuiltInBundlesGuard implements FindHook {
      */
     private static final String JARDIR = "jardir:";
 
-    private final List<String> watched = new ArrayList<>();
+    /** The watched folders' URIs ({@link #uris}). */
+    private final List<String> watched;
 
     public BuiltInBundlesGuard(BundleContext context) {
-        for (Path p : WatchedFolders.of(context)) {
-            watched.add(p.toUri().toString());
+        watched = uris(WatchedFolders.of(context));
+    }
+
+    /** @return the URIs of {@code folders}, as {@link #fromWatchedFolder} takes them */
+    static List<String> uris(List<Path> folders) {
+        List<String> uris = new ArrayList<>();
+        for (Path p : folders) {
+            uris.add(p.toUri().toString());
         }
+        return uris;
     }
 
     @Override
@@ -45,10 +53,16 @@ public final class BuiltInBundlesGuard implements FindHook {
         if (!FILEINSTALL.equals(context.getBundle().getSymbolicName())) {
             return;
         }
-        bundles.removeIf(b -> b.getBundleId() != 0 && !fromWatchedFolder(b.getLocation()));
+        bundles.removeIf(b -> b.getBundleId() != 0 && !fromWatchedFolder(b.getLocation(), watched));
     }
 
-    private boolean fromWatchedFolder(String location) {
+    /**
+     * @param location a bundle's location
+     * @param watched  the watched folders' URIs ({@link #uris})
+     * @return whether FileInstall installed the bundle from a watched folder: a jar's {@code file:} URL there, or
+     *         an exploded bundle's {@code jardir:} location
+     */
+    static boolean fromWatchedFolder(String location, List<String> watched) {
         String file = location;
         if (location.startsWith(JARDIR)) {
             try {

@@ -441,14 +441,22 @@ public final class Console {
     }
 
     /**
-     * Waits until the framework has reached its start level, when every command bundle has started:
-     * the {@code STARTED} event of the launch. The listener is added when this component activates,
-     * while Declarative Services itself is still starting, so the event cannot be missed. A console
-     * started again later, when no bundle is starting any more, does not wait.
+     * Waits until every command the first statement could name exists ({@link ConsoleStart}): at the framework's
+     * launch, until it has reached its beginning start level, then starts the bundles FileInstall is still to start,
+     * then waits while a bundle activates; a console started again later only waits while a bundle activates. The
+     * {@code STARTED} event ends the first wait where it comes after this component activated (not under the bnd
+     * launcher, which raises the start level after it).
      */
     private void awaitFrameworkStarted() throws InterruptedException {
-        while (started.getCount() > 0 && launching()) {
+        boolean atLaunch = System.getProperty(LAUNCHED_PROPERTY) == null;
+        while (started.getCount() > 0 && ConsoleStart.starting(context, atLaunch)) {
             Thread.sleep(20);
+        }
+        if (atLaunch) {
+            ConsoleStart.startFileInstallsBundles(context);
+            while (ConsoleStart.starting(context, false)) {
+                Thread.sleep(20);
+            }
         }
     }
 
@@ -465,15 +473,6 @@ public final class Console {
         if (System.getProperties().putIfAbsent(LAUNCHED_PROPERTY, "true") == null) {
             SessionExit.awaitTaken(LAUNCHER_WAIT_SECONDS, TimeUnit.SECONDS);
         }
-    }
-
-    /** @return whether the framework or any bundle is still starting */
-    private boolean launching() {
-        boolean launching = system.getState() != Bundle.ACTIVE;
-        for (Bundle b : context.getBundles()) {
-            launching |= b.getState() == Bundle.STARTING;
-        }
-        return launching;
     }
 
     /** @return a stream on {@code fd} in the encoding {@code System.out} or {@code System.err} uses */
