@@ -28,6 +28,7 @@ import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
 
+import io.ferrum.memory.launcher.plugin.BlockingActivator;
 import io.ferrum.memory.launcher.plugin.WritingCommands;
 
 /**
@@ -366,23 +367,26 @@ class ConsoleIT {
 
     /** Writes the bundle of {@link WritingCommands}: Gogo commands that write to a statement's streams, or wait for a line read. */
     static Path writeWritingBundle(Path jarFile) throws IOException {
+        return writeActivatorBundle(jarFile, "io.ferrum.memory.test.writing", WritingCommands.class);
+    }
+
+    /** Writes a bundle {@code symbolicName} 1.0.0 of the one class {@code activator}, its activator. */
+    private static Path writeActivatorBundle(Path jarFile, String symbolicName, Class<?> activator) throws IOException {
         Manifest m = new Manifest();
         Attributes a = m.getMainAttributes();
         a.put(Attributes.Name.MANIFEST_VERSION, "1.0");
         a.put(new Attributes.Name("Bundle-ManifestVersion"), "2");
-        a.put(new Attributes.Name("Bundle-SymbolicName"), "io.ferrum.memory.test.writing");
+        a.put(new Attributes.Name("Bundle-SymbolicName"), symbolicName);
         a.put(new Attributes.Name("Bundle-Version"), "1.0.0");
-        a.put(new Attributes.Name("Bundle-Activator"), WritingCommands.class.getName());
+        a.put(new Attributes.Name("Bundle-Activator"), activator.getName());
         a.put(new Attributes.Name("Import-Package"), "org.osgi.framework");
         try (JarOutputStream jar = new JarOutputStream(Files.newOutputStream(jarFile), m)) {
-            for (Class<?> c : List.of(WritingCommands.class)) {
-                String entry = c.getName().replace('.', '/') + ".class";
-                jar.putNextEntry(new JarEntry(entry));
-                try (InputStream body = c.getClassLoader().getResourceAsStream(entry)) {
-                    body.transferTo(jar);
-                }
-                jar.closeEntry();
+            String entry = activator.getName().replace('.', '/') + ".class";
+            jar.putNextEntry(new JarEntry(entry));
+            try (InputStream body = activator.getClassLoader().getResourceAsStream(entry)) {
+                body.transferTo(jar);
             }
+            jar.closeEntry();
         }
         return jarFile;
     }
@@ -404,6 +408,32 @@ class ConsoleIT {
             assertEquals(0, r.code(), r.toString());
             assertEquals("first to the output", r.out().strip(), r.toString());
         }
+    }
+
+    /**
+     * The console waits, before its first statement, until the bundles of {@code plugins/} have started. A plugin
+     * whose activator never returned kept it waiting for good: no prompt, no statement run, the process hung. Now it
+     * waits at most {@code ferrum.console.startWait} seconds (30 unless set), then says which bundle is still
+     * starting, in one line on standard error, and goes on.
+     */
+    @Test
+    void aPluginWhoseActivatorBlocksIsNamedOnceTheStartWaitIsOverAndTheScriptRuns() throws Exception {
+        Path dir = DistributionIT.freshDir("plugin-blocks");
+        writeBlockingBundle(Files.createDirectories(dir.resolve("plugins")).resolve("blocking.jar"));
+        Run r = run(new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Dferrum.console.startWait=2", "-jar", DistributionIT.jar().toString(), "-c", "mem:devices")
+                .directory(dir.toFile()), "");
+        assertEquals(0, r.code(), r.toString());
+        assertTrue(r.out().contains("DEVICE  BACKEND"), "the script ran: " + r);
+        assertEquals(1, r.errLines().size(), "one line on standard error: " + r);
+        assertTrue(r.errLines().get(0).matches("ferrum: still starting after 2 s: io\\.ferrum\\.memory\\.test\\.blocking \\[\\d+\\]"
+                + "; the console starts without waiting for it \\(-Dferrum\\.console\\.startWait=SECONDS waits longer\\)"),
+                r.errLines().get(0));
+    }
+
+    /** Writes the bundle of {@link BlockingActivator}: its start returns only once the framework stops. */
+    private static void writeBlockingBundle(Path jarFile) throws IOException {
+        writeActivatorBundle(jarFile, "io.ferrum.memory.test.blocking", BlockingActivator.class);
     }
 
     /**

@@ -445,19 +445,13 @@ public final class Console {
      * launch, until it has reached its beginning start level, then starts the bundles FileInstall is still to start,
      * then waits while a bundle activates; a console started again later only waits while a bundle activates. The
      * {@code STARTED} event ends the first wait where it comes after this component activated (not under the bnd
-     * launcher, which raises the start level after it).
+     * launcher, which raises the start level after it). At most {@link ConsoleStart#WAIT_PROPERTY} seconds: then one
+     * line names what still starts, and the console goes on.
      */
     private void awaitFrameworkStarted() throws InterruptedException {
         boolean atLaunch = System.getProperty(LAUNCHED_PROPERTY) == null;
-        while (started.getCount() > 0 && ConsoleStart.starting(context, atLaunch)) {
-            Thread.sleep(20);
-        }
-        if (atLaunch) {
-            ConsoleStart.startFileInstallsBundles(context);
-            while (ConsoleStart.starting(context, false)) {
-                Thread.sleep(20);
-            }
-        }
+        ConsoleStart.await(context, atLaunch, () -> started.getCount() == 0, ConsoleStart.waitSeconds(context, STDERR))
+                .ifPresent(STDERR::println);
     }
 
     /**

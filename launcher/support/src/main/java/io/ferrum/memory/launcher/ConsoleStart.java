@@ -1,6 +1,11 @@
 package io.ferrum.memory.launcher;
 
+import java.io.PrintStream;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
@@ -18,10 +23,91 @@ import org.osgi.framework.startlevel.FrameworkStartLevel;
  * the framework's launch the console waits for the beginning start level ({@link
  * ClaimingInstaller#restartedInARunningFramework}), then starts those bundles itself as FileInstall would ({@link
  * #startFileInstallsBundles}), then waits until no bundle is activating. A console started again later (an update
- * of its bundle) waits only for the bundles activating (its own, among them).
+ * of its bundle) waits only for the bundles activating (its own, among them). Every wait is bounded ({@link
+ * #WAIT_PROPERTY}): a plugin whose activator never returns stays STARTING for good, and the console, waiting for it,
+ * showed no prompt and ran no statement.
  */
 final class ConsoleStart {
+    /** The framework property that bounds the console's wait for the start, in whole seconds. */
+    static final String WAIT_PROPERTY = "ferrum.console.startWait";
+    /** The bound unless {@link #WAIT_PROPERTY} sets another: long enough for a backend that opens its device. */
+    static final long DEFAULT_WAIT_SECONDS = 30;
+    private static final long LOOK_MS = 20;
+
     private ConsoleStart() {
+    }
+
+    /**
+     * Waits until the console may run its first statement ({@link #starting}): at launch, until the beginning start
+     * level, then starts the bundles FileInstall is still to start on a thread of its own ({@link
+     * #startFileInstallsBundles}: an activator may not return) and waits for that and for the bundles activating.
+     *
+     * @param startedEvent whether the framework's {@code STARTED} event came since the console activated: it ends the
+     *                     wait for the start level
+     * @param seconds      the bound of the whole wait
+     * @return empty once all has started; else, at the bound, the line that names what is still starting (the
+     *         console goes on without it)
+     */
+    static Optional<String> await(BundleContext context, boolean atLaunch, BooleanSupplier startedEvent, long seconds)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (!startedEvent.getAsBoolean() && starting(context, atLaunch)) {
+            if (System.nanoTime() - deadline >= 0) {
+                return Optional.of(stillStarting(context, seconds));
+            }
+            Thread.sleep(LOOK_MS);
+        }
+        if (!atLaunch) {
+            return Optional.empty();
+        }
+        Thread starter = new Thread(() -> startFileInstallsBundles(context), "ferrum plugin start");
+        starter.setDaemon(true);
+        starter.start();
+        while (starter.isAlive() || starting(context, false)) {
+            if (System.nanoTime() - deadline >= 0) {
+                return Optional.of(stillStarting(context, seconds));
+            }
+            Thread.sleep(LOOK_MS);
+        }
+        return Optional.empty();
+    }
+
+    /**
+     * @return the bound of the console's wait in seconds: {@link #WAIT_PROPERTY}, or {@link #DEFAULT_WAIT_SECONDS}
+     *         when it is not set; one that is no whole number of seconds (0 or more) is named on {@code err}, and the
+     *         default applies
+     */
+    static long waitSeconds(BundleContext context, PrintStream err) {
+        String value = context.getProperty(WAIT_PROPERTY);
+        if (value == null) {
+            return DEFAULT_WAIT_SECONDS;
+        }
+        try {
+            long seconds = Long.parseLong(value.strip());
+            if (seconds >= 0) {
+                return seconds;
+            }
+        } catch (NumberFormatException notANumber) {
+            // named below
+        }
+        err.println("error: " + WAIT_PROPERTY + "=" + ControlCharacters.escaped(value) + " is no whole number of seconds"
+                + " (0 or more); the console waits " + DEFAULT_WAIT_SECONDS + " s for the bundles to start");
+        return DEFAULT_WAIT_SECONDS;
+    }
+
+    /** @return the line naming the bundles still activating, or the start level not reached, after {@code seconds} */
+    private static String stillStarting(BundleContext context, long seconds) {
+        List<String> names = new ArrayList<>();
+        for (Bundle b : context.getBundles()) {
+            if (b.getState() == Bundle.STARTING && !lazy(b)) {
+                names.add(b.getSymbolicName() + " [" + b.getBundleId() + "]");
+            }
+        }
+        String what = names.isEmpty() ? "the framework, at start level "
+                + context.getBundle(Constants.SYSTEM_BUNDLE_ID).adapt(FrameworkStartLevel.class).getStartLevel()
+                : String.join(", ", names);
+        return "ferrum: still starting after " + seconds + " s: " + what + "; the console starts without waiting for "
+                + (names.size() > 1 ? "them" : "it") + " (-D" + WAIT_PROPERTY + "=SECONDS waits longer)";
     }
 
     /**
@@ -53,6 +139,14 @@ final class ConsoleStart {
      * started.
      */
     static void startFileInstallsBundles(BundleContext context) {
+        try {
+            startEach(context);
+        } catch (IllegalStateException contextGone) {
+            // This bundle stopped meanwhile (its context is no longer valid): FileInstall starts the rest.
+        }
+    }
+
+    private static void startEach(BundleContext context) {
         if ("false".equalsIgnoreCase(property(context, "felix.fileinstall.bundles.new.start", "true"))) {
             return;
         }

@@ -4,11 +4,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
 import java.lang.reflect.Proxy;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Hashtable;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import org.junit.jupiter.api.Test;
 import org.osgi.framework.Bundle;
@@ -137,5 +143,64 @@ class ConsoleStartTest {
         ConsoleStart.startFileInstallsBundles(context(Bundle.ACTIVE, 100, Map.of("felix.fileinstall.bundles.new.start", "false"),
                 bundles[0]));
         assertEquals(Map.of(), started, "FileInstall starts no bundle it installs");
+    }
+
+    /**
+     * A plugin whose activator never returns stays STARTING, and the console waited for it for good: no prompt, no
+     * statement. The start runs apart from the waiting thread now, and the wait ends at its bound with a line naming
+     * the bundle.
+     */
+    @Test
+    void aStartThatDoesNotReturnEndsTheWaitAtItsBoundAndIsNamed() throws Exception {
+        CountDownLatch entered = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        AtomicInteger state = new AtomicInteger(Bundle.INSTALLED);
+        BundleStartLevel level = (BundleStartLevel) Proxy.newProxyInstance(loader(), new Class<?>[] {BundleStartLevel.class},
+                (p, m, a) -> m.getName().equals("getStartLevel") ? 20 : null);
+        Bundle blocking = (Bundle) Proxy.newProxyInstance(loader(), new Class<?>[] {Bundle.class}, (p, m, a) -> switch (m.getName()) {
+            case "getState" -> state.get();
+            case "getLocation" -> plugin("blocking.jar");
+            case "getSymbolicName" -> "org.example.blocking";
+            case "getBundleId" -> 7L;
+            case "getHeaders" -> new Hashtable<>();
+            case "adapt" -> a[0] == BundleStartLevel.class ? level : null;
+            case "start" -> {
+                state.set(Bundle.STARTING);
+                entered.countDown();
+                release.await(); // the activator that does not return
+                state.set(Bundle.ACTIVE);
+                yield null;
+            }
+            default -> null;
+        });
+        BundleContext context = context(Bundle.ACTIVE, 100, blocking);
+        try {
+            assertTrue(ConsoleStart.await(context, true, () -> false, 0).isPresent(),
+                    "the wait ends at its bound while the start has not returned");
+            entered.await(); // on a thread of its own
+            assertEquals(Optional.of("ferrum: still starting after 0 s: org.example.blocking [7]; the console starts without"
+                    + " waiting for it (-Dferrum.console.startWait=SECONDS waits longer)"), ConsoleStart.await(context, false,
+                    () -> false, 0));
+        } finally {
+            release.countDown();
+        }
+        assertEquals(Optional.empty(), ConsoleStart.await(context(Bundle.ACTIVE, 100), true, () -> false,
+                ConsoleStart.DEFAULT_WAIT_SECONDS), "nothing to wait for: no line");
+    }
+
+    @Test
+    void theBoundIsWholeSecondsAndOneNotSoIsNamedOnceWithTheDefaultApplied() {
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8);
+        assertEquals(ConsoleStart.DEFAULT_WAIT_SECONDS, ConsoleStart.waitSeconds(context(Bundle.ACTIVE, 100), e));
+        assertEquals(5, ConsoleStart.waitSeconds(context(Bundle.ACTIVE, 100, Map.of(ConsoleStart.WAIT_PROPERTY, " 5 ")), e));
+        assertEquals("", err.toString(StandardCharsets.UTF_8));
+        for (String bad : List.of("-1", "ten", "1.5")) {
+            err.reset();
+            assertEquals(ConsoleStart.DEFAULT_WAIT_SECONDS,
+                    ConsoleStart.waitSeconds(context(Bundle.ACTIVE, 100, Map.of(ConsoleStart.WAIT_PROPERTY, bad)), e));
+            assertEquals("error: ferrum.console.startWait=" + bad + " is no whole number of seconds (0 or more); the console"
+                    + " waits 30 s for the bundles to start" + System.lineSeparator(), err.toString(StandardCharsets.UTF_8));
+        }
     }
 }
