@@ -96,8 +96,15 @@ public final class BuiltInBundleUpdate {
         }
     }
 
-    /** @return {@code location} as a URL: a path is taken from the session's current folder, as Felix's command does */
+    /**
+     * @return {@code location} as a URL: a path is taken from the session's current folder, as Felix's command does;
+     *         an empty one stays empty (no URL), as there: taken from that folder, it named the folder itself, and the
+     *         update read it, failed with a stack trace and restarted the bundle
+     */
     private static String resolved(CommandSession session, String location) throws IOException {
+        if (location.isEmpty()) {
+            return location;
+        }
         Object cwd = session.get("_cwd");
         File dir = cwd instanceof File f ? f : new File("").getCanonicalFile();
         return dir.toURI().resolve(location).toString();
