@@ -333,6 +333,21 @@ class ConsoleIT {
     }
 
     /**
+     * {@code update 0} restarted the framework inside the process: the bnd launcher deleted the framework's storage
+     * as it stopped, the restarted framework lost bundles ("ERROR: Error reloading cached bundle, removing it" and
+     * stack traces), and the run ended with exit code 0, the statements after it never run. It is refused now.
+     */
+    @Test
+    void anUpdateOfTheSystemBundleIsOneErrorLineAndTheFrameworkRunsOn() throws Exception {
+        Run r = run(DistributionIT.freshDir("update-0"), "", "-c", "update 0; mem:devices");
+        assertEquals(1, r.code(), r.toString());
+        assertEquals(List.of("error: update 0 would restart the framework inside this process, which the distribution"
+                + " cannot do (the restarted framework loses bundles); nothing was done: to restart, stop 0 (or exit) and"
+                + " start the distribution again"), r.errLines(), r.toString());
+        assertTrue(r.out().startsWith("DEVICE  BACKEND"), "the framework ran on, nothing else said: " + r);
+    }
+
+    /**
      * The console's bundle stopped under a script: the bnd launcher was told to wait for another exit
      * code's callable, which a stopped bundle never registers (the process hung) and an updated one
      * registers before the launcher listens again (it exited 117, and the restarted console's line

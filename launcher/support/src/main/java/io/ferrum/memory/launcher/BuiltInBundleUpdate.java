@@ -24,12 +24,19 @@ import org.osgi.service.component.annotations.Component;
  * trace, started the bundle again, and Gogo answered that exception once more, as a result (the script
  * exited 0). So a failed update was told three times over, while the bundle had in fact been restarted (a
  * backend's blocks went with it). Here the bundle is restarted as Felix did, and one line says so and how
- * to replace it ({@code update ID file:...}). Every other call does what Felix's command does, and answers
- * as it does.
+ * to replace it ({@code update ID file:...}). An update of the system bundle ({@code update 0}) is refused: it
+ * restarts the framework inside the process, and as the framework stops the bnd launcher deletes its storage, so the
+ * restarted framework lost bundles ("Error reloading cached bundle, removing it", a stack trace each) and the
+ * process ended with exit code 0, the statements after it never run. Every other call does what Felix's command
+ * does, and answers as it does.
  */
 @Component(service = Object.class, property = {"osgi.command.scope=felix", "osgi.command.function=update",
         Constants.SERVICE_RANKING + ":Integer=1"})
 public final class BuiltInBundleUpdate {
+    /** Why {@code update 0} is refused, in the words of the console's one error line. */
+    static final String SYSTEM_UPDATE_REFUSED = "update 0 would restart the framework inside this process, which the"
+            + " distribution cannot do (the restarted framework loses bundles); nothing was done: to restart, stop 0 (or"
+            + " exit) and start the distribution again";
     /** A URL's scheme: what a location Felix can read an update from begins with. */
     private static final Pattern SCHEME = Pattern.compile("[A-Za-z][A-Za-z0-9+.-]*:.*", Pattern.DOTALL);
 
@@ -38,12 +45,13 @@ public final class BuiltInBundleUpdate {
         if (bundle == null) {
             return "Must specify a bundle.";
         }
+        refuseSystemBundle(bundle);
         String location = bundle.getHeaders().get(Constants.BUNDLE_UPDATELOCATION);
         if (location == null) {
             location = bundle.getLocation();
         }
         try {
-            if (bundle.getBundleId() == Constants.SYSTEM_BUNDLE_ID || SCHEME.matcher(location).matches()) {
+            if (SCHEME.matcher(location).matches()) {
                 bundle.update();
                 return null;
             }
@@ -82,6 +90,7 @@ public final class BuiltInBundleUpdate {
         if (location == null) {
             return "Must specify a location.";
         }
+        refuseSystemBundle(bundle);
         try (InputStream in = new URL(resolved(session, location.strip())).openStream()) {
             bundle.update(in);
             return null;
@@ -93,6 +102,13 @@ public final class BuiltInBundleUpdate {
             return e.getNestedException() != null ? e.getNestedException().toString() : e.toString();
         } catch (Exception e) {
             return e.toString();
+        }
+    }
+
+    /** @throws IllegalArgumentException for the system bundle ({@link #SYSTEM_UPDATE_REFUSED}) */
+    private static void refuseSystemBundle(Bundle bundle) {
+        if (bundle.getBundleId() == Constants.SYSTEM_BUNDLE_ID) {
+            throw new IllegalArgumentException(SYSTEM_UPDATE_REFUSED);
         }
     }
 

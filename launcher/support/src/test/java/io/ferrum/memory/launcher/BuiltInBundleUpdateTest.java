@@ -1,6 +1,7 @@
 package io.ferrum.memory.launcher;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.io.InputStream;
 import java.lang.reflect.Proxy;
@@ -18,6 +19,10 @@ class BuiltInBundleUpdateTest {
     private final List<String> calls = new ArrayList<>();
 
     private Bundle bundle(String location) {
+        return bundle(27L, location);
+    }
+
+    private Bundle bundle(long id, String location) {
         return (Bundle) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {Bundle.class}, (p, m, a) -> {
             switch (m.getName()) {
                 case "getLocation":
@@ -25,7 +30,7 @@ class BuiltInBundleUpdateTest {
                 case "getHeaders":
                     return new Hashtable<String, String>();
                 case "getBundleId":
-                    return 27L;
+                    return id;
                 case "getSymbolicName":
                     return "org.example.plugin";
                 case "getState":
@@ -56,5 +61,24 @@ class BuiltInBundleUpdateTest {
                     "'" + location + "'");
         }
         assertEquals(List.of(), calls, "the bundle was not touched");
+    }
+
+    /**
+     * {@code update 0} restarts the framework inside the process, which the distribution cannot do: the bnd launcher
+     * deletes the framework's storage as the framework stops, the restarted framework lost bundles ("Error reloading
+     * cached bundle, removing it", stack traces on standard error), and the process ended with exit code 0, the
+     * statements after it never run. Felix's command does that too; here it is refused, and nothing is done.
+     */
+    @Test
+    void anUpdateOfTheSystemBundleIsRefusedAndDoesNothing() {
+        Bundle system = bundle(0L, "System Bundle");
+        IllegalArgumentException bare = assertThrows(IllegalArgumentException.class, () -> new BuiltInBundleUpdate().update(system));
+        assertEquals("update 0 would restart the framework inside this process, which the distribution cannot do (the"
+                + " restarted framework loses bundles); nothing was done: to restart, stop 0 (or exit) and start the"
+                + " distribution again", bare.getMessage());
+        IllegalArgumentException from = assertThrows(IllegalArgumentException.class,
+                () -> new BuiltInBundleUpdate().update(session(), system, "file:/tmp/felix.jar"));
+        assertEquals(bare.getMessage(), from.getMessage());
+        assertEquals(List.of(), calls, "the framework was not touched");
     }
 }
