@@ -27,8 +27,9 @@ import org.osgi.service.component.annotations.Component;
  * to replace it ({@code update ID file:...}). An update of the system bundle ({@code update 0}) is refused: it
  * restarts the framework inside the process, and as the framework stops the bnd launcher deletes its storage, so the
  * restarted framework lost bundles ("Error reloading cached bundle, removing it", a stack trace each) and the
- * process ended with exit code 0, the statements after it never run. Every other call does what Felix's command
- * does, and answers as it does.
+ * process ended with exit code 0, the statements after it never run. A bare update from a {@code file:} location
+ * that cannot be read (the jar deleted) answers as an update from that location does and touches no bundle. Every
+ * other call does what Felix's command does, and answers as it does.
  */
 @Component(service = Object.class, property = {"osgi.command.scope=felix", "osgi.command.function=update",
         Constants.SERVICE_RANKING + ":Integer=1"})
@@ -52,6 +53,10 @@ public final class BuiltInBundleUpdate {
         }
         try {
             if (SCHEME.matcher(location).matches()) {
+                String unreadable = unreadableFile(location);
+                if (unreadable != null) {
+                    return unreadable;
+                }
                 bundle.update();
                 return null;
             }
@@ -102,6 +107,23 @@ public final class BuiltInBundleUpdate {
             return e.getNestedException() != null ? e.getNestedException().toString() : e.toString();
         } catch (Exception e) {
             return e.toString();
+        }
+    }
+
+    /**
+     * @return for a {@code file:} location that cannot be read (its jar deleted since the install), what an update
+     *         from it answers; else null. Felix's bare update stopped the bundle before it read the location, then
+     *         printed the failure with its stack trace and started the bundle again: a failed update told three times,
+     *         while the bundle had been restarted (a backend's blocks gone with it)
+     */
+    private static String unreadableFile(String location) {
+        if (!location.regionMatches(true, 0, "file:", 0, 5)) {
+            return null;
+        }
+        try (InputStream in = new URL(location).openStream()) {
+            return null;
+        } catch (IOException e) {
+            return "Unable to open input stream: " + e;
         }
     }
 

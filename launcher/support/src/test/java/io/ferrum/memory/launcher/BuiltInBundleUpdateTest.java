@@ -81,4 +81,18 @@ class BuiltInBundleUpdateTest {
         assertEquals(bare.getMessage(), from.getMessage());
         assertEquals(List.of(), calls, "the framework was not touched");
     }
+
+    /**
+     * A bare update of a bundle whose jar is gone (installed from a file since deleted) was Felix's: it stopped the
+     * bundle, failed to read the file (an ERROR line, the stack trace on standard error), started the bundle again and
+     * answered the exception: told three times, while the bundle had been restarted. It now answers as an update from
+     * that location does ("Unable to open input stream: ...") and leaves the bundle alone.
+     */
+    @Test
+    void aBareUpdateFromAFileThatIsGoneTouchesNoBundleAndSaysWhy(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
+        String gone = dir.resolve("gone.jar").toUri().toString();
+        assertEquals("Unable to open input stream: java.io.FileNotFoundException: " + dir.resolve("gone.jar")
+                + " (No such file or directory)", new BuiltInBundleUpdate().update(bundle(gone)));
+        assertEquals(List.of(), calls, "the bundle was not touched");
+    }
 }
