@@ -32,7 +32,7 @@ import io.ferrum.memory.pool.StagingRacesTest.StagedUpstream;
 /**
  * Attacks on the readers' hold of a GPU block ({@code Block.Readers}): every way a READ_ONLY action
  * can end (a failed staging copy, a refusal as busy, an upgrade then a throw, a failed write-back, an
- * interrupt while its leave waits for the pool's lock) takes its own share and no other's, so that
+ * interrupt as it leaves, which takes no lock) takes its own share and no other's, so that
  * once every action ended writers come in again; nested READ_ONLY actions and reads of many threads
  * under many readers go on. Each interleaving is forced by readers held inside, a paused upstream
  * copy or the pool's lock held by the test.
@@ -152,11 +152,13 @@ class StagedReadersAttackTest extends RaceHarness {
 
     /**
      * A reader interrupted while it waits for the pool's lock (held by the test) to join, and one
-     * interrupted while it waits for it to leave: both join and leave (the lock is taken
-     * uninterruptibly), keep their interrupt, and take back their own share only.
+     * interrupted as it leaves while the test holds the lock: the first joins (the lock is taken
+     * uninterruptibly), the second leaves without waiting (a leave takes no lock, so that an overflow
+     * cannot leave it held: StagedReadersOverflowTest); both keep their interrupt and take back
+     * their own share only.
      */
     @Test
-    void readersInterruptedWhileTheyWaitForThePoolsLockJoinAndLeave() throws Exception {
+    void readersInterruptedWhileTheyWaitToJoinOrLeaveJoinAndLeave() throws Exception {
         StagedUpstream up = new StagedUpstream();
         PooledMemoryManager m = gpu(up);
         MemoryHandle h = StagedReadersTest.block(m, 7);
@@ -166,10 +168,9 @@ class StagedReadersAttackTest extends RaceHarness {
         CompletableFuture<Boolean> leaving = start("leaving reader", () -> m.withMapped(h, MemoryAccess.READ_ONLY, v -> {
             inside.countDown();
             StagedActionExclusionTest.await(go);
-            Thread.currentThread().interrupt(); // then it leaves, waiting for the lock
+            Thread.currentThread().interrupt(); // then it leaves: no lock to wait for
             return true;
         }) && Thread.currentThread().isInterrupted());
-        Thread leaver = threads.get(threads.size() - 1);
         assertTrue(inside.await(30, TimeUnit.SECONDS), "the leaving reader never ran");
         ReentrantLock lock = poolLock(m, MemoryType.GENERAL);
         CompletableFuture<Boolean> joining;
@@ -183,12 +184,13 @@ class StagedReadersAttackTest extends RaceHarness {
             awaitQueued(lock, t);
             t.interrupt();
             go.countDown();
-            awaitQueued(lock, leaver);
+            // Done while the test still holds the lock: the leave waits for nothing.
+            assertTrue(leaving.get(30, TimeUnit.SECONDS), "the leaving reader's interrupt was kept");
+            assertTrue(lock.isHeldByCurrentThread() && lock.hasQueuedThread(t), "the joining reader still waits");
         } finally {
             lock.unlock();
         }
         assertTrue(joining.get(30, TimeUnit.SECONDS), "the joining reader's interrupt was kept");
-        assertTrue(leaving.get(30, TimeUnit.SECONDS), "the leaving reader's interrupt was kept");
         assertNull(second.inside(v -> m.withMapped(h, MemoryAccess.READ_WRITE, nested -> {
             nested.set(ValueLayout.JAVA_BYTE, 1, (byte) 6);
             return null;
@@ -335,9 +337,10 @@ class StagedReadersAttackTest extends RaceHarness {
         }
     }
     /**
-     * A reader's nested writer and another reader's leave, both queued for the pool's lock (held by
-     * the test), in either order: the leave first lets the nested writer in (alone now, its byte
-     * kept), the writer first is refused; either way no share is left behind and the other's is not
+     * A reader's nested writer queued for the pool's lock (held by the test) and another reader's
+     * leave, which takes no lock, in either order: the leave done before the writer has the lock lets
+     * it in (alone now, its byte kept); the writer that has looked before the leave is refused;
+     * either way no share is left behind and the other's is not
      * taken.
      */
     @Test
@@ -354,7 +357,6 @@ class StagedReadersAttackTest extends RaceHarness {
                 StagedActionExclusionTest.await(go);
                 return null;
             }));
-            Thread leaver = threads.get(threads.size() - 1);
             Thread writerThread = readers.threads.get(readers.threads.size() - 1);
             assertTrue(inside.await(30, TimeUnit.SECONDS), "the leaving reader never ran");
             ReentrantLock lock = poolLock(m, MemoryType.GENERAL);
@@ -362,22 +364,21 @@ class StagedReadersAttackTest extends RaceHarness {
             try {
                 if (leaveFirst) {
                     go.countDown();
-                    awaitQueued(lock, leaver);
+                    assertNull(leaving.get(30, TimeUnit.SECONDS)); // left without the lock
                 }
                 writer.steps.add(v -> m.withMapped(h, MemoryAccess.READ_WRITE, nested -> {
                     nested.set(ValueLayout.JAVA_BYTE, 0, (byte) 3);
                     return null;
                 }));
                 awaitQueued(lock, writerThread);
-                if (!leaveFirst) {
-                    go.countDown();
-                    awaitQueued(lock, leaver);
-                }
             } finally {
                 lock.unlock();
             }
             Object nested = writer.answer();
-            assertNull(leaving.get(30, TimeUnit.SECONDS));
+            if (!leaveFirst) {
+                go.countDown(); // the writer has looked, and met the other reader: now it leaves
+                assertNull(leaving.get(30, TimeUnit.SECONDS));
+            }
             writer.release();
             if (leaveFirst) {
                 assertNull(nested, "the nested writer after the other reader left");

@@ -69,18 +69,39 @@ public final class Block extends BlockPadding {
      *     #holdForAction}); cleared by it without the lock.</li>
      * <li>{@link Readers}: READ_ONLY actions of one or more threads share it, none written back; other
      *     threads' {@code read}s and READ_ONLY actions go on, every call that writes the device or
-     *     needs the block alone is refused. Taken, counted and let go under the pool's lock only.</li>
+     *     needs the block alone is refused. Taken and counted in under the pool's lock; counted out
+     *     without it ({@link #stepReaders}), the last one out clearing it by compare-and-set. Readers
+     *     all gone ({@link Readers#GONE}) hold nothing, cleared or not (an overflow may cut the
+     *     clearing short): read the word through {@link #holder}; a join replaces them, a hold takes
+     *     their place.</li>
      * </ul>
      * Read without the lock once, as one word: a writer that reads it sees either form or none.
      */
     volatile Object heldBy;
 
     /**
-     * The READ_ONLY {@code withMapped} actions sharing a block ({@link #heldBy}): how many there are.
-     * Guarded by the pool's lock; the last to leave clears {@link #heldBy}.
+     * The READ_ONLY {@code withMapped} actions sharing a block ({@link #heldBy}): how many there are,
+     * changed only through {@link #stepReaders}. 0 while a join counts the first in, before it
+     * publishes them; {@link #GONE} once the last has left, never changed again: the last reader then
+     * clears {@link #heldBy}, unless a join replaced these readers first.
      */
     static final class Readers {
-        int count = 1;
+        /** The count of readers that have all left. */
+        static final int GONE = -1;
+        volatile int count;
+    }
+
+    /**
+     * @return {@link #heldBy} read once, or null for readers all gone: the actions that hold the
+     *         block now, in either form
+     */
+    Object holder() {
+        return held(heldBy);
+    }
+
+    /** @return {@code hold}, a value of {@link #heldBy}; null for readers all gone */
+    private static Object held(Object hold) {
+        return hold instanceof Readers r && r.count == Readers.GONE ? null : hold;
     }
 
     /**
@@ -258,7 +279,45 @@ public final class Block extends BlockPadding {
      * @return false, changing nothing, when other actions hold them
      */
     boolean holdForAction(Thread caller) {
-        return HELD_BY.compareAndSet(this, null, caller);
+        while (true) {
+            Object hold = heldBy;
+            if (held(hold) != null) {
+                return false;
+            }
+            // Null, or readers all gone, whose last one's clearing compare-and-set may beat this one.
+            if (HELD_BY.compareAndSet(this, hold, caller)) {
+                return true;
+            }
+        }
+    }
+
+    /**
+     * Counts a READ_ONLY action into ({@code delta} 1, under the pool's lock) or out of ({@code delta}
+     * -1, without it, in the {@code finally} of the frame that joined) the readers {@code r} that
+     * hold the block; the one that counts them down to zero clears {@link #heldBy}, if it still holds
+     * {@code r}. One method does both and takes no lock, so that counting out needs no more stack
+     * than counting in did (as {@link #stepScope}): an overflow cannot leave a share counted, nor the
+     * pool's lock held, which the count's lock once could when the leave waited for it.
+     *
+     * @return false, changing nothing, when {@code r} is {@link Readers#GONE} (its last reader left):
+     *         a join then replaces it
+     */
+    boolean stepReaders(Readers r, int delta) {
+        int c = r.count;
+        while (c != Readers.GONE) {
+            int next = c + delta == 0 ? Readers.GONE : c + delta;
+            int seen = (int) READERS.compareAndExchange(r, c, next);
+            if (seen == c) {
+                if (next == Readers.GONE) {
+                    // Fails, rightly, when a join replaced r meanwhile or a hold took its place. Only
+                    // tidies: r holds nothing now ({@link #holder}), so an overflow here loses nothing.
+                    HELD_BY.compareAndExchange(this, r, null);
+                }
+                return true;
+            }
+            c = seen;
+        }
+        return false;
     }
 
     /**
@@ -276,6 +335,7 @@ public final class Block extends BlockPadding {
     private static final VarHandle SCOPES;
     private static final VarHandle HELD_BY;
     private static final VarHandle WRITERS;
+    private static final VarHandle READERS;
 
     static {
         try {
@@ -286,9 +346,16 @@ public final class Block extends BlockPadding {
             SCOPES = l.findVarHandle(Block.class, "scopes", int.class);
             HELD_BY = l.findVarHandle(Block.class, "heldBy", Object.class);
             WRITERS = l.findVarHandle(Block.class, "writers", int.class);
+            READERS = l.findVarHandle(Readers.class, "count", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
+        // Links stepReaders' two call sites now: the interpreter links a call site on its first run,
+        // through calls far deeper than the access, and a first leave low on stack would overflow there.
+        Readers linked = new Readers();
+        Block unnamed = new Block(null, 0, 0);
+        unnamed.stepReaders(linked, 1);
+        unnamed.stepReaders(linked, -1);
     }
 
     /** @return true while any handle names the block */

@@ -184,7 +184,7 @@ final class DataPath {
         }
         b.stepWriters(1);
         try {
-            Object hold = b.heldBy;
+            Object hold = b.holder();
             if (hold != null && hold != Thread.currentThread()) {
                 Staging open = staged(b);
                 if (open == null) {
@@ -258,12 +258,17 @@ final class DataPath {
      */
     private <R> R staged(Block b, MemoryAccess access, Function<? super MemorySegment, ? extends R> action, Arena arena) {
         boolean reader = access == MemoryAccess.READ_ONLY;
-        Mappings.Staged refused = reader ? join(b) : hold(b, Thread.currentThread());
-        if (refused != null) {
-            throw refused(refused);
-        }
+        Thread me = Thread.currentThread();
+        // Where join records the readers it counted this action in, the instant it has: the lock's
+        // critical sections throw an overflow met on reserved stack as they return (JEP 270), so the
+        // unlock may throw once the share is counted, and the finally below must still see it.
+        Block.Readers[] joined = reader ? new Block.Readers[1] : null;
         Staging mine = null;
         try {
+            Mappings.Staged refused = reader ? join(b, joined) : hold(b, me);
+            if (refused != null) {
+                throw refused(refused);
+            }
             // The hold was written before the scopes (a reader: the device writers) are read here; a
             // scope (a writer's count) is written before the hold is read there: one of the two sees
             // the other. A reader waits for writers only: reads and other readers change nothing.
@@ -300,10 +305,12 @@ final class DataPath {
             }
             return result;
         } finally {
-            if (mine != null ? mine.shared : reader) {
-                leave(b);
-            } else {
-                b.heldBy = null; // its own: no one else writes it meanwhile
+            // Neither takes a lock nor calls deeper than the way in did: an overflow in the action's
+            // end leaves no share and no lock behind (docs/RELIABILITY.md).
+            if (b.heldBy == me) {
+                b.heldBy = null; // its own (a writer's, or a sole reader's made so): no one else writes it meanwhile
+            } else if (joined != null && joined[0] != null) {
+                b.stepReaders(joined[0], -1); // from this frame, as join's count in was from one deeper
             }
         }
     }
@@ -330,7 +337,7 @@ final class DataPath {
      */
     private static Mappings.Staged hold(Block b, Thread me) {
         Pool pool = b.pool;
-        pool.acquire();
+        pool.acquireOrLetGo();
         try {
             if (b.pins > 0) {
                 return Mappings.Staged.BUSY;
@@ -338,7 +345,7 @@ final class DataPath {
             if (b.holdForAction(me)) {
                 return null;
             }
-            return b.heldBy instanceof Block.Readers ? Mappings.Staged.SHARED_SOURCE : Mappings.Staged.HELD_SOURCE;
+            return b.holder() instanceof Block.Readers ? Mappings.Staged.SHARED_SOURCE : Mappings.Staged.HELD_SOURCE;
         } finally {
             pool.lock.unlock();
         }
@@ -347,41 +354,35 @@ final class DataPath {
     /**
      * Joins (or starts) the readers' hold of {@code b} for the calling thread's outermost READ_ONLY
      * action, under the pool's lock as {@link #hold}: a pin refuses it, and so does an action's own
-     * hold. The caller then waits for device writers under way ({@link Scopes#awaitNoWriter}).
+     * hold. The caller then waits for device writers under way ({@link Scopes#awaitNoWriter}), and
+     * counts itself out, without the lock, through the same {@link Block#stepReaders}: readers that
+     * the last one has counted down to zero are replaced here, not joined.
      *
+     * @param joined where the readers the action is counted in go, as soon as it is
      * @return null once counted among the readers; else the marker that refuses the action
      */
-    private static Mappings.Staged join(Block b) {
+    private static Mappings.Staged join(Block b, Block.Readers[] joined) {
         Pool pool = b.pool;
-        pool.acquire();
+        pool.acquireOrLetGo();
         try {
             if (b.pins > 0) {
                 return Mappings.Staged.BUSY;
             }
             Object hold = b.heldBy;
-            if (hold == null) {
-                b.heldBy = new Block.Readers();
+            if (hold != null && !(hold instanceof Block.Readers)) {
+                return Mappings.Staged.HELD_SOURCE;
+            }
+            Block.Readers readers = (Block.Readers) hold;
+            if (readers != null && b.stepReaders(readers, 1)) {
+                joined[0] = readers;
                 return null;
             }
-            if (hold instanceof Block.Readers readers) {
-                readers.count++;
-                return null;
-            }
-            return Mappings.Staged.HELD_SOURCE;
-        } finally {
-            pool.lock.unlock();
-        }
-    }
-
-    /** Counts the calling thread's READ_ONLY action out of the readers' hold of {@code b}; the last one clears it. */
-    private static void leave(Block b) {
-        Pool pool = b.pool;
-        pool.acquire();
-        try {
-            Block.Readers readers = (Block.Readers) b.heldBy;
-            if (--readers.count == 0) {
-                b.heldBy = null;
-            }
+            // None, or all gone: their last one's clearing then fails (or was cut short by an overflow).
+            Block.Readers fresh = new Block.Readers();
+            b.stepReaders(fresh, 1); // counted as every reader is, through the method that counts it out
+            joined[0] = fresh;
+            b.heldBy = fresh;
+            return null;
         } finally {
             pool.lock.unlock();
         }
@@ -401,8 +402,10 @@ final class DataPath {
      */
     private static void alone(Block b, Staging mine) {
         Pool pool = b.pool;
-        pool.acquire();
+        pool.acquireOrLetGo();
         try {
+            // One: this thread's own share (counted, so not zero); others leave without the lock, and
+            // one counted out just now is simply not seen. No one joins meanwhile: joins take the lock.
             if (!(b.heldBy instanceof Block.Readers readers) || readers.count != 1) {
                 throw Mappings.Staged.SHARED_WRITER;
             }

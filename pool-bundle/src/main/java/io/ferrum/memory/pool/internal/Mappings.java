@@ -92,7 +92,7 @@ final class Mappings {
             if (m != null || b.chunk.host != null) {
                 return view(b, handle, access);
             }
-            if (b.pins > 0 || b.heldBy != null) {
+            if (b.pins > 0 || b.holder() != null) {
                 // An asynchronous copy accepted and not yet run (or a hint under way), pinned before
                 // this lock: the copy made now would miss what it writes, the write-back overwrite it.
                 // Or a withMapped action holds the block (its hold is taken under this lock): refused
@@ -230,7 +230,7 @@ final class Mappings {
         if (b.mapping != null) {
             return destination ? Staged.DESTINATION : Staged.SOURCE;
         }
-        Object hold = b.heldBy; // one read: an action's own hold, or readers' (Block.heldBy)
+        Object hold = b.holder(); // one read: an action's own hold, or readers' (Block.heldBy)
         if (hold != null) {
             if (hold instanceof Thread) {
                 return destination ? Staged.HELD_DESTINATION : Staged.HELD_SOURCE;

@@ -153,6 +153,27 @@ public final class Pool {
         l.lock();
     }
 
+    /**
+     * {@link #acquire} for a path whose caller must not be left holding the lock by a {@code
+     * StackOverflowError} (the staged {@code withMapped} actions' hold, {@link DataPath}): the lock's
+     * own critical sections run on the thread's reserved stack (JEP 270) and throw the overflow as
+     * they return, the lock taken, where the caller's {@code finally} that unlocks is not yet in
+     * force. That overflow lets the lock go here before it leaves. Reads the hold count first, so
+     * not for the allocation paths.
+     */
+    void acquireOrLetGo() {
+        ReentrantLock l = lock;
+        int held = l.getHoldCount();
+        try {
+            acquire();
+        } catch (StackOverflowError e) {
+            if (l.getHoldCount() > held) {
+                l.unlock();
+            }
+            throw e;
+        }
+    }
+
     /** @return the block size for a request: rounded up to the pool alignment and MIN_BLOCK */
     long blockSize(long requested) {
         return SizeClasses.blockSize(requested, SizeClasses.unit(config));
