@@ -665,4 +665,63 @@ class StagedReadersTest extends RaceHarness {
         }).get(30, TimeUnit.SECONDS));
         assertEquals(value, bytes(m, h, 1)[0]);
     }
+
+    /**
+     * A READ_ONLY action while a {@code readAsync} of the block waits on its stream is refused as busy
+     * (the pin of a pending asynchronous call refuses every staged action: the engine does not tell a
+     * read from a write then), in words that fit a read: no bytes of the pending call to miss, and
+     * what to wait for. Before, it said a staging copy "would miss its bytes or be written back over
+     * them", which a read has neither.
+     */
+    @Test
+    void aReaderRefusedByAPendingReadAsyncIsToldWhatToWaitFor() throws Exception {
+        StagedUpstream up = new StagedUpstream();
+        HostStreamManager streams = new HostStreamManager(GPU);
+        toClose.add(streams);
+        PooledMemoryManager m = gpu(up, streams);
+        MemoryHandle h = block(m, 7);
+        StreamHandle s = streams.createStream(GPU);
+        CountDownLatch busy = new CountDownLatch(1);
+        streams.submit(s, () -> await(busy));
+        byte[] into = new byte[1];
+        CompletableFuture<Void> pending = m.readAsync(h, 0, MemorySegment.ofArray(into), s).toCompletableFuture();
+        Throwable refused = outcome(() -> m.withMapped(h, MemoryAccess.READ_ONLY, v -> null));
+        busy.countDown();
+        pending.get(30, TimeUnit.SECONDS);
+        assertEquals(7, into[0]);
+        assertRefusedNaming(h, refused, "a reader while a readAsync is pending");
+        String said = refused.getMessage();
+        assertFalse(said.contains("miss its bytes") || said.contains("written back over"), said);
+        assertTrue(said.contains("READ_ONLY") && said.contains("asynchronous") && said.contains("completed"), said);
+        assertNull(m.withMapped(h, MemoryAccess.READ_ONLY, v -> null), "a reader once the read has run");
+    }
+
+    /**
+     * A manager {@code copy} nested in the calling thread's own sole READ_ONLY action on the block is
+     * refused (a device copy would neither see nor keep the action's staging copy), in words about
+     * that action: this thread's own, and how to move the bytes inside it. Before, it got the message
+     * for other readers ("call again once those actions have returned"), which one's own action
+     * never does while the call waits inside it.
+     */
+    @Test
+    void aCopyNestedInTheCallersOwnReaderSaysItIsTheCallersAction() {
+        PooledMemoryManager m = gpu(new StagedUpstream(), null);
+        MemoryHandle h = block(m, 7);
+        MemoryHandle other = block(m, 1);
+        Object[] refused = new Object[2];
+        m.withMapped(h, MemoryAccess.READ_ONLY, v -> {
+            refused[0] = outcome(() -> m.copy(h, other, 1, 0, 0));
+            refused[1] = outcome(() -> m.copy(other, h, 1, 0, 0));
+            return null;
+        });
+        for (Object t : refused) {
+            assertRefusedNaming(h, (Throwable) t, "a copy nested in the caller's own reader");
+            String said = ((Throwable) t).getMessage();
+            assertTrue(said.contains("this thread's own") && said.contains("read and write")
+                    && said.contains("Nothing was done"), said);
+            assertFalse(said.contains("once those actions have returned"), said);
+        }
+        assertEquals(1, bytes(m, other, 1)[0]);
+        assertEquals(7, bytes(m, h, 1)[0]);
+    }
 }

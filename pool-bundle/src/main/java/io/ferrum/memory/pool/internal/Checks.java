@@ -349,6 +349,30 @@ final class Checks {
                 + " written back over them. Call again once that call has returned. The action was not run");
     }
 
+    /**
+     * A READ_ONLY {@code withMapped} action that would stage a block while an asynchronous call on it
+     * (pinned) has not run: it may write the block, and nothing tells a read from a write then.
+     */
+    StagingConflictException readerBusy(MemoryHandle handle) {
+        return new StagingConflictException(handle, "Block " + handle + " on " + device + " cannot be staged for a"
+                + " READ_ONLY withMapped action now: an asynchronous call on it (a copy, writeAsync or readAsync"
+                + " accepted on a stream, or a hint) has not completed, and no staging copy is made while one is"
+                + " pending, since it may still change the block's bytes. Call again once that call has completed"
+                + " (its CompletionStage, or a synchronize of its stream). The action was not run");
+    }
+
+    /**
+     * A manager {@code copy} with a block that a {@code withMapped} action of the calling thread holds
+     * through a staging copy, called from inside that action.
+     */
+    StagingConflictException copyInCallersAction(MemoryHandle handle) {
+        return new StagingConflictException(handle, "Block " + handle + " on " + device + " is held through a host"
+                + " staging copy by this thread's own withMapped action, inside which this copy was called: a"
+                + " device copy would neither read that copy's bytes nor survive its write-back. Inside the action,"
+                + " move the bytes with read and write (they go through the action's copy) or MemoryRouter.copy"
+                + " (which does so); or copy once the action has returned. Nothing was done");
+    }
+
     /** A mapping through a host staging copy while a data-path call on the block is under way. */
     StagingConflictException stagingBusy(MemoryHandle handle) {
         return new StagingConflictException(handle, "Block " + handle + " on " + device + " cannot be mapped now:"

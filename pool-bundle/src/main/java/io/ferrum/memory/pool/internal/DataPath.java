@@ -366,7 +366,7 @@ final class DataPath {
         pool.acquireOrLetGo();
         try {
             if (b.pins > 0) {
-                return Mappings.Staged.BUSY;
+                return Mappings.Staged.BUSY_READER; // an async call not yet run: it may write the block
             }
             Object hold = b.heldBy;
             if (hold != null && !(hold instanceof Block.Readers)) {
@@ -419,7 +419,7 @@ final class DataPath {
     /** @return {@code marker}, for the action to throw, once the tests' hook has run on a refusal as busy */
     private static Mappings.Staged refused(Mappings.Staged marker) {
         Runnable hook = busyForTests;
-        if (hook != null && marker == Mappings.Staged.BUSY) {
+        if (hook != null && (marker == Mappings.Staged.BUSY || marker == Mappings.Staged.BUSY_READER)) {
             hook.run();
         }
         return marker;

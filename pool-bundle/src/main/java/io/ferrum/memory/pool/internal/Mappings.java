@@ -264,6 +264,8 @@ final class Mappings {
         static final Staged SHARED_WRITER = new Staged(true, false);
         /** A {@code withMapped} action would stage a block while another call on it is under way. */
         static final Staged BUSY = new Staged(false, false);
+        /** A READ_ONLY {@code withMapped} action would stage a block while an asynchronous call on it is pending. */
+        static final Staged BUSY_READER = new Staged(false, false);
 
         /** The block is held by {@code withMapped} actions, not a mapping. */
         final boolean held;
@@ -280,6 +282,9 @@ final class Mappings {
         StagingConflictException refusal(Checks checks, MemoryHandle handle) {
             if (this == BUSY) {
                 return checks.actionBusy(handle);
+            }
+            if (this == BUSY_READER) {
+                return checks.readerBusy(handle);
             }
             if (this == SHARED_WRITER) {
                 return checks.writerAmongReaders(handle);

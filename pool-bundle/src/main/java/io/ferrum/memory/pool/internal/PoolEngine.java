@@ -252,6 +252,10 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         } catch (Scopes.StaleName e) {
             throw s.isNamedBy(src.id()) ? owner.checks.invalidHandle(dst) : checks.invalidHandle(src);
         } catch (Mappings.Staged e) {
+            // Inside the caller's own action on the refused block: words about that action, not another's.
+            if (DataPath.stagedByCaller(e.destination ? d : s)) {
+                throw e.destination ? owner.checks.copyInCallersAction(dst) : checks.copyInCallersAction(src);
+            }
             throw e.destination ? e.refusal(owner.checks, dst) : e.refusal(checks, src);
         }
         return true;
