@@ -12,13 +12,11 @@ import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -124,45 +122,6 @@ class StreamAttackTest {
                 throw new AssertionError(t.getName() + " never parked in " + method + "; it is " + t.getState());
             }
             Thread.onSpinWait();
-        }
-    }
-
-    /** Runs on real threads until told to refuse, as a pool out of threads (or shut down) does. */
-    private static final class SwitchableExecutor extends AbstractExecutorService {
-        final ExecutorService delegate = Executors.newCachedThreadPool();
-        final AtomicBoolean reject = new AtomicBoolean();
-
-        @Override
-        public void execute(Runnable command) {
-            if (reject.get()) {
-                throw new RejectedExecutionException("test executor rejects");
-            }
-            delegate.execute(command);
-        }
-
-        @Override
-        public void shutdown() {
-            delegate.shutdown();
-        }
-
-        @Override
-        public List<Runnable> shutdownNow() {
-            return delegate.shutdownNow();
-        }
-
-        @Override
-        public boolean isShutdown() {
-            return delegate.isShutdown();
-        }
-
-        @Override
-        public boolean isTerminated() {
-            return delegate.isTerminated();
-        }
-
-        @Override
-        public boolean awaitTermination(long timeout, TimeUnit unit) throws InterruptedException {
-            return delegate.awaitTermination(timeout, unit);
         }
     }
 
