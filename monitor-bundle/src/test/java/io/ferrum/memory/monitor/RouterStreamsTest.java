@@ -119,6 +119,9 @@ class RouterStreamsTest {
         assertEquals(0, read(b, dst, 4)[0], "nothing refused was copied");
         mon.copyAsync(MemoryTransfer.of(src, dst, 4), onB).toCompletableFuture().get(WAIT_S, TimeUnit.SECONDS);
         assertEquals(7, read(b, dst, 4)[3], "a copy between devices on the destination's stream arrived");
+        // The check is a zero-byte copy queued on onB, not ordered with the copy itself (which runs on a
+        // monitor worker): it may still be queued as the copy ends, but must end on its own.
+        s2.synchronizeStream(onB).toCompletableFuture().get(WAIT_S, TimeUnit.SECONDS);
         assertTrue(s2.isStreamReady(onB), "its stream check left nothing queued");
         hold.countDown();
         within.get(WAIT_S, TimeUnit.SECONDS);
