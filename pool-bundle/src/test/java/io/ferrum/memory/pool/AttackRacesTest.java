@@ -372,6 +372,7 @@ class AttackRacesTest extends RaceHarness {
         MemoryHandle big = m.allocate(7 * MiB + 512 * KiB, CPU); // crosses the line of 8 MiB
         assertTrue(m.owns(big));
         assertEquals(MiB / 2 + MiB / 4 + 7 * MiB + MiB / 2, m.memoryInfo().usedBytes(), "no destination left in use");
+        assertEquals(m.memoryInfo().usedBytes(), m.quickInfo().usedBytes(), "nor in the cheap figures");
         assertNull(firstOtherThan(m, s, (byte) 0x5A));
         m.allocate(512 * KiB, CPU); // A's hole
         m.allocate(3 * MiB + 3 * MiB / 4, CPU); // B's free tail

@@ -1,5 +1,6 @@
 package io.ferrum.memory.pool;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -68,6 +69,7 @@ class ZeroingAttackTest extends RaceHarness {
         m.deallocate(full[3]); // room for it in the fuller first chunk
         up.failNextFill.set(true); // the clearing of the 64 KiB the evacuation leaves behind
         Throwable failed = defragmentFailure(m);
+        assertEquals(m.memoryInfo().usedBytes(), m.quickInfo().usedBytes(), "the place kept out of use, in both figures");
         MemoryHandle next = m.allocate(MiB - 64 * KiB, CPU); // fits only in the second chunk now
         assertNull(firstOtherThan(m, next, (byte) 0), "defragment: " + failed);
         assertNull(firstOtherThan(m, secret, (byte) 0x5A), "the moved block kept its bytes");
@@ -156,6 +158,7 @@ class ZeroingAttackTest extends RaceHarness {
         m.deallocate(full[3]);
         up.tearNextCopy.set(true);
         Throwable failed = defragmentFailure(m);
+        assertEquals(m.memoryInfo().usedBytes(), m.quickInfo().usedBytes(), "the cleared destination, free in both figures");
         MemoryHandle next = m.allocate(192 * KiB, CPU); // the first chunk's last 256 KiB: the destination's place
         assertNull(firstOtherThan(m, next, (byte) 0), "defragment: " + failed);
         assertNull(firstOtherThan(m, secret, (byte) 0x5A), "the block kept its bytes");

@@ -24,7 +24,8 @@ import io.ferrum.memory.pool.PoolLog;
  * used bytes fit in the free space of the fuller chunks (never into emptier or empty ones: that
  * would only move data around without letting a chunk go) has each block carved anew there and
  * copied; the free blocks of the chunks being emptied stay unlisted meanwhile, so no carve lands in
- * them.
+ * them. A move changes none of the device's lock-free figures ({@link Pool#carveDestination}): read
+ * mid-move, the cheap figures and the pressure level never count the moving block twice.
  *
  * <p><b>Invariants.</b> A block moves only when {@link Block#isMovable()}: not pinned (no copy or
  * fill runs on it), not mapped (a view points at its address), not freed-while-pinned. A moved
@@ -200,7 +201,7 @@ final class Compactor {
                     }
                     Block dest;
                     try {
-                        dest = pool.carve(b.size, b.alignment);
+                        dest = pool.carveDestination(b.size, b.alignment);
                         if (dest == null) {
                             emptied = false;
                             break;
@@ -211,9 +212,9 @@ final class Compactor {
                             // Nothing moved: the destination is free again, once cleared of what the
                             // copy may have written into it.
                             if (scrub && !clearAfterFailedCopy(dest.chunk.device, dest.offset, dest.size, e)) {
-                                pool.keepOutOfUse(dest);
+                                pool.keepDestinationOutOfUse(dest);
                             } else {
-                                pool.release(dest);
+                                pool.dropDestination(dest);
                             }
                             throw e;
                         }
@@ -230,7 +231,7 @@ final class Compactor {
                         try {
                             upstream.fill(c.device, dest.offset, dest.size, (byte) 0);
                         } catch (RuntimeException | Error e) {
-                            pool.keepOutOfUse(dest);
+                            pool.keepDestinationOutOfUse(dest);
                             throw e;
                         }
                     }

@@ -17,6 +17,8 @@ import java.lang.invoke.VarHandle;
  * {@code live} are the sums of the pools' own figures (blocks in thread caches included: the
  * caches subtract theirs when figures are reported); each pool changes them under its lock, so
  * with every pool lock held they equal those sums exactly, and otherwise they are a recent value.
+ * A compaction's move never changes them: its destination counts in its pool alone while the move
+ * runs under that pool's lock ({@link Pool#carveDestination}).
  */
 final class DeviceAccount {
     private final long capacity;

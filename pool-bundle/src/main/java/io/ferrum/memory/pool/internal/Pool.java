@@ -28,6 +28,9 @@ import io.ferrum.memory.pool.DeviceChunk;
  *       free (outside a defragmentation run);</li>
  *   <li>{@code used} = sum of sizes of non-free blocks = sum of {@code chunk.usedBytes};</li>
  *   <li>{@code reserved} = sum of chunk sizes; {@code reserved + pending <= limit}.</li>
+ *   <li>the device's account ({@link DeviceAccount}, read without the lock) changes with the blocks
+ *       carved for allocations and released, never with a compaction's move: its destination is
+ *       carved apart ({@link #carveDestination}), so no reader sees a moving block twice.</li>
  *   <li>auto-GC at the threshold is armed exactly when no allocation took {@code used} above the
  *       line since {@code used} was last at or below it (a line moved by {@link #configure} counts as
  *       the line).</li>
@@ -197,6 +200,27 @@ public final class Pool {
      * @return the new live block, or null when no free block fits
      */
     Block carve(long size, long alignment) {
+        Block b = cut(size, alignment);
+        if (b != null) {
+            account.allocated(b.size);
+        }
+        return b;
+    }
+
+    /**
+     * Compaction: carves the place a block of {@code size} bytes moves to, counted in this pool's
+     * figures (read under its lock, which the move holds) but not in the device's account (read
+     * without it: the cheap figures, the pressure level), which a move leaves as it was. The move
+     * ends with {@link #vacated}, or with {@link #dropDestination} or {@link #keepDestinationOutOfUse}.
+     *
+     * @return the destination, or null when no free block fits
+     */
+    Block carveDestination(long size, long alignment) {
+        return cut(size, alignment);
+    }
+
+    /** {@link #carve} but for the device's account. */
+    private Block cut(long size, long alignment) {
         long unit = Math.max(config.alignment(), MIN_BLOCK);
         Block b = free.find(alignment <= unit ? size : size + alignment - MIN_BLOCK);
         if (b == null) {
@@ -234,7 +258,6 @@ public final class Pool {
         b.chunk.usedBytes += b.size;
         used += b.size;
         live++;
-        account.allocated(b.size);
         return b;
     }
 
@@ -246,10 +269,15 @@ public final class Pool {
 
     /** Returns a live block's memory to the free lists, coalescing with free neighbours. */
     void release(Block b) {
+        account.released(b.size);
+        giveBack(b);
+    }
+
+    /** {@link #release} but for the device's account. */
+    private void giveBack(Block b) {
         b.chunk.usedBytes -= b.size;
         used -= b.size;
         live--;
-        account.released(b.size);
         if (used <= gcLine) {
             gcArmed = true;
         }
@@ -467,8 +495,8 @@ public final class Pool {
 
     /**
      * Under the lock, zeroing on free: compaction left a moved block's bytes in {@code b} (a free
-     * block it took off the free lists, or the destination it carved) and the device failed to
-     * clear them. {@code b} stays out of use until close, counted as used, like a freed block whose
+     * block it took off the free lists; a destination it carved goes through {@link
+     * #keepDestinationOutOfUse}) and the device failed to clear them. {@code b} stays out of use until close, counted as used, like a freed block whose
      * clearing failed ({@link Reclaimer}): listed free, the next owner would read them.
      */
     void keepOutOfUse(Block b) {
@@ -485,16 +513,30 @@ public final class Pool {
     }
 
     /**
-     * Compaction moved live block {@code b} away and left {@code moved}, a block it carved as the
-     * destination, in {@code b}'s old place: that place is free space now (not listed: the
-     * compactor lists it when it is done with the chunk).
+     * Compaction moved live block {@code b} away and left {@code moved}, the destination it carved
+     * ({@link #carveDestination}), in {@code b}'s old place: that place is free space now (not
+     * listed: the compactor lists it when it is done with the chunk). The device's account never
+     * counted the destination, so the move leaves it as it was.
      */
     void vacated(Block moved) {
         moved.free = true;
         moved.chunk.usedBytes -= moved.size;
         used -= moved.size;
         live--;
-        account.released(moved.size);
+    }
+
+    /** A move that failed before anything moved: its destination ({@link #carveDestination}) is free again. */
+    void dropDestination(Block dest) {
+        giveBack(dest);
+    }
+
+    /**
+     * Zeroing on free: a destination ({@link #carveDestination}) the device failed to clear stays out of
+     * use until close ({@link #keepOutOfUse}), now counted in the device's account as well.
+     */
+    void keepDestinationOutOfUse(Block dest) {
+        account.allocated(dest.size); // keepOutOfUse books only a block that was free
+        keepOutOfUse(dest);
     }
 
     /** @return the pool's memory type */
