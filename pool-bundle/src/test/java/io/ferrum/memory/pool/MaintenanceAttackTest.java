@@ -1,6 +1,7 @@
 package io.ferrum.memory.pool;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -12,8 +13,11 @@ import org.junit.jupiter.api.Test;
 import io.ferrum.memory.api.DefragmentationStats;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryPressure;
 import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.pool.AttackRacesTest.FailingCopies;
 import io.ferrum.memory.pool.HookedUpstream.Call;
 import io.ferrum.memory.pool.HookedUpstream.Pause;
 
@@ -63,6 +67,38 @@ class MaintenanceAttackTest extends RaceHarness {
         assertEquals(before.activeAllocations(), during.activeAllocations(), "the cheap figures' live blocks during the move");
         assertEquals(m.memoryInfo().usedBytes(), m.quickInfo().usedBytes());
         EngineTestSupport.assertContent(m, b, (byte) 0x3C);
+    }
+
+    /**
+     * The out-of-memory hook trims (the pool then has room to grow) and compacts: a device that
+     * failed the compaction's copy made the allocation throw the copy's error, where trying again
+     * would have grown the pool into the room the trim made. Auto-GC is tidying: its failure is
+     * logged, and the allocation goes on, as when an allocation crosses the threshold.
+     */
+    @Test
+    void anOutOfMemoryHookWhoseCompactionCopyFailsStillLetsTheAllocationGrowIntoWhatItsTrimGaveBack() {
+        FailingCopies up = new FailingCopies(new HookedUpstream(64 * MiB));
+        List<String> warnings = new CopyOnWriteArrayList<>();
+        MemoryManagerConfig cfg = MemoryManagerConfig.defaults().withAutoGc(true, 1.0) // only the hook runs it
+                .withPoolConfig(MemoryType.GENERAL, MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB)
+                        .maxSize(8 * MiB).alignment(256).preAllocate(false).build());
+        PooledMemoryManager m = manager(up, cfg,
+                PoolSettings.defaults().withThreadCache(0).withLog(EngineTestSupport.warningsInto(warnings)), null);
+        MemoryHandle[] p = new MemoryHandle[4];
+        for (int i = 0; i < p.length; i++) {
+            p[i] = m.allocate(256 * KiB, CPU); // chunk A, 1 MiB
+        }
+        write(m, p[1], (byte) 0x11);
+        MemoryHandle emptied = m.allocate(3 * MiB, CPU); // chunk B, 3 MiB
+        m.allocate(3 * MiB, CPU); // chunk C, 3 MiB: 7 of 8 MiB held
+        m.deallocate(emptied); // B is empty: a trim gives it back
+        m.deallocate(p[0]); // p[1] would slide into this hole
+        up.failNextCopy = true;
+        MemoryHandle big = m.allocate(3 * MiB + 256 * KiB, CPU); // B cannot hold it, nor the limit a growth
+        assertTrue(m.owns(big), "the allocation grew into the room the trim gave back");
+        assertEquals(MiB + 3 * MiB + 3 * MiB + 256 * KiB, m.memoryInfo().reservedBytes());
+        assertEquals(1, warnings.size(), warnings.toString());
+        EngineTestSupport.assertContent(m, p[1], (byte) 0x11);
     }
 
     private static void write(PooledMemoryManager m, MemoryHandle h, byte seed) {

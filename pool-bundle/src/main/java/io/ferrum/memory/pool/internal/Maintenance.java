@@ -26,7 +26,8 @@ import io.ferrum.memory.pool.PoolLog;
  * allocation returns its handle. 2. as the
  * {@link OutOfMemoryHook}, when a pool cannot grow: the thread caches go back to their pools
  * (always: cached blocks are memory too), then trim and compact the starved pool, and the
- * allocation tries once more.
+ * allocation tries once more, also when the compaction failed (logged): the trim before it may
+ * have made the room.
  *
  * <p><b>Invariants.</b> A trim keeps what pre-allocated pools hold ({@code initialSize}); its
  * releases run outside the pool's lock as in-flight work, so a close waits for them and the
@@ -148,16 +149,9 @@ final class Maintenance implements OutOfMemoryHook {
 
     /** An allocation took {@code pool} above the auto-GC line ({@link Pool#crossedGcLine}). */
     void crossedGcLine(Pool pool) {
-        try {
-            gc(pool);
-        } catch (DeviceUnavailableException closedMeanwhile) {
-            // The allocation itself succeeded; a close that raced it is the caller's to see next.
-        } catch (RuntimeException e) {
-            // The allocation is done and its handle must reach the caller: auto-GC is tidying, and a
-            // device that fails it (a copy, a release) costs the caller nothing but the tidying.
-            log.warn(device + ": auto-GC of the " + pool.type + " pool after an allocation crossed its gcThreshold"
-                    + " failed (" + e.getMessage() + "); the allocation stands, the pool stays as it was", e);
-        }
+        // The allocation is done and its handle must reach the caller.
+        tidy(pool, "after an allocation crossed its gcThreshold",
+                "the allocation stands, the pool stays as it was");
     }
 
     @Override
@@ -165,8 +159,26 @@ final class Maintenance implements OutOfMemoryHook {
         // Blocks cached by threads are memory too: take them back before giving up.
         caches.drainAll();
         if (autoGc) {
-            gc(starved);
+            // The trim may have made room to grow even if the compaction after it fails: try again.
+            tidy(starved, "for an allocation it could not grow for",
+                    "the allocation tries again with what the trim before it gave back");
         }
         return true;
+    }
+
+    /**
+     * Auto-GC ({@link #gc}) for an allocation: tidying, so a device that fails it (a copy, a release)
+     * costs the allocation nothing but the tidying; the failure is logged. A close that raced it is
+     * the allocation's to see next (its pool refuses).
+     */
+    private void tidy(Pool pool, String when, String then) {
+        try {
+            gc(pool);
+        } catch (DeviceUnavailableException closedMeanwhile) {
+            // Said by the allocation's own next step, or by the caller's next call.
+        } catch (RuntimeException e) {
+            log.warn(device + ": auto-GC of the " + pool.type + " pool " + when + " failed (" + e.getMessage()
+                    + "); " + then, e);
+        }
     }
 }
