@@ -1,22 +1,37 @@
 package io.ferrum.memory.pool;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.api.DefragmentationStats;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.MemoryAccess;
 import io.ferrum.memory.api.MemoryHandle;
 import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryMapping;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryPressure;
 import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.api.StreamHandle;
 import io.ferrum.memory.pool.AttackRacesTest.FailingCopies;
 import io.ferrum.memory.pool.HookedUpstream.Call;
 import io.ferrum.memory.pool.HookedUpstream.Pause;
@@ -27,6 +42,8 @@ import io.ferrum.memory.pool.HookedUpstream.Pause;
  * is forced: a paused upstream call, a held scope, a latch; every wait is bounded.
  */
 class MaintenanceAttackTest extends RaceHarness {
+    static final Device CPU1 = Device.cpu(1);
+    static final Device CPU2 = Device.cpu(2);
 
     /**
      * An evacuation carves its destination before it copies and gives the old place back after: the
@@ -99,6 +116,256 @@ class MaintenanceAttackTest extends RaceHarness {
         assertEquals(MiB + 3 * MiB + 3 * MiB + 256 * KiB, m.memoryInfo().reservedBytes());
         assertEquals(1, warnings.size(), warnings.toString());
         EngineTestSupport.assertContent(m, p[1], (byte) 0x11);
+    }
+
+    /**
+     * Checked, sound: a defragmentation while a {@code withMapped} action (another thread's, held by
+     * a latch), a {@code mapMemory} view and a {@code readAsync} queued on a busy stream use three
+     * blocks, each after a hole, moves only the fourth block; every block keeps its bytes; once
+     * they are done, the next defragmentation moves the three, and their handles still reach them.
+     */
+    @Test
+    void aBlockUsedByAScopeAViewOrAQueuedCopyStaysWhereItIsAndEveryBlockKeepsItsBytes() throws Exception {
+        HostStreamManager streams = streams();
+        PooledMemoryManager m = manager(new HookedUpstream(64 * MiB), config(pool(MiB, MiB, 256)),
+                PoolSettings.defaults().withThreadCache(0), streams);
+        MemoryHandle[] h = new MemoryHandle[8];
+        for (int i = 0; i < h.length; i++) {
+            h[i] = m.allocate(4 * KiB, CPU);
+            write(m, h[i], (byte) (i * 17));
+        }
+        for (int i = 0; i < h.length; i += 2) {
+            m.deallocate(h[i]); // a hole before each of h1, h3, h5, h7
+        }
+        CountDownLatch inside = new CountDownLatch(1);
+        CountDownLatch leave = new CountDownLatch(1);
+        CompletableFuture<Long> action = start("action", () -> m.withMapped(h[1], MemoryAccess.READ_WRITE, v -> {
+            inside.countDown();
+            await(leave);
+            return v.address();
+        }));
+        assertTrue(inside.await(30, TimeUnit.SECONDS));
+        long viewAddress = m.mapMemory(h[3], MemoryAccess.READ_WRITE).address();
+        StreamHandle s = streams.createStream(CPU);
+        CountDownLatch busy = new CountDownLatch(1);
+        streams.submit(s, () -> await(busy));
+        MemorySegment readBack = Arena.ofAuto().allocate(4 * KiB);
+        CompletableFuture<Void> queued = m.readAsync(h[5], 0, readBack, s).toCompletableFuture();
+        DefragmentationStats first;
+        try {
+            first = m.defragment(CPU).toCompletableFuture().get(30, TimeUnit.SECONDS);
+        } finally {
+            leave.countDown();
+            busy.countDown();
+        }
+        assertEquals(1, first.blocksMoved(), "only h7 was free to move");
+        queued.get(30, TimeUnit.SECONDS);
+        long actionAddress = action.get(30, TimeUnit.SECONDS);
+        assertEquals(viewAddress, m.mapMemory(h[3], MemoryAccess.READ_ONLY).address(), "the mapped block stayed");
+        m.unmapMemory(h[3]);
+        assertEquals(actionAddress, address(m, h[1]), "the block in the action stayed");
+        for (int i = 0; i < 4 * KiB; i++) {
+            assertEquals((byte) (5 * 17 + i * 31), readBack.get(ValueLayout.JAVA_BYTE, i), "queued read, byte " + i);
+        }
+        assertEquals(4, m.defragment(CPU).toCompletableFuture().get(30, TimeUnit.SECONDS).blocksMoved(),
+                "h1, h3 and h5 slide down now, and h7 after them");
+        for (int i = 1; i < h.length; i += 2) {
+            EngineTestSupport.assertContent(m, h[i], (byte) (i * 17));
+        }
+        assertEquals(0.0, m.memoryInfo().fragmentationRatio());
+    }
+
+    /**
+     * Checked, sound: a mapping's block in cpu:1, named by cpu:2's alias. While cpu:2 holds a view of
+     * the alias, cpu:1's defragmentation leaves the block where it is; once unmapped, it moves, and
+     * cpu:2 reads its bytes through the alias at the new place. cpu:2's own defragmentation moves
+     * nothing of cpu:1's.
+     */
+    @Test
+    void aBlockAPeersAliasMapsStaysPutAndMovesWithItsBytesOnceUnmapped() throws Exception {
+        Map<Device, PooledMemoryManager> running = new ConcurrentHashMap<>();
+        PoolSettings settings = PoolSettings.defaults().withThreadCache(0).withPeers(running::get);
+        PooledMemoryManager one = manager(new HookedUpstream(CPU1, 64 * MiB), config(pool(MiB, MiB, 256)), settings, null);
+        PooledMemoryManager two = manager(new HookedUpstream(CPU2, 64 * MiB), config(pool(MiB, MiB, 256)), settings, null);
+        running.put(CPU1, one);
+        running.put(CPU2, two);
+        MemoryMapping hole = one.createMapping(CPU1, CPU2, 4 * KiB);
+        MemoryMapping kept = one.createMapping(CPU1, CPU2, 4 * KiB);
+        write(one, kept.source(), (byte) 0x21);
+        one.deallocate(hole.source());
+        two.deallocate(hole.target()); // a hole before kept's block
+        long mapped = two.mapMemory(kept.target(), MemoryAccess.READ_ONLY).address();
+        assertEquals(0, one.defragment(CPU1).toCompletableFuture().get(30, TimeUnit.SECONDS).blocksMoved());
+        assertEquals(0, two.defragment(CPU2).toCompletableFuture().get(30, TimeUnit.SECONDS).blocksMoved());
+        assertEquals(mapped, two.mapMemory(kept.target(), MemoryAccess.READ_ONLY).address());
+        two.unmapMemory(kept.target());
+        assertEquals(1, one.defragment(CPU1).toCompletableFuture().get(30, TimeUnit.SECONDS).blocksMoved());
+        EngineTestSupport.assertContent(two, kept.target(), (byte) 0x21);
+        EngineTestSupport.assertContent(one, kept.source(), (byte) 0x21);
+        assertEquals(4 * KiB, one.memoryInfo().usedBytes());
+        assertEquals(0, two.memoryInfo().usedBytes(), "the alias's bytes count on the owner");
+    }
+
+    /**
+     * Checked, sound: a close while a defragmentation's copy is paused waits for the compaction (it
+     * holds the pool's lock), the defragmentation ends (done, or refused as closed), and every chunk
+     * goes back once; nothing touches released memory.
+     */
+    @Test
+    void aCloseDuringAPausedCompactionWaitsForItAndReleasesEveryChunkOnce() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults().withThreadCache(0),
+                null);
+        MemoryHandle hole = m.allocate(64 * KiB, CPU);
+        MemoryHandle moved = m.allocate(64 * KiB, CPU);
+        m.allocate(64 * KiB, MemoryType.TENSOR, CPU);
+        write(m, moved, (byte) 5);
+        m.deallocate(hole);
+        Pause copy = up.pauseNext(Call.COPY);
+        CompletableFuture<CompletableFuture<DefragmentationStats>> defrag = start("defragment",
+                () -> m.defragment(CPU).toCompletableFuture());
+        copy.awaitArrival();
+        CompletableFuture<Void> close = start("close", () -> {
+            m.close();
+            return null;
+        });
+        try {
+            awaitParkedIn(threads.get(threads.size() - 1), "Pool", "acquire");
+            assertFalse(close.isDone(), "the close went on under the paused copy");
+        } finally {
+            copy.release();
+        }
+        close.get(30, TimeUnit.SECONDS);
+        try {
+            defrag.get(30, TimeUnit.SECONDS).get(30, TimeUnit.SECONDS); // TENSOR's compaction came after the close
+        } catch (ExecutionException e) {
+            assertInstanceOf(DeviceUnavailableException.class, e.getCause());
+        }
+        assertEquals(0, up.liveBytes(), "every chunk went back");
+        assertTrue(up.violations.isEmpty(), up.violations.toString());
+    }
+
+    /**
+     * Checked, sound: pressure callbacks that call back into the manager (defragment, trim, allocate,
+     * free, the figures) from inside a tell neither deadlock nor lose a level: each runs on the
+     * calling thread outside every pool lock.
+     */
+    @Test
+    void aPressureCallbackThatDefragmentsTrimsAllocatesAndFreesRunsWithoutADeadlock() throws Exception {
+        PooledMemoryManager m = manager(new HookedUpstream(10 * MiB), config(pool(MiB, MiB, 256)),
+                PoolSettings.defaults(), null);
+        List<MemoryPressure> heard = new CopyOnWriteArrayList<>();
+        m.setPressureCallback(level -> {
+            heard.add(level);
+            m.defragment(CPU).toCompletableFuture().join();
+            m.trim();
+            m.deallocate(m.allocate(4 * KiB, MemoryType.TENSOR, CPU));
+            m.memoryInfo();
+        });
+        MemoryHandle ballast = start("allocate", () -> {
+            MemoryHandle hole = m.allocate(MiB / 2, CPU);
+            MemoryHandle big = m.allocate(7 * MiB + MiB / 4, CPU); // 7.75 of 10 MiB: MEDIUM
+            m.deallocate(hole); // 7.25: still MEDIUM
+            return big;
+        }).get(30, TimeUnit.SECONDS);
+        start("free", () -> {
+            m.deallocate(ballast); // LOW
+            return null;
+        }).get(30, TimeUnit.SECONDS);
+        assertEquals(List.of(MemoryPressure.MEDIUM, MemoryPressure.LOW), heard);
+        assertEquals(0, m.memoryInfo().usedBytes());
+    }
+
+    /**
+     * Checked, sound: zeroing on free, a block freed by another thread while its evacuation's copy is
+     * paused (the free claims the name, then waits for the pool's lock). Once the move ends, the free
+     * clears the block at its new place and the compaction its old one: the next owners of both
+     * places read only zeros.
+     */
+    @Test
+    void aBlockFreedWhileItIsBeingEvacuatedLeavesOnlyZerosAtBothPlaces() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(MiB, 4 * MiB, 256)),
+                PoolSettings.defaults().withZeroing(ZeroingPolicy.ON_FREE), null);
+        MemoryHandle[] a = new MemoryHandle[4];
+        for (int i = 0; i < a.length; i++) {
+            a[i] = m.allocate(MiB / 4, CPU); // chunk A, 1 MiB, four quarters
+        }
+        MemoryHandle secret = m.allocate(MiB / 4, CPU); // chunk B, 4 MiB
+        fill(m, secret, (byte) 0x5A);
+        m.deallocate(a[3]); // the first copy is the secret's evacuation into A's last quarter
+        Pause copy = up.pauseNext(Call.COPY);
+        CompletableFuture<DefragmentationStats> defrag = start("defragment",
+                () -> m.defragment(CPU).toCompletableFuture().get());
+        copy.awaitArrival();
+        CompletableFuture<Void> free = start("free", () -> {
+            m.deallocate(secret);
+            return null;
+        });
+        try {
+            awaitParkedIn(threads.get(threads.size() - 1), "Pool", "acquire");
+        } finally {
+            copy.release();
+        }
+        free.get(30, TimeUnit.SECONDS);
+        defrag.get(30, TimeUnit.SECONDS);
+        MemoryHandle inA = m.allocate(MiB / 4, CPU);
+        MemoryHandle inB = m.allocate(4 * MiB, CPU);
+        assertNull(firstOtherThan(m, inA, (byte) 0), "the secret's new place");
+        assertNull(firstOtherThan(m, inB, (byte) 0), "the secret's old place");
+        assertTrue(up.violations.isEmpty(), up.violations.toString());
+    }
+
+    /**
+     * Checked, sound: another live thread caches a block that sits alone in a chunk. A defragmentation
+     * (which cannot take that thread's cache) evacuates it like a live block; the thread then
+     * allocates it from its cache and works on it at its new place, and the defragmentation's trim
+     * gives the emptied chunk back.
+     */
+    @Test
+    void aBlockInALiveThreadsCacheIsEvacuatedAndServesItsThreadAtItsNewPlace() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(MiB, 4 * MiB, 256)), PoolSettings.defaults(), null);
+        MemoryHandle[] a = new MemoryHandle[4];
+        for (int i = 0; i < a.length; i++) {
+            a[i] = m.allocate(MiB / 4, MemoryType.TENSOR, CPU); // chunk A
+        }
+        m.deallocate(a[3]); // on this thread: into its own cache
+        CountDownLatch cached = new CountDownLatch(1);
+        CountDownLatch goOn = new CountDownLatch(1);
+        CompletableFuture<Long> owner = start("owner", () -> {
+            MemoryHandle b = m.allocate(MiB / 4, MemoryType.TENSOR, CPU); // chunk B, 4 MiB
+            long before = address(m, b);
+            m.deallocate(b); // into this thread's cache
+            cached.countDown();
+            await(goOn);
+            MemoryHandle again = m.allocate(MiB / 4, MemoryType.TENSOR, CPU); // from the cache
+            write(m, again, (byte) 0x44);
+            EngineTestSupport.assertContent(m, again, (byte) 0x44);
+            return address(m, again) - before;
+        });
+        assertTrue(cached.await(30, TimeUnit.SECONDS));
+        m.trim(); // gives back this thread's cached quarter of A (not the owner's block)
+        DefragmentationStats stats;
+        try {
+            stats = m.defragment(CPU).toCompletableFuture().get(30, TimeUnit.SECONDS);
+        } finally {
+            goOn.countDown();
+        }
+        assertEquals(0, stats.blocksMoved(), "a cached block is no live block");
+        assertTrue(owner.get(30, TimeUnit.SECONDS) != 0, "the cached block moved out of chunk B");
+        assertEquals(3 * MiB / 4 + MiB / 4, m.memoryInfo().usedBytes());
+        assertEquals(MiB, m.memoryInfo().reservedBytes(), "the defragmentation's trim gave B back: A is left");
+    }
+
+    private static void await(CountDownLatch latch) {
+        try {
+            if (!latch.await(30, TimeUnit.SECONDS)) {
+                throw new AssertionError("a latch was never let go");
+            }
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
     }
 
     private static void write(PooledMemoryManager m, MemoryHandle h, byte seed) {
