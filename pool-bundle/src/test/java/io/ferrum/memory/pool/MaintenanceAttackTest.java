@@ -17,6 +17,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.Test;
 
@@ -30,6 +31,7 @@ import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryMapping;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryPressure;
+import io.ferrum.memory.api.MemoryTransfer;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.api.StreamHandle;
 import io.ferrum.memory.pool.AttackRacesTest.FailingCopies;
@@ -356,6 +358,55 @@ class MaintenanceAttackTest extends RaceHarness {
         assertTrue(owner.get(30, TimeUnit.SECONDS) != 0, "the cached block moved out of chunk B");
         assertEquals(3 * MiB / 4 + MiB / 4, m.memoryInfo().usedBytes());
         assertEquals(MiB, m.memoryInfo().reservedBytes(), "the defragmentation's trim gave B back: A is left");
+    }
+
+    /**
+     * A pressure callback that closes its manager (the device is being stopped) runs on the thread
+     * whose change it tells: for a block freed while an async copy pinned it, the stream's thread,
+     * inside the copy's end, while the copy still pins its other block and another copy waits behind
+     * it on the stream. The close waited for those pins, which only the copy's own return can end:
+     * it stalled the stream its whole limit (30 s), as a close inside a {@code withMapped} action
+     * once did. The close now leaves the release to the last of that work.
+     */
+    @Test
+    void aCloseFromAPressureCallbackAtTheEndOfAnAsyncCopyDoesNotWaitForThatCopy() throws Exception {
+        HostStreamManager streams = streams();
+        HookedUpstream up = new HookedUpstream(10 * MiB);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)), PoolSettings.defaults().withThreadCache(0),
+                streams);
+        MemoryHandle src = m.allocate(4 * KiB, CPU);
+        MemoryHandle dst = m.allocate(9 * MiB, CPU); // HIGH
+        StreamHandle s = streams.createStream(CPU);
+        CountDownLatch busy = new CountDownLatch(1);
+        streams.submit(s, () -> await(busy));
+        MemoryHandle other = m.allocate(4 * KiB, CPU);
+        CompletableFuture<Void> copy = m.copyAsync(MemoryTransfer.of(src, dst, 4 * KiB), s).toCompletableFuture();
+        CompletableFuture<Void> behind = m.copyAsync(MemoryTransfer.of(src, other, 4 * KiB), s).toCompletableFuture();
+        m.deallocate(dst); // pinned: given back by the copy's end, on the stream's thread
+        AtomicReference<Thread> teller = new AtomicReference<>();
+        CompletableFuture<Void> closed = new CompletableFuture<>();
+        m.setPressureCallback(level -> {
+            teller.set(Thread.currentThread());
+            m.close();
+            closed.complete(null);
+        });
+        busy.countDown();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (teller.get() == null) {
+            assertTrue(System.nanoTime() < deadline, "the callback was never told");
+            Thread.onSpinWait();
+        }
+        awaitParkedInOrDone(teller.get(), "Lifecycle", "awaitIdle", closed);
+        boolean waited = !closed.isDone();
+        if (waited) {
+            teller.get().interrupt(); // ends the close's wait, so that the test need not sit out its limit
+        }
+        assertFalse(waited, "the close inside the copy's end waited for the copy");
+        copy.get(30, TimeUnit.SECONDS);
+        closed.get(30, TimeUnit.SECONDS);
+        behind.get(30, TimeUnit.SECONDS); // queued behind the first, it ran once the close returned
+        assertEquals(0, up.liveBytes(), "the last copy's end released every chunk");
+        assertTrue(up.violations.isEmpty(), up.violations.toString());
     }
 
     private static void await(CountDownLatch latch) {

@@ -24,7 +24,9 @@ import io.ferrum.memory.pool.PoolLog;
  * ({@link #releaseIfDone}: a later close, the last work's end, the last name of a block of the pool
  * going) releases them. A close called from inside a
  * {@code withMapped} action does not wait at all: the action's own scope is work that only its
- * return can end, so the last work to end releases the chunks.
+ * return can end, so the last work to end releases the chunks. Nor does one called where an async
+ * operation's work ends (a pressure callback told by its unpin, on the stream's thread): that work
+ * may still pin its other block, and the work queued behind it on its stream runs only after it.
  *
  * <p><b>Closing only if unused.</b> {@link PoolEngine#closeIfUnused} decides under every pool's
  * lock ({@link #beginDeciding}, {@link #decided}). The pool path names blocks under a pool's lock,
@@ -275,6 +277,9 @@ final class Lifecycle {
         List<Block> kept = new ArrayList<>();
         // Asked once, only when a scope is inside a block: a close called from a withMapped action.
         Boolean insideAction = null;
+        // Asked once, only when work is in flight: a close called where an async operation's work ends
+        // (a pressure callback told by the unpin that gave a freed block back).
+        Boolean endingAsync = null;
         for (Pool pool : pools) {
             pool.acquire();
             try {
@@ -288,9 +293,14 @@ final class Lifecycle {
                 if (scoped > 0 && insideAction == null) {
                     insideAction = DataPath.callerInsideAction();
                 }
-                // The caller's own action is work only its return can end: waiting for it would wait
-                // out the whole limit. Its end (or the last other work's) releases the chunks then.
-                if (insideAction != Boolean.TRUE) {
+                if (pool.inflight > 0 && endingAsync == null) {
+                    endingAsync = Transfers.callerEndsAsyncWork();
+                }
+                // The caller's own action, or the async work it is ending (which may still pin a block,
+                // and behind which its stream holds the work queued there), is work only its return
+                // can end: waiting for it would wait out the whole limit. Its end (or the last other
+                // work's) releases the chunks then.
+                if (insideAction != Boolean.TRUE && endingAsync != Boolean.TRUE) {
                     awaitIdle(pool);
                 }
                 int aliasedBefore = aliased.size();

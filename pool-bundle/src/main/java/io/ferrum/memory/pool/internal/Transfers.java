@@ -364,6 +364,23 @@ final class Transfers {
         }
     }
 
+    /** Walks the caller's stack (rare calls only: a close that finds work in flight on its pools). */
+    private static final StackWalker WALKER = StackWalker.getInstance(StackWalker.Option.RETAIN_CLASS_REFERENCE);
+
+    /**
+     * For a close that finds work in flight on its pools: whether the calling thread is ending an
+     * async operation's work (of any manager), as a pressure callback or observer told by the unpin
+     * that gives a freed block back is. That work may still pin its other block, and the work queued
+     * behind it on its stream runs only once it returns. Read from the stack, so the async path
+     * records nothing.
+     *
+     * @return true if a {@link Pins#release} frame is on the calling thread's stack
+     */
+    static boolean callerEndsAsyncWork() {
+        return WALKER.walk(frames -> frames.anyMatch(
+                f -> f.getDeclaringClass() == Pins.class && f.getMethodName().equals("release")));
+    }
+
     /**
      * The pins of one async operation, claimed once: by its work, which then copies and releases them,
      * or by the engine when {@code submit} throws, which then releases them and the work, should it
