@@ -320,9 +320,9 @@ class MaintenanceAttackTest extends RaceHarness {
 
     /**
      * Checked, sound: another live thread caches a block that sits alone in a chunk. A defragmentation
-     * (which cannot take that thread's cache) evacuates it like a live block; the thread then
-     * allocates it from its cache and works on it at its new place, and the defragmentation's trim
-     * gives the emptied chunk back.
+     * (which cannot take that thread's cache, only ask it to give it back on its next call) evacuates
+     * it like a live block, and its trim gives the emptied chunk back; the thread's next allocation
+     * gets the block's new place and its bytes hold there.
      */
     @Test
     void aBlockInALiveThreadsCacheIsEvacuatedAndServesItsThreadAtItsNewPlace() throws Exception {
@@ -341,7 +341,7 @@ class MaintenanceAttackTest extends RaceHarness {
             m.deallocate(b); // into this thread's cache
             cached.countDown();
             await(goOn);
-            MemoryHandle again = m.allocate(MiB / 4, MemoryType.TENSOR, CPU); // from the cache
+            MemoryHandle again = m.allocate(MiB / 4, MemoryType.TENSOR, CPU); // its cache given back first
             write(m, again, (byte) 0x44);
             EngineTestSupport.assertContent(m, again, (byte) 0x44);
             return address(m, again) - before;
@@ -356,6 +356,7 @@ class MaintenanceAttackTest extends RaceHarness {
         }
         assertEquals(0, stats.blocksMoved(), "a cached block is no live block");
         assertTrue(owner.get(30, TimeUnit.SECONDS) != 0, "the cached block moved out of chunk B");
+        assertEquals(0.0, m.memoryInfo().fragmentationRatio());
         assertEquals(3 * MiB / 4 + MiB / 4, m.memoryInfo().usedBytes());
         assertEquals(MiB, m.memoryInfo().reservedBytes(), "the defragmentation's trim gave B back: A is left");
     }
