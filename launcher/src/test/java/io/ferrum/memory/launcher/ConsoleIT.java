@@ -29,6 +29,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.launcher.plugin.BlockingActivator;
+import io.ferrum.memory.launcher.plugin.StartCountingActivator;
 import io.ferrum.memory.launcher.plugin.WritingCommands;
 
 /**
@@ -403,6 +404,92 @@ class ConsoleIT {
             }
             jar.closeEntry();
         }
+        return jarFile;
+    }
+
+    /**
+     * {@code update} of a bundle from what is no bundle jar, as a user types it: Felix's command stopped the bundle,
+     * failed inside the framework ({@code ERROR: Bundle ... Unable to update the bundle}, the exception as a result on
+     * standard output, its stack trace on standard error) and started it again, exit code 0; a jar without
+     * Bundle-SymbolicName was taken, the bundle left without a name (the Log Service then failed at every event); a
+     * missing file or a wrong scheme was a result line, not an error; an id not installed was an argument {@code update}
+     * "cannot take". Each is one error line now, naming the value, and the bundle is as it was: never restarted, same
+     * name and version.
+     */
+    @Test
+    void anUpdateFromWhatIsNoBundleJarIsOneErrorLineAndTheBundleIsAsItWas() throws Exception {
+        Path dir = DistributionIT.freshDir("update-no-bundle").toRealPath();
+        Path bundle = writeActivatorBundle(dir.resolve("counting.jar"), "io.ferrum.memory.test.counting", StartCountingActivator.class);
+        Files.createFile(dir.resolve("empty.jar"));
+        Files.writeString(dir.resolve("text.jar"), "hello");
+        writePlainJar(dir.resolve("plain.jar"));
+        Run r = run(dir, "", "-c", "start " + bundle.toUri() + "; update io.ferrum.memory.test.counting empty.jar;"
+                + " update io.ferrum.memory.test.counting text.jar; update io.ferrum.memory.test.counting plain.jar;"
+                + " update io.ferrum.memory.test.counting missing.jar; update io.ferrum.memory.test.counting foo:x.jar;"
+                + " update 99; lb -s io.ferrum.memory.test.counting");
+        assertEquals(1, r.code(), r.toString());
+        String cannot = "error: Cannot update io\\.ferrum\\.memory\\.test\\.counting \\[\\d+\\] from ";
+        String left = "; the bundle is as it was";
+        List<String> expected = List.of(
+                cannot + Pattern.quote(dir.resolve("empty.jar") + ": it is empty (0 bytes)" + left),
+                cannot + Pattern.quote(dir.resolve("text.jar") + ": it is no readable jar (ZipException: zip END header not found)" + left),
+                cannot + Pattern.quote(dir.resolve("plain.jar") + ": it is no OSGi bundle: its manifest has no Bundle-SymbolicName" + left),
+                cannot + Pattern.quote(dir.resolve("missing.jar") + ": there is no such file" + left),
+                cannot + Pattern.quote("'foo:x.jar': the scheme 'foo:' is none this Java reads; give a jar's path, or a file:,"
+                        + " http: or https: URL" + left),
+                Pattern.quote("error: No bundle has the id 99 (lb lists the installed bundles); nothing was updated"));
+        assertEquals(expected.size(), r.errLines().size(), "one line for each, nothing else: " + r);
+        for (int i = 0; i < expected.size(); i++) {
+            assertTrue(r.errLines().get(i).matches(expected.get(i)), r.errLines().get(i));
+        }
+        assertEquals(1, r.out().lines().filter(l -> l.equals("started io.ferrum.memory.test.counting 1.0.0")).count(),
+                "started once, never restarted: " + r);
+        assertTrue(r.out().lines().anyMatch(l -> l.matches(" *\\d+\\|Active +\\| +\\d+\\|io\\.ferrum\\.memory\\.test\\.counting \\(1\\.0\\.0\\).*")),
+                "active, with its name and version: " + r);
+        assertFalse(r.out().contains("ERROR"), r.toString());
+    }
+
+    /**
+     * {@code install} of what is no bundle jar: Felix's command answered with the exception's name as a result ({@code
+     * java.util.zip.ZipException: zip file is empty}, exit code 0), installed a jar without Bundle-SymbolicName (the Log
+     * Service then printed {@code ERROR: ... NullPointerException} at every event), took a path as a relative URL (a
+     * file name with a space: "Illegal character in path"), and of {@code install ok.jar empty.jar} installed the first
+     * and said nothing of the second. Each is one error line now, naming the value, and nothing is installed; a path
+     * with a space or a {@code %} installs the file it names.
+     */
+    @Test
+    void anInstallOfWhatIsNoBundleJarIsOneErrorLineAndInstallsNothing() throws Exception {
+        Path dir = DistributionIT.freshDir("install-no-bundle").toRealPath();
+        writeActivatorBundle(dir.resolve("counting.jar"), "io.ferrum.memory.test.counting", StartCountingActivator.class);
+        writeActivatorBundle(dir.resolve("my 100%.jar"), "io.ferrum.memory.test.spaced", StartCountingActivator.class);
+        Files.createFile(dir.resolve("empty.jar"));
+        Files.writeString(dir.resolve("text.jar"), "hello");
+        writePlainJar(dir.resolve("plain.jar"));
+        Run r = run(dir, "", "-c", "install empty.jar; install text.jar; install plain.jar; install plugins/missing.jar;"
+                + " install foo:x.jar; install counting.jar empty.jar; install; install './my 100%.jar'; lb -s io.ferrum.memory.test");
+        assertEquals(1, r.code(), r.toString());
+        String nothing = "; nothing was installed";
+        assertEquals(List.of(
+                "error: Cannot install " + dir.resolve("empty.jar") + ": it is empty (0 bytes)" + nothing,
+                "error: Cannot install " + dir.resolve("text.jar") + ": it is no readable jar (ZipException: zip END header not found)" + nothing,
+                "error: Cannot install " + dir.resolve("plain.jar") + ": it is no OSGi bundle: its manifest has no Bundle-SymbolicName" + nothing,
+                "error: Cannot install " + dir.resolve("plugins/missing.jar") + ": there is no such file" + nothing,
+                "error: Cannot install 'foo:x.jar': the scheme 'foo:' is none this Java reads; give a jar's path, or a file:,"
+                        + " http: or https: URL" + nothing,
+                "error: Cannot install " + dir.resolve("empty.jar") + ": it is empty (0 bytes)" + nothing,
+                "error: install needs the jar of a bundle: a file's path or a URL, e.g. install extra/x.jar" + nothing),
+                r.errLines(), r.toString());
+        assertTrue(r.out().lines().anyMatch(l -> l.matches("Bundle ID: \\d+")), r.toString());
+        assertTrue(r.out().contains("io.ferrum.memory.test.spaced (1.0.0)"), "the path with a space installed: " + r);
+        assertFalse(r.out().contains("io.ferrum.memory.test.counting"), "nothing of the refused pair installed: " + r);
+        assertFalse(r.out().contains("ERROR"), r.toString());
+    }
+
+    /** Writes a jar whose manifest has no Bundle-SymbolicName: a jar, but no OSGi bundle. */
+    private static Path writePlainJar(Path jarFile) throws IOException {
+        Manifest m = new Manifest();
+        m.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
+        new JarOutputStream(Files.newOutputStream(jarFile), m).close();
         return jarFile;
     }
 

@@ -1,35 +1,34 @@
 package io.ferrum.memory.launcher;
 
-import java.io.File;
-import java.io.IOException;
 import java.io.InputStream;
-import java.net.MalformedURLException;
-import java.net.URI;
-import java.net.URL;
-import java.util.regex.Pattern;
+import java.util.ArrayList;
+import java.util.List;
 
 import org.apache.felix.service.command.CommandSession;
 import org.apache.felix.service.command.Descriptor;
 import org.osgi.framework.Bundle;
+import org.osgi.framework.BundleContext;
 import org.osgi.framework.BundleException;
 import org.osgi.framework.Constants;
+import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 
 /**
- * Gogo's {@code update} in the distribution, in place of Felix's own ({@code felix:update}, by a higher
- * service ranking), for one case: a bare {@code update} of a bundle built into the distribution's jar. The
- * bnd launcher installs those from a location that is a path inside that jar ({@code
- * jar/io.ferrum.memory.cpu-0.1.0.jar}), which no URL reads: Felix stopped the bundle, failed to read the
- * location, logged {@code Unable to update the bundle} with the {@code MalformedURLException}'s stack
- * trace, started the bundle again, and Gogo answered that exception once more, as a result (the script
- * exited 0). So a failed update was told three times over, while the bundle had in fact been restarted (a
- * backend's blocks went with it). Here the bundle is restarted as Felix did, and one line says so and how
- * to replace it ({@code update ID file:...}). An update of the system bundle ({@code update 0}) is refused: it
- * restarts the framework inside the process, and as the framework stops the bnd launcher deletes its storage, so the
- * restarted framework lost bundles ("Error reloading cached bundle, removing it", a stack trace each) and the
- * process ended with exit code 0, the statements after it never run. A bare update from a {@code file:} location
- * that cannot be read (the jar deleted) answers as an update from that location does and touches no bundle. Every
- * other call does what Felix's command does, and answers as it does.
+ * Gogo's {@code update} in the distribution, in place of Felix's own ({@code felix:update}, by a higher service
+ * ranking). Felix's command stopped the bundle before it read what to update from, so a wrong call was paid for with a
+ * restart of the bundle (a backend's blocks gone with it), an {@code ERROR: ... Unable to update the bundle} line and
+ * a stack trace, and its answer was a result (exit code 0) where a failure is one {@code error:} line. Here:
+ * <ul>
+ * <li>a bare {@code update} of a bundle built into the distribution's jar (the bnd launcher installs those from a path
+ * inside that jar, {@code jar/io.ferrum.memory.cpu-0.1.0.jar}, which no URL reads) restarts it as Felix did, and one
+ * line says so and how to replace it ({@code update ID file:...});</li>
+ * <li>{@code update 0} is refused: it restarts the framework inside the process, and as the framework stops the bnd
+ * launcher deletes its storage, so the restarted framework lost bundles and the process ended with exit code 0;</li>
+ * <li>what an update reads (a jar's path or URL, or a bare update's location) is read and checked first ({@link
+ * BundleJar}): one that cannot be read or is no bundle jar, or whose symbolic name and version another bundle has, is
+ * refused in one error line naming it and why, and the bundle is left as it was;</li>
+ * <li>a bundle that is not installed is named as such, not as an argument {@code update} "cannot take".</li>
+ * </ul>
  */
 @Component(service = Object.class, property = {"osgi.command.scope=felix", "osgi.command.function=update",
         Constants.SERVICE_RANKING + ":Integer=1"})
@@ -38,34 +37,110 @@ public final class BuiltInBundleUpdate {
     static final String SYSTEM_UPDATE_REFUSED = "update 0 would restart the framework inside this process, which the"
             + " distribution cannot do (the restarted framework loses bundles); nothing was done: to restart, stop 0 (or"
             + " exit) and start the distribution again";
-    /** A URL's scheme: what a location Felix can read an update from begins with. */
-    private static final Pattern SCHEME = Pattern.compile("[A-Za-z][A-Za-z0-9+.-]*:.*", Pattern.DOTALL);
+    /** How each refusal of an update ends: nothing was touched. */
+    static final String LEFT = "; the bundle is as it was";
 
-    @Descriptor("update bundle")
-    public String update(@Descriptor("bundle to update") Bundle bundle) {
-        if (bundle == null) {
-            return "Must specify a bundle.";
-        }
+    private final BundleContext context;
+
+    @Activate
+    public BuiltInBundleUpdate(BundleContext context) {
+        this.context = context;
+    }
+
+    /**
+     * @param given the bundle: a {@link Bundle}, or its id, symbolic name or location as typed (taken as Object, so that
+     *              one not installed reaches this command and is named, where Gogo said it "cannot take" it)
+     */
+    @Descriptor("update a bundle from its location")
+    public String update(@Descriptor("bundle to update: its id or symbolic name") Object given) {
+        Bundle bundle = bundle(given);
         refuseSystemBundle(bundle);
         String location = bundle.getHeaders().get(Constants.BUNDLE_UPDATELOCATION);
         if (location == null) {
             location = bundle.getLocation();
         }
         try {
-            if (SCHEME.matcher(location).matches()) {
-                String unreadable = unreadableFile(location);
-                if (unreadable != null) {
-                    return unreadable;
-                }
-                bundle.update();
+            if (!BundleJar.isUrl(location.strip())) {
+                return restarted(bundle, location);
+            }
+            if (location.strip().startsWith("reference:")) {
+                bundle.update(); // a folder the framework reads in place: nothing to check here
                 return null;
             }
-            return restarted(bundle, location);
         } catch (BundleException e) {
-            return e.getNestedException() != null ? e.getNestedException().toString() : e.toString();
-        } catch (Exception e) {
-            return e.toString();
+            throw new IllegalArgumentException("Cannot update " + name(bundle) + ": " + message(e));
         }
+        try (BundleJar jar = BundleJar.read(context, null, location)) {
+            return updated(bundle, jar, "its location ");
+        } catch (BundleJar.Refused r) {
+            throw new IllegalArgumentException("Cannot update " + name(bundle) + " from its location " + r.shown + ": "
+                    + r.why + LEFT);
+        }
+    }
+
+    @Descriptor("update a bundle from a jar file or URL")
+    public String update(CommandSession session, @Descriptor("bundle to update: its id or symbolic name") Object given,
+            @Descriptor("the jar: a file's path, or a URL") String location) {
+        Bundle bundle = bundle(given);
+        refuseSystemBundle(bundle);
+        try (BundleJar jar = BundleJar.read(context, session, location)) {
+            return updated(bundle, jar, "");
+        } catch (BundleJar.Refused r) {
+            throw new IllegalArgumentException("Cannot update " + name(bundle) + " from " + r.shown + ": " + r.why + LEFT);
+        }
+    }
+
+    /**
+     * Updates {@code bundle} from {@code jar}, checked already, unless another bundle has its symbolic name and version
+     * (the framework refuses that only once it has stopped the bundle).
+     */
+    private String updated(Bundle bundle, BundleJar jar, String from) {
+        for (Bundle other : context.getBundles()) {
+            if (other.getBundleId() != bundle.getBundleId() && jar.symbolicName.equals(other.getSymbolicName())
+                    && jar.version.equals(other.getVersion())) {
+                throw new IllegalArgumentException("Cannot update " + name(bundle) + " from " + from + jar.shown + ": it is "
+                        + jar.identity() + ", which bundle " + other.getBundleId() + " is already (a symbolic name and"
+                        + " version are one bundle's only)" + LEFT);
+            }
+        }
+        try (InputStream in = jar.open()) {
+            bundle.update(in);
+            return null;
+        } catch (BundleException e) {
+            throw new IllegalArgumentException("Cannot update " + name(bundle) + " from " + from + jar.shown + ": " + message(e));
+        } catch (Exception e) {
+            throw new IllegalArgumentException("Cannot update " + name(bundle) + " from " + from + jar.shown + ": "
+                    + ControlCharacters.escaped(e));
+        }
+    }
+
+    /** @return the bundle {@code given} names; else {@link IllegalArgumentException} naming what was given */
+    private Bundle bundle(Object given) {
+        if (given instanceof Bundle b) {
+            return b;
+        }
+        String text = String.valueOf(given).strip();
+        Bundle found = BundleConverter.find(context, text);
+        if (found != null) {
+            return found;
+        }
+        String shown = ControlCharacters.escaped(text);
+        if (text.matches("\\d{1,18}")) {
+            throw new IllegalArgumentException("No bundle has the id " + shown + " (lb lists the installed bundles);"
+                    + " nothing was updated");
+        }
+        List<Long> named = new ArrayList<>();
+        for (Bundle b : context.getBundles()) {
+            if (text.equals(b.getSymbolicName())) {
+                named.add(b.getBundleId());
+            }
+        }
+        if (named.size() > 1) {
+            throw new IllegalArgumentException(named.size() + " bundles are named " + shown + " (ids " + named.toString()
+                    .replaceAll("[\\[\\]]", "") + "): give the id of the one to update; nothing was updated");
+        }
+        throw new IllegalArgumentException("No bundle is named '" + shown + "' (lb -s lists the installed bundles' names);"
+                + " nothing was updated");
     }
 
     /**
@@ -86,47 +161,6 @@ public final class BuiltInBundleUpdate {
         return said;
     }
 
-    @Descriptor("update bundle from URL")
-    public String update(CommandSession session, @Descriptor("bundle to update") Bundle bundle,
-            @Descriptor("URL from where to retrieve bundle") String location) {
-        if (bundle == null) {
-            return "Must specify a bundle.";
-        }
-        if (location == null) {
-            return "Must specify a location.";
-        }
-        refuseSystemBundle(bundle);
-        try (InputStream in = new URL(resolved(session, location.strip())).openStream()) {
-            bundle.update(in);
-            return null;
-        } catch (MalformedURLException e) {
-            return "Unable to parse URL";
-        } catch (IOException e) {
-            return "Unable to open input stream: " + e;
-        } catch (BundleException e) {
-            return e.getNestedException() != null ? e.getNestedException().toString() : e.toString();
-        } catch (Exception e) {
-            return e.toString();
-        }
-    }
-
-    /**
-     * @return for a {@code file:} location that cannot be read (its jar deleted since the install), what an update
-     *         from it answers; else null. Felix's bare update stopped the bundle before it read the location, then
-     *         printed the failure with its stack trace and started the bundle again: a failed update told three times,
-     *         while the bundle had been restarted (a backend's blocks gone with it)
-     */
-    private static String unreadableFile(String location) {
-        if (!location.regionMatches(true, 0, "file:", 0, 5)) {
-            return null;
-        }
-        try (InputStream in = new URL(location).openStream()) {
-            return null;
-        } catch (IOException e) {
-            return "Unable to open input stream: " + e;
-        }
-    }
-
     /** @throws IllegalArgumentException for the system bundle ({@link #SYSTEM_UPDATE_REFUSED}) */
     private static void refuseSystemBundle(Bundle bundle) {
         if (bundle.getBundleId() == Constants.SYSTEM_BUNDLE_ID) {
@@ -134,17 +168,12 @@ public final class BuiltInBundleUpdate {
         }
     }
 
-    /**
-     * @return {@code location} as a URL: a path is taken from the session's current folder, as Felix's command does;
-     *         an empty one stays empty (no URL), as there: taken from that folder, it named the folder itself, and the
-     *         update read it, failed with a stack trace and restarted the bundle
-     */
-    private static String resolved(CommandSession session, String location) throws IOException {
-        if (location.isEmpty()) {
-            return location;
-        }
-        Object cwd = session.get("_cwd");
-        File dir = cwd instanceof File f ? f : new File("").getCanonicalFile();
-        return dir.toURI().resolve(location).toString();
+    private static String name(Bundle bundle) {
+        return bundle.getSymbolicName() + " [" + bundle.getBundleId() + "]";
+    }
+
+    private static String message(BundleException e) {
+        Throwable shown = e.getNestedException() != null ? e.getNestedException() : e;
+        return ControlCharacters.escaped(shown.getMessage() != null ? shown.getMessage() : shown.toString());
     }
 }

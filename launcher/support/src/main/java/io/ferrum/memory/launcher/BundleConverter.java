@@ -27,7 +27,15 @@ public final class BundleConverter implements Converter {
         if (desiredType != Bundle.class || in instanceof Bundle) {
             return null;
         }
-        String text = String.valueOf(in).strip();
+        return find(context, String.valueOf(in));
+    }
+
+    /**
+     * @return the bundle {@code given} names: by its id, else by its symbolic name when exactly one bundle has it, else
+     *         by its location; null when none (or two versions of one name) is so named
+     */
+    static Bundle find(BundleContext context, String given) {
+        String text = given.strip();
         if (text.matches("\\d{1,18}")) {
             return context.getBundle(Long.parseLong(text));
         }

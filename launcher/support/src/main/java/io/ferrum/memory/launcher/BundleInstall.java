@@ -1,0 +1,122 @@
+package io.ferrum.memory.launcher;
+
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Collectors;
+
+import org.apache.felix.service.command.CommandSession;
+import org.apache.felix.service.command.Descriptor;
+import org.osgi.framework.Bundle;
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.BundleException;
+import org.osgi.framework.Constants;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+
+/**
+ * Gogo's {@code install} in the distribution, in place of Felix's own ({@code felix:install}, by a higher service
+ * ranking). Felix's command answered a location it could not install with the exception's name as a result ({@code
+ * java.util.zip.ZipException: zip file is empty}, {@code java.io.FileNotFoundException: ...}, exit code 0), installed a
+ * jar without {@code Bundle-SymbolicName} (on which the Log Service then failed at every event), took a path as a
+ * relative URL (a file name with a space "Illegal character in path"), and of {@code install a.jar b.jar} installed the
+ * one that was a bundle and dropped the other's failure without a word. Here every location is read and checked first
+ * ({@link BundleJar}), and either all are installed, or none is and one error line names the first refused and why.
+ * A {@code reference:} location (a folder the framework reads in place) is the framework's to check.
+ */
+@Component(service = Object.class, property = {"osgi.command.scope=felix", "osgi.command.function=install",
+        Constants.SERVICE_RANKING + ":Integer=1"})
+public final class BundleInstall {
+    /** How each refusal ends. */
+    static final String NOTHING = "; nothing was installed";
+
+    private final BundleContext context;
+
+    @Activate
+    public BundleInstall(BundleContext context) {
+        this.context = context;
+    }
+
+    /** @return {@code Bundle ID: 27}, or {@code Bundle IDs: 27, 28}, as Felix's command answers */
+    @Descriptor("install bundles from jar files or URLs: all of them, or none when one is no bundle jar")
+    public String install(CommandSession session, @Descriptor("the jars: files' paths, or URLs") String[] locations) {
+        if (locations == null || locations.length == 0) {
+            throw new IllegalArgumentException("install needs the jar of a bundle: a file's path or a URL, e.g. install"
+                    + " extra/x.jar" + NOTHING);
+        }
+        List<BundleJar> jars = new ArrayList<>();
+        try {
+            for (String location : locations) {
+                if (!location.strip().startsWith("reference:")) {
+                    jars.add(unique(BundleJar.read(context, session, location), jars));
+                }
+            }
+            return installed(locations, jars);
+        } catch (BundleJar.Refused r) {
+            throw new IllegalArgumentException("Cannot install " + r.shown + ": " + r.why + NOTHING);
+        } finally {
+            jars.forEach(BundleJar::close);
+        }
+    }
+
+    /**
+     * @return {@code jar}, unless another bundle (installed from another location, or given before it) has its symbolic
+     *         name and version: the framework refuses that, with the exception's name as Felix's answer
+     */
+    private BundleJar unique(BundleJar jar, List<BundleJar> before) throws BundleJar.Refused {
+        for (Bundle b : context.getBundles()) {
+            if (!b.getLocation().equals(jar.location) && jar.symbolicName.equals(b.getSymbolicName())
+                    && jar.version.equals(b.getVersion())) {
+                jar.close();
+                throw new BundleJar.Refused(jar.shown, "it is " + jar.identity() + ", which bundle " + b.getBundleId()
+                        + " is already (a symbolic name and version are one bundle's only)");
+            }
+        }
+        for (BundleJar other : before) {
+            if (!other.location.equals(jar.location) && jar.symbolicName.equals(other.symbolicName)
+                    && jar.version.equals(other.version)) {
+                jar.close();
+                throw new BundleJar.Refused(jar.shown, "it is " + jar.identity() + ", as " + other.shown + " given before it is");
+            }
+        }
+        return jar;
+    }
+
+    /** Installs each location in order; when one fails, uninstalls those this call installed and says why. */
+    private String installed(String[] locations, List<BundleJar> jars) {
+        List<Bundle> installedNow = new ArrayList<>();
+        List<Long> ids = new ArrayList<>();
+        int next = 0;
+        for (String given : locations) {
+            String location = given.strip();
+            BundleJar jar = location.startsWith("reference:") ? null : jars.get(next++);
+            String shown = jar == null ? "'" + ControlCharacters.escaped(location) + "'" : jar.shown;
+            try {
+                Bundle b = context.getBundle(jar == null ? location : jar.location);
+                if (b == null) {
+                    if (jar == null) {
+                        b = context.installBundle(location);
+                    } else {
+                        try (InputStream in = jar.open()) {
+                            b = context.installBundle(jar.location, in);
+                        }
+                    }
+                    installedNow.add(b);
+                }
+                ids.add(b.getBundleId());
+            } catch (Exception e) {
+                for (Bundle b : installedNow) {
+                    try {
+                        b.uninstall();
+                    } catch (BundleException | RuntimeException stays) {
+                        // said below: the line names what was not installed; lb shows what stayed
+                    }
+                }
+                Throwable cause = e instanceof BundleException be && be.getNestedException() != null ? be.getNestedException() : e;
+                throw new IllegalArgumentException("Cannot install " + shown + ": " + ControlCharacters.escaped(
+                        cause.getMessage() != null ? cause.getMessage() : cause.toString()) + NOTHING);
+            }
+        }
+        return (ids.size() > 1 ? "Bundle IDs: " : "Bundle ID: ") + ids.stream().map(String::valueOf).collect(Collectors.joining(", "));
+    }
+}
