@@ -29,6 +29,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.launcher.plugin.BlockingActivator;
+import io.ferrum.memory.launcher.plugin.NeverReturningActivator;
 import io.ferrum.memory.launcher.plugin.StartCountingActivator;
 import io.ferrum.memory.launcher.plugin.WritingCommands;
 
@@ -491,6 +492,33 @@ class ConsoleIT {
         m.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
         new JarOutputStream(Files.newOutputStream(jarFile), m).close();
         return jarFile;
+    }
+
+    /**
+     * A plugin whose activator never returns, from its {@code start} (it stays STARTING) or its {@code stop}, held the
+     * framework's stop for good: at the end of a script, at {@code exit 3}, at {@code stop 0}, the process never ended
+     * and said nothing. Now the stop waits at most {@code ferrum.stopWait} seconds (30 unless set), then one line names
+     * the bundle, and the process exits with the script's code (1 when that was 0).
+     */
+    @Test
+    void anActivatorThatNeverReturnsHoldsTheStopOnlyUntilItsBoundAndIsNamed() throws Exception {
+        record Case(String plugin, String script, int code, String state) {
+        }
+        for (Case c : List.of(new Case("neverstarts", "mem:devices", 1, "start"), new Case("neverstarts", "stop 0", 1, "start"),
+                new Case("neverstops", "mem:devices", 1, "stop"), new Case("neverstops", "exit 3", 3, "stop"))) {
+            Path dir = DistributionIT.freshDir("never-returns-" + c.plugin());
+            writeActivatorBundle(Files.createDirectories(dir.resolve("plugins")).resolve(c.plugin() + ".jar"),
+                    "io.ferrum.memory.test." + c.plugin(), NeverReturningActivator.class);
+            Run r = run(new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-Dferrum.console.startWait=1", "-Dferrum.stopWait=1", "-jar", DistributionIT.jar().toString(), "-c", c.script())
+                    .directory(dir.toFile()), "");
+            assertEquals(c.code(), r.code(), c + ": " + r);
+            List<String> lines = r.errLines().stream().filter(l -> !l.startsWith("ferrum: still starting after")).toList();
+            assertEquals(1, lines.size(), c + ": one line on standard error, but the start wait's: " + r);
+            assertTrue(lines.get(0).matches("ferrum: still stopping after 1 s: io\\.ferrum\\.memory\\.test\\." + c.plugin()
+                    + " \\[\\d+\\] \\(its " + c.state() + " has not returned\\); the process exits without waiting for it"
+                    + " \\(-Dferrum\\.stopWait=SECONDS waits longer\\)"), c + ": " + lines.get(0));
+        }
     }
 
     /**

@@ -229,6 +229,21 @@ public final class Console {
     }
 
     /**
+     * Says {@code line} on the process's own standard error, after what the console wrote to its standard output: the
+     * line that ends a run whose framework did not stop ({@link SessionExit}), said on the launcher's main thread.
+     */
+    static void sayOnStandardError(String line) {
+        STDOUT.flush();
+        STDERR.println(line);
+        STDERR.flush();
+    }
+
+    /** @return the process's own standard error, for a line said before any console runs */
+    static PrintStream standardError() {
+        return STDERR;
+    }
+
+    /**
      * @return true once this component deactivates or the framework begins to stop: the framework
      *         stops bundles (the monitor, say) before it deactivates this one, and a statement that
      *         lost one of them in between was cut short, not failed

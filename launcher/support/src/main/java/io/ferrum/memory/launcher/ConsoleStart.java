@@ -78,7 +78,17 @@ final class ConsoleStart {
      *         default applies
      */
     static long waitSeconds(BundleContext context, PrintStream err) {
-        String value = context.getProperty(WAIT_PROPERTY);
+        return waitSeconds(context, WAIT_PROPERTY, "the console waits " + DEFAULT_WAIT_SECONDS + " s for the bundles to start", err);
+    }
+
+    /**
+     * @param property  a framework property that bounds a wait, in whole seconds
+     * @param otherwise what applies when it is not such a number: {@link #DEFAULT_WAIT_SECONDS}, in words
+     * @return the property's value, or {@link #DEFAULT_WAIT_SECONDS} when it is not set; one that is no whole number of
+     *         seconds (0 or more) is named on {@code err}, and the default applies
+     */
+    static long waitSeconds(BundleContext context, String property, String otherwise, PrintStream err) {
+        String value = context.getProperty(property);
         if (value == null) {
             return DEFAULT_WAIT_SECONDS;
         }
@@ -90,8 +100,8 @@ final class ConsoleStart {
         } catch (NumberFormatException notANumber) {
             // named below
         }
-        err.println("error: " + WAIT_PROPERTY + "=" + ControlCharacters.escaped(value) + " is no whole number of seconds"
-                + " (0 or more); the console waits " + DEFAULT_WAIT_SECONDS + " s for the bundles to start");
+        err.println("error: " + property + "=" + ControlCharacters.escaped(value) + " is no whole number of seconds"
+                + " (0 or more); " + otherwise);
         return DEFAULT_WAIT_SECONDS;
     }
 

@@ -1,11 +1,18 @@
 package io.ferrum.memory.launcher;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntConsumer;
 
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
+import org.osgi.framework.BundleEvent;
+import org.osgi.framework.Constants;
+import org.osgi.framework.SynchronousBundleListener;
+import org.osgi.framework.startlevel.FrameworkStartLevel;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Deactivate;
@@ -17,6 +24,13 @@ import org.osgi.service.component.annotations.Deactivate;
  * when the framework stops, instead of the launcher's own code for "framework stopped" (117). If only
  * this bundle stops, it returns the launcher's "wait for the next main callable" code, so stopping or
  * updating this bundle never ends the process. In other containers the service is simply unused.
+ *
+ * <p>The framework's stop is bounded too ({@link #STOP_WAIT_PROPERTY}): a bundle whose activator never returns, from
+ * its {@code start} (the bundle still STARTING) or its {@code stop}, held the framework's stop for good, and the process
+ * with it, at the end of a script, at {@code exit}, at {@code stop 0}: the bnd launcher waits for the framework's stop
+ * without a bound, and a STARTING bundle's lock is held by the thread caught in its activator. Once the framework has
+ * been stopping that long without this bundle stopping (the last but the Log Service, at start level 5), one line names
+ * the bundles still starting or stopping, and the process exits (with the session's code, 1 when that was 0).
  */
 @Component(service = Callable.class, property = "main.thread=true")
 public final class SessionExit implements Callable<Integer> {
@@ -46,13 +60,35 @@ public final class SessionExit implements Callable<Integer> {
      */
     private static volatile boolean untaken;
 
+    /** The framework property that bounds the framework's stop, in whole seconds. */
+    static final String STOP_WAIT_PROPERTY = "ferrum.stopWait";
+
     private final BundleContext context;
     private final CountDownLatch done = new CountDownLatch(1);
+    /** Counted down when the framework begins to stop (before any bundle stops), or when {@link #done} is. */
+    private final CountDownLatch stoppingOrDone = new CountDownLatch(1);
+    private final SynchronousBundleListener frameworkStopping = e -> {
+        if (e.getType() == BundleEvent.STOPPING && e.getBundle().getBundleId() == Constants.SYSTEM_BUNDLE_ID) {
+            stoppingOrDone.countDown();
+        }
+    };
+    /** How long the framework may take to stop, in seconds ({@link #STOP_WAIT_PROPERTY}). */
+    private final long stopWaitSeconds;
+    /** Ends the process with its argument once the framework's stop ran past its bound: {@code System.exit}. */
+    private final IntConsumer exit;
     private volatile int code = EXIT_OK;
 
     @Activate
     public SessionExit(BundleContext context) {
+        this(context, System::exit);
+    }
+
+    SessionExit(BundleContext context, IntConsumer exit) {
         this.context = context;
+        this.exit = exit;
+        this.stopWaitSeconds = ConsoleStart.waitSeconds(context, STOP_WAIT_PROPERTY, "the distribution waits "
+                + ConsoleStart.DEFAULT_WAIT_SECONDS + " s for the bundles to stop", Console.standardError());
+        context.addBundleListener(frameworkStopping);
     }
 
     /** @param exitCode what the process exits with when the framework stops (0-255) */
@@ -81,11 +117,52 @@ public final class SessionExit implements Callable<Integer> {
         return taken;
     }
 
+    /**
+     * The launcher's main thread: returns the exit code once this bundle stops. Once the framework has begun to stop,
+     * it waits {@link #stopWaitSeconds} at most for that; past it, it names what is still starting or stopping and
+     * ends the process itself ({@link #exit}): returned, the launcher would wait for the framework's stop for ever.
+     */
     @Override
     public Integer call() throws InterruptedException {
         TAKEN.countDown();
-        done.await();
+        return codeOnceStopped();
+    }
+
+    /** @return the exit code once this bundle stopped, or once the framework's stop ran past its bound */
+    int codeOnceStopped() throws InterruptedException {
+        stoppingOrDone.await();
+        if (!done.await(stopWaitSeconds, TimeUnit.SECONDS)) {
+            int stuck = outcome != EXIT_OK ? outcome : 1;
+            Console.sayOnStandardError(stillStopping(context, stopWaitSeconds));
+            exit.accept(stuck);
+            return stuck;
+        }
         return code;
+    }
+
+    /** @return the line naming the bundles whose activator has not returned after {@code seconds} of the stop */
+    static String stillStopping(BundleContext context, long seconds) {
+        List<String> names = new ArrayList<>();
+        int level = -1;
+        try {
+            for (Bundle b : context.getBundles()) {
+                String lazy = b.getHeaders().get(Constants.BUNDLE_ACTIVATIONPOLICY);
+                if (b.getBundleId() == Constants.SYSTEM_BUNDLE_ID) {
+                    continue; // STOPPING from the start of the stop: it waits for the others
+                }
+                if (b.getState() == Bundle.STOPPING
+                        || b.getState() == Bundle.STARTING && (lazy == null || !lazy.strip().startsWith(Constants.ACTIVATION_LAZY))) {
+                    names.add(b.getSymbolicName() + " [" + b.getBundleId() + "] (its "
+                            + (b.getState() == Bundle.STOPPING ? "stop" : "start") + " has not returned)");
+                }
+            }
+            level = context.getBundle(Constants.SYSTEM_BUNDLE_ID).adapt(FrameworkStartLevel.class).getStartLevel();
+        } catch (RuntimeException contextGone) {
+            // This bundle stopped meanwhile (its context is no longer valid): what it could still see is named.
+        }
+        String what = !names.isEmpty() ? String.join(", ", names) : "the framework, at start level " + level;
+        return "ferrum: still stopping after " + seconds + " s: " + what + "; the process exits without waiting for "
+                + (names.size() > 1 ? "them" : "it") + " (-D" + STOP_WAIT_PROPERTY + "=SECONDS waits longer)";
     }
 
     @Deactivate
@@ -102,5 +179,6 @@ public final class SessionExit implements Callable<Integer> {
             code = RELISTEN;
         }
         done.countDown();
+        stoppingOrDone.countDown();
     }
 }
