@@ -26,15 +26,22 @@ final class CoarseClock {
         return now;
     }
 
-    /** A manager starts using the clock. */
+    /**
+     * A manager starts using the clock. All or nothing: the use is counted only once the thread runs,
+     * so a thread that cannot start ({@code OutOfMemoryError} at the JVM's thread limit, a stack
+     * overflow) counts no use, and the next manager starts one. Counted first, as before, such a
+     * failure left a use that no manager gives back: no manager ever started the thread again, and
+     * the clock stood still for every later one.
+     */
     static synchronized void acquire() {
         now = System.nanoTime();
-        if (users++ == 0) {
+        if (users == 0) {
             Thread t = new Thread(CoarseClock::tick, "ferrum-coarse-clock");
             t.setDaemon(true);
+            t.start(); // it waits for this monitor before it reads ticker
             ticker = t;
-            t.start();
         }
+        users++;
     }
 
     /** A manager stops using the clock; the last one ends the ticking thread. */
@@ -44,6 +51,11 @@ final class CoarseClock {
             ticker = null;
             LockSupport.unpark(t);
         }
+    }
+
+    /** @return how many managers use the clock (for tests) */
+    static synchronized int users() {
+        return users;
     }
 
     /** @return true while a manager uses the clock (for tests) */

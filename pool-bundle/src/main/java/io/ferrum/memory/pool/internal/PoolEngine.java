@@ -111,13 +111,9 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         checks.chunkAlignment();
         DeviceAccount account = new DeviceAccount(capacity, chunkAlignment);
         this.ownsStreams = streams == null;
-        this.streams = streams != null ? streams : new HostStreamManager(device);
+        this.coarseClock = settings.nanoClock() == PoolSettings.SYSTEM_NANOS;
         Instant epoch = Instant.now();
         long epochNanos = settings.nanoClock().getAsLong();
-        this.coarseClock = settings.nanoClock() == PoolSettings.SYSTEM_NANOS;
-        if (coarseClock) {
-            CoarseClock.acquire();
-        }
         ZeroingPolicy zeroing = settings.zeroing();
         boolean zeroOnFree = zeroing == ZeroingPolicy.ON_FREE;
         double gcThreshold = config.enableAutoGc() ? config.gcThreshold() : Double.NaN;
@@ -144,16 +140,36 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
                 lifecycle, upstream, settings.nanoClock(), coarseClock, config.enableTracking(), config.enableDebug(),
                 zeroing == ZeroingPolicy.ON_ALLOCATE);
         LongSupplier accessClock = coarseClock ? CoarseClock::nanos : settings.nanoClock();
-        this.transfers = new Transfers(reclaimer, checks, this.streams, config.maxConcurrentTransfers(), figures,
-                upstream, settings.nanoClock(), accessClock);
         this.dataPath = new DataPath(checks, figures, settings.nanoClock(), accessClock);
         this.mappings = new Mappings(device, pools[MemoryType.MAPPED.ordinal()], allocator, reclaimer, this.handles,
                 issuedAliases, lifecycle, checks, accessClock, settings.peers());
+        // What only a close gives back is taken last: the stream manager of its own, a use of the coarse
+        // clock (whose thread runs while any is counted; taken all or nothing), the pre-allocated
+        // chunks. A throw from here (an Error included: an overflow, no thread left to start) gives
+        // back what was taken, as no engine is left to close it; before, a throw between the clock and
+        // the pre-allocation left the clock's thread running for good (docs/RELIABILITY.md).
+        HostStreamManager ownStreams = null;
+        boolean built = false;
         try {
+            this.streams = streams != null ? streams : (ownStreams = new HostStreamManager(device));
+            this.transfers = new Transfers(reclaimer, checks, this.streams, config.maxConcurrentTransfers(), figures,
+                    upstream, settings.nanoClock(), accessClock);
+            if (coarseClock) {
+                CoarseClock.acquire();
+            }
+            built = true; // no call since the clock: a throw before this line took no use of it
             growth.preAllocate(pools, config);
-        } catch (RuntimeException e) {
-            close();
-            throw e;
+        } catch (Throwable failed) {
+            try {
+                if (built) {
+                    close(); // the close proper gives back the clock, the stream manager and every chunk
+                } else if (ownStreams != null) {
+                    ownStreams.close();
+                }
+            } catch (Throwable alsoFailed) {
+                failed.addSuppressed(alsoFailed);
+            }
+            throw failed;
         }
     }
 

@@ -6,9 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.MemorySegment;
 import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -24,6 +27,8 @@ import io.ferrum.memory.api.MemoryManagerConfig;
 import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.pool.ArenaUpstream;
+import io.ferrum.memory.pool.DeviceChunk;
+import io.ferrum.memory.pool.DeviceUpstream;
 import io.ferrum.memory.pool.PoolSettings;
 
 /** What a manager holds over its life: handle slots, manager numbers, and nothing after close (issue 13: 9, 11, 19). */
@@ -110,5 +115,153 @@ class EngineLifetimeTest {
             hs.add(m.allocate(4 * KiB, CPU));
         }
         hs.forEach(m::deallocate);
+    }
+
+    /**
+     * An upstream over {@link ArenaUpstream} whose call number {@code failAt} (counting the calls a
+     * construction makes: the device facts, the host segment of a chunk and reserve) throws.
+     */
+    private static final class FailingUpstream implements DeviceUpstream {
+        final ArenaUpstream real = new ArenaUpstream(64 * MiB);
+        private final int failAt;
+        private int calls;
+
+        FailingUpstream(int failAt) {
+            this.failAt = failAt;
+        }
+
+        private void call(String what) {
+            if (++calls == failAt) {
+                throw new IllegalStateException("upstream call " + failAt + " (" + what + ") fails");
+            }
+        }
+
+        @Override
+        public Device device() {
+            call("device");
+            return real.device();
+        }
+
+        @Override
+        public String backendName() {
+            call("backendName");
+            return real.backendName();
+        }
+
+        @Override
+        public long physicalCapacity() {
+            call("physicalCapacity");
+            return real.physicalCapacity();
+        }
+
+        @Override
+        public long chunkAlignment() {
+            call("chunkAlignment");
+            return real.chunkAlignment();
+        }
+
+        @Override
+        public DeviceChunk reserve(long bytes) {
+            call("reserve");
+            return real.reserve(bytes);
+        }
+
+        @Override
+        public Optional<MemorySegment> hostSegment(DeviceChunk chunk) {
+            call("hostSegment");
+            return real.hostSegment(chunk);
+        }
+
+        @Override
+        public void release(DeviceChunk chunk) {
+            real.release(chunk);
+        }
+
+        @Override
+        public void copy(DeviceChunk src, long srcOffset, DeviceChunk dst, long dstOffset, long bytes) {
+            real.copy(src, srcOffset, dst, dstOffset, bytes);
+        }
+
+        @Override
+        public void copyToHost(DeviceChunk src, long srcOffset, MemorySegment dst, long bytes) {
+            real.copyToHost(src, srcOffset, dst, bytes);
+        }
+
+        @Override
+        public void copyFromHost(MemorySegment src, DeviceChunk dst, long dstOffset, long bytes) {
+            real.copyFromHost(src, dst, dstOffset, bytes);
+        }
+
+        @Override
+        public void fill(DeviceChunk chunk, long offset, long bytes, byte value) {
+            real.fill(chunk, offset, bytes, value);
+        }
+    }
+
+    /** @return how many stream managers of the JVM are open (their ids' devices, kept JVM-wide by StreamIds) */
+    private static int openStreamManagers() {
+        Object devices = System.getProperties().get("io.ferrum.memory.pool.streamManagerDevices");
+        return devices == null ? 0 : ((Map<?, ?>) devices).size();
+    }
+
+    /**
+     * A construction that fails after it took the coarse clock or made its own stream manager gave
+     * back neither: the clock's thread ran for good (its count of users raised) and the stream
+     * manager stayed open. Fails each call of the upstream in turn (the clock's use counted by the
+     * clock's own users, the stream manager by the JVM's open ones), and then each reading of a
+     * caller's clock, until the construction goes through.
+     */
+    @Test
+    void aConstructionThatFailsAtAnyStepLeavesNothingBehind() {
+        MemoryManagerConfig preAllocating = MemoryManagerConfig.defaults().withAutoGc(false, 0.85).withPoolConfig(
+                MemoryType.GENERAL, MemoryPoolConfig.builder().initialSize(2 * MiB).growthIncrement(MiB)
+                        .alignment(256).preAllocate(true).build());
+        int clockUsers = CoarseClock.users();
+        int streamManagers = openStreamManagers();
+        List<String> left = new ArrayList<>();
+        int failAt = 1;
+        while (true) {
+            FailingUpstream up = new FailingUpstream(failAt);
+            PoolEngine m;
+            try {
+                m = new PoolEngine(up, preAllocating, PoolSettings.defaults(), null);
+            } catch (RuntimeException refused) {
+                if (CoarseClock.users() != clockUsers || openStreamManagers() != streamManagers
+                        || up.real.liveBytes() != 0) {
+                    left.add("upstream call " + failAt + " (" + refused.getMessage() + "): clock users "
+                            + CoarseClock.users() + " (before: " + clockUsers + "), open stream managers "
+                            + openStreamManagers() + " (before: " + streamManagers + "), reserved "
+                            + up.real.liveBytes() + " bytes");
+                    clockUsers = CoarseClock.users();
+                    streamManagers = openStreamManagers();
+                }
+                failAt++;
+                continue;
+            }
+            m.close();
+            break;
+        }
+        assertTrue(failAt > 4, "the construction made only " + (failAt - 1) + " upstream calls");
+        for (int clockAt = 1; ; clockAt++) {
+            AtomicLong reads = new AtomicLong();
+            int at = clockAt;
+            PoolSettings settings = PoolSettings.defaults().withNanoClock(() -> {
+                if (reads.incrementAndGet() == at) {
+                    throw new IllegalStateException("clock reading " + at + " fails");
+                }
+                return System.nanoTime();
+            });
+            try {
+                new PoolEngine(new ArenaUpstream(64 * MiB), preAllocating, settings, null).close();
+                break;
+            } catch (RuntimeException refused) {
+                if (openStreamManagers() != streamManagers) {
+                    left.add(refused.getMessage() + ": open stream managers " + openStreamManagers() + " (before: "
+                            + streamManagers + ")");
+                    streamManagers = openStreamManagers();
+                }
+            }
+        }
+        assertEquals(List.of(), left, "what failed constructions left behind");
     }
 }
