@@ -61,7 +61,13 @@ final class DataPath {
 
     /** A staging copy of {@code block} made by an action of this thread, within those of {@code outer}. */
     private static final class Staging {
-        final Block block;
+        /**
+         * The block, or null once the action ended: its {@code finally} clears it before any call, so
+         * an entry an overflow left in {@link #STAGED} (its push done, its pop not) matches no block
+         * and is never the block for the thread's later calls (its copy's arena is closed, and the
+         * block may be another owner's by then). {@link #unstage} drops such entries.
+         */
+        Block block;
         final MemorySegment copy;
         final Staging outer;
         /** A nested view that may write returned normally: the copy must be written back. */
@@ -305,6 +311,9 @@ final class DataPath {
             }
             return result;
         } finally {
+            if (mine != null) {
+                mine.block = null; // a store, no call: ended, whether or not its pop ran (see Staging#block)
+            }
             // Neither takes a lock nor calls deeper than the way in did: an overflow in the action's
             // end leaves no share and no lock behind (docs/RELIABILITY.md).
             if (b.heldBy == me) {
@@ -315,12 +324,19 @@ final class DataPath {
         }
     }
 
-    /** Ends the calling thread's staging copy {@code mine}: its nested calls go to the device again. */
+    /**
+     * Ends the calling thread's staging copy {@code mine}: its nested calls go to the device again.
+     * Outer entries of ended actions (left by an overflow that cut their pop short) go with it.
+     */
     private static void unstage(Staging mine) {
-        if (mine.outer == null) {
+        Staging outer = mine.outer;
+        while (outer != null && outer.block == null) {
+            outer = outer.outer;
+        }
+        if (outer == null) {
             STAGED.remove(); // no entry left that holds this bundle's classes
         } else {
-            STAGED.set(mine.outer);
+            STAGED.set(outer);
         }
     }
 
