@@ -505,7 +505,9 @@ class ConsoleIT {
         record Case(String plugin, String script, int code, String state) {
         }
         for (Case c : List.of(new Case("neverstarts", "mem:devices", 1, "start"), new Case("neverstarts", "stop 0", 1, "start"),
-                new Case("neverstops", "mem:devices", 1, "stop"), new Case("neverstops", "exit 3", 3, "stop"))) {
+                new Case("neverstops", "mem:devices", 1, "stop"), new Case("neverstops", "exit 3", 3, "stop"),
+                // below the console's start level (5): it stops after the console's bundle
+                new Case("neverstops", "bundlelevel -s 3 io.ferrum.memory.test.neverstops", 1, "stop"))) {
             Path dir = DistributionIT.freshDir("never-returns-" + c.plugin());
             writeActivatorBundle(Files.createDirectories(dir.resolve("plugins")).resolve(c.plugin() + ".jar"),
                     "io.ferrum.memory.test." + c.plugin(), NeverReturningActivator.class);

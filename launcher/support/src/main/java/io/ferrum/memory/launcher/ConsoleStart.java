@@ -78,30 +78,31 @@ final class ConsoleStart {
      *         default applies
      */
     static long waitSeconds(BundleContext context, PrintStream err) {
-        return waitSeconds(context, WAIT_PROPERTY, "the console waits " + DEFAULT_WAIT_SECONDS + " s for the bundles to start", err);
+        return waitSeconds(context, WAIT_PROPERTY, 0, "the console waits " + DEFAULT_WAIT_SECONDS + " s for the bundles to start", err);
     }
 
     /**
      * @param property  a framework property that bounds a wait, in whole seconds
+     * @param least     the least such bound that is taken
      * @param otherwise what applies when it is not such a number: {@link #DEFAULT_WAIT_SECONDS}, in words
      * @return the property's value, or {@link #DEFAULT_WAIT_SECONDS} when it is not set; one that is no whole number of
-     *         seconds (0 or more) is named on {@code err}, and the default applies
+     *         seconds ({@code least} or more) is named on {@code err}, and the default applies
      */
-    static long waitSeconds(BundleContext context, String property, String otherwise, PrintStream err) {
+    static long waitSeconds(BundleContext context, String property, long least, String otherwise, PrintStream err) {
         String value = context.getProperty(property);
         if (value == null) {
             return DEFAULT_WAIT_SECONDS;
         }
         try {
             long seconds = Long.parseLong(value.strip());
-            if (seconds >= 0) {
+            if (seconds >= least) {
                 return seconds;
             }
         } catch (NumberFormatException notANumber) {
             // named below
         }
         err.println("error: " + property + "=" + ControlCharacters.escaped(value) + " is no whole number of seconds"
-                + " (0 or more); " + otherwise);
+                + " (" + least + " or more); " + otherwise);
         return DEFAULT_WAIT_SECONDS;
     }
 

@@ -5,13 +5,16 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.function.IntConsumer;
 
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.BundleEvent;
 import org.osgi.framework.Constants;
+import org.osgi.framework.FrameworkEvent;
 import org.osgi.framework.SynchronousBundleListener;
+import org.osgi.framework.launch.Framework;
 import org.osgi.framework.startlevel.FrameworkStartLevel;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
@@ -29,8 +32,9 @@ import org.osgi.service.component.annotations.Deactivate;
  * its {@code start} (the bundle still STARTING) or its {@code stop}, held the framework's stop for good, and the process
  * with it, at the end of a script, at {@code exit}, at {@code stop 0}: the bnd launcher waits for the framework's stop
  * without a bound, and a STARTING bundle's lock is held by the thread caught in its activator. Once the framework has
- * been stopping that long without this bundle stopping (the last but the Log Service, at start level 5), one line names
- * the bundles still starting or stopping, and the process exits (with the session's code, 1 when that was 0).
+ * been stopping that long without having stopped, one line names the bundles still starting or stopping, and the process
+ * exits (with the session's code, 1 when that was 0). What is waited for is the framework's own stop, not this
+ * bundle's: a bundle below this one's start level (5; put there with {@code bundlelevel}) stops after it.
  */
 @Component(service = Callable.class, property = "main.thread=true")
 public final class SessionExit implements Callable<Integer> {
@@ -64,6 +68,15 @@ public final class SessionExit implements Callable<Integer> {
     static final String STOP_WAIT_PROPERTY = "ferrum.stopWait";
 
     private final BundleContext context;
+    /**
+     * The system bundle, to wait for the framework's own stop on ({@link Framework#waitForStop}), and to list the bundles
+     * through once this bundle's context is no longer valid; null where there is none such (a test's context).
+     */
+    private final Framework framework;
+    /** Set by {@link #deactivate} when this bundle stops as part of the framework's stop. */
+    private volatile boolean frameworkStops;
+    /** Ends the process when the framework has not stopped by the end of the bound, after this bundle stopped in it. */
+    volatile Thread watchdog;
     private final CountDownLatch done = new CountDownLatch(1);
     /** Counted down when the framework begins to stop (before any bundle stops), or when {@link #done} is. */
     private final CountDownLatch stoppingOrDone = new CountDownLatch(1);
@@ -73,20 +86,25 @@ public final class SessionExit implements Callable<Integer> {
         }
     };
     /** How long the framework may take to stop, in seconds ({@link #STOP_WAIT_PROPERTY}). */
-    private final long stopWaitSeconds;
+    final long stopWaitSeconds;
     /** Ends the process with its argument once the framework's stop ran past its bound: {@code System.exit}. */
     private final IntConsumer exit;
+    /** Says the line that names what held the stop: on the process's standard error. */
+    private final Consumer<String> say;
     private volatile int code = EXIT_OK;
 
     @Activate
     public SessionExit(BundleContext context) {
-        this(context, System::exit);
+        this(context, System::exit, Console::sayOnStandardError);
     }
 
-    SessionExit(BundleContext context, IntConsumer exit) {
+    SessionExit(BundleContext context, IntConsumer exit, Consumer<String> say) {
         this.context = context;
         this.exit = exit;
-        this.stopWaitSeconds = ConsoleStart.waitSeconds(context, STOP_WAIT_PROPERTY, "the distribution waits "
+        this.say = say;
+        this.framework = context.getBundle(Constants.SYSTEM_BUNDLE_ID) instanceof Framework f ? f : null;
+        // 0 would end every run at the start of its stop, before any bundle's stop ran, with exit code 1.
+        this.stopWaitSeconds = ConsoleStart.waitSeconds(context, STOP_WAIT_PROPERTY, 1, "the distribution waits "
                 + ConsoleStart.DEFAULT_WAIT_SECONDS + " s for the bundles to stop", Console.standardError());
         context.addBundleListener(frameworkStopping);
     }
@@ -128,16 +146,50 @@ public final class SessionExit implements Callable<Integer> {
         return codeOnceStopped();
     }
 
-    /** @return the exit code once this bundle stopped, or once the framework's stop ran past its bound */
+    /**
+     * @return the exit code once this bundle stopped, or once the framework's stop ran past its bound; when this bundle
+     *         stopped as part of the framework's stop, the rest of the bound is kept by {@link #watchdog}
+     */
     int codeOnceStopped() throws InterruptedException {
         stoppingOrDone.await();
-        if (!done.await(stopWaitSeconds, TimeUnit.SECONDS)) {
-            int stuck = outcome != EXIT_OK ? outcome : 1;
-            Console.sayOnStandardError(stillStopping(context, stopWaitSeconds));
-            exit.accept(stuck);
-            return stuck;
+        long bound = TimeUnit.SECONDS.toNanos(stopWaitSeconds);
+        long began = System.nanoTime();
+        if (!done.await(bound, TimeUnit.NANOSECONDS)) {
+            return stuck();
+        }
+        if (frameworkStops && framework != null) {
+            // Returned only once the framework has stopped, the code would come too late: the bnd launcher's own
+            // watch of the framework exits with 117 at its stop unless this callable returned before.
+            long rest = bound - (System.nanoTime() - began);
+            watchdog = new Thread(() -> exitUnlessStoppedWithin(rest), "ferrum stop bound");
+            watchdog.setDaemon(true);
+            watchdog.start();
         }
         return code;
+    }
+
+    /**
+     * Waits the rest of the bound for the framework's own stop: the bundles below this one's start level stop after it,
+     * and one of them may hold the stop as well.
+     */
+    private void exitUnlessStoppedWithin(long nanos) {
+        long millis = Math.max(1, TimeUnit.NANOSECONDS.toMillis(nanos)); // 0 would wait without a bound
+        try {
+            if (framework.waitForStop(millis).getType() == FrameworkEvent.WAIT_TIMEDOUT) {
+                stuck();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // the process is ending anyway
+        }
+    }
+
+    /** Names what still holds the framework's stop and ends the process: @return the code it ends with */
+    private int stuck() {
+        int stuck = outcome != EXIT_OK ? outcome : 1;
+        BundleContext view = framework != null && framework.getBundleContext() != null ? framework.getBundleContext() : context;
+        say.accept(stillStopping(view, stopWaitSeconds));
+        exit.accept(stuck);
+        return stuck;
     }
 
     /** @return the line naming the bundles whose activator has not returned after {@code seconds} of the stop */
@@ -170,6 +222,7 @@ public final class SessionExit implements Callable<Integer> {
         Bundle system = context.getBundle(0);
         boolean frameworkStopping = system == null || system.getState() == Bundle.STOPPING;
         if (frameworkStopping) {
+            frameworkStops = true;
             code = outcome;
         } else if (scripted) {
             Console.sayScriptCutShort();

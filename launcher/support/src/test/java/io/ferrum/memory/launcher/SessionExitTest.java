@@ -15,7 +15,9 @@ import org.junit.jupiter.api.Test;
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.BundleEvent;
+import org.osgi.framework.FrameworkEvent;
 import org.osgi.framework.SynchronousBundleListener;
+import org.osgi.framework.launch.Framework;
 
 /**
  * The exit code of a scripted session reaches the process only through the callable the bnd
@@ -63,7 +65,7 @@ class SessionExitTest {
 
     /**
      * A bundle whose activator never returns held the framework's stop, and the launcher's main thread waited for
-     * this bundle's stop for ever. Once the stop has begun and the bound passed (0 s here), the process is ended with
+     * this bundle's stop for ever. Once the stop has begun and the bound passed (1 s here), the process is ended with
      * the session's code, 1 when that was 0; a stop that ends in time is not.
      */
     @Test
@@ -76,7 +78,7 @@ class SessionExitTest {
                     case "getHeaders" -> new java.util.Hashtable<String, String>();
                     default -> null;
                 });
-        for (String bound : List.of("0", "3600")) {
+        for (String bound : List.of("1", "3600")) {
             List<SynchronousBundleListener> listeners = new ArrayList<>();
             BundleContext context = (BundleContext) Proxy.newProxyInstance(BundleContext.class.getClassLoader(),
                     new Class<?>[] {BundleContext.class}, (proxy, method, args) -> switch (method.getName()) {
@@ -86,7 +88,7 @@ class SessionExitTest {
                         default -> null;
                     });
             CompletableFuture<Integer> exited = new CompletableFuture<>();
-            SessionExit exit = new SessionExit(context, exited::complete);
+            SessionExit exit = new SessionExit(context, exited::complete, line -> { });
             CompletableFuture<Integer> launcher = CompletableFuture.supplyAsync(() -> {
                 try {
                     return exit.codeOnceStopped(); // call() without the take, which the other test must see first
@@ -95,7 +97,7 @@ class SessionExitTest {
                 }
             });
             listeners.forEach(l -> l.bundleChanged(new BundleEvent(BundleEvent.STOPPING, system())));
-            if (bound.equals("0")) {
+            if (bound.equals("1")) {
                 assertEquals(1, exited.get(30, TimeUnit.SECONDS), "the process is ended with 1, the session's 0 not being true");
             } else {
                 exit.deactivate(); // this bundle stops in time: the framework's stop goes on
@@ -107,6 +109,89 @@ class SessionExitTest {
                 + " exits without waiting for it (-Dferrum.stopWait=SECONDS waits longer)", SessionExit.stillStopping(
                 (BundleContext) Proxy.newProxyInstance(BundleContext.class.getClassLoader(), new Class<?>[] {BundleContext.class},
                         (proxy, method, args) -> method.getName().equals("getBundles") ? new Bundle[] {stuck} : null), 30));
+    }
+
+    /**
+     * The bundles stop from the highest start level down, and this one (level 5) is not the last: one that a user put
+     * lower ({@code bundlelevel -s 3 27}), or installed there, stops after it. Its stop never returning held the process
+     * for good: this bundle's stop had ended the wait, and the launcher waits for the framework's stop without a bound
+     * ({@code -c 'install x.jar; start 27; bundlelevel -s 3 27'} never ended). Now the framework's own stop is what is
+     * bounded, and the line names that bundle, which only the system bundle's context still lists.
+     */
+    @Test
+    void aStopHeldBelowThisBundlesStartLevelIsBoundedTooAndNamed() throws Exception {
+        Bundle stuck = (Bundle) Proxy.newProxyInstance(Bundle.class.getClassLoader(), new Class<?>[] {Bundle.class},
+                (proxy, method, args) -> switch (method.getName()) {
+                    case "getBundleId" -> 27L;
+                    case "getSymbolicName" -> "org.example.low";
+                    case "getState" -> Bundle.STOPPING;
+                    case "getHeaders" -> new java.util.Hashtable<String, String>();
+                    default -> null;
+                });
+        BundleContext systemContext = (BundleContext) Proxy.newProxyInstance(BundleContext.class.getClassLoader(),
+                new Class<?>[] {BundleContext.class}, (proxy, method, args) -> method.getName().equals("getBundles")
+                        ? new Bundle[] {stuck} : null);
+        for (boolean frameworkStopsInTime : List.of(false, true)) {
+            CountDownLatch frameworkStopped = new CountDownLatch(frameworkStopsInTime ? 0 : 1); // never, or at once
+            Framework framework = (Framework) Proxy.newProxyInstance(Framework.class.getClassLoader(),
+                    new Class<?>[] {Framework.class}, (proxy, method, args) -> switch (method.getName()) {
+                        case "getBundleId" -> 0L;
+                        case "getState" -> Bundle.STOPPING;
+                        case "getBundleContext" -> systemContext;
+                        case "waitForStop" -> new FrameworkEvent(frameworkStopped.await((Long) args[0], TimeUnit.MILLISECONDS)
+                                ? FrameworkEvent.STOPPED : FrameworkEvent.WAIT_TIMEDOUT, (Bundle) proxy, null);
+                        default -> null;
+                    });
+            List<SynchronousBundleListener> listeners = new ArrayList<>();
+            BundleContext context = (BundleContext) Proxy.newProxyInstance(BundleContext.class.getClassLoader(),
+                    new Class<?>[] {BundleContext.class}, (proxy, method, args) -> switch (method.getName()) {
+                        case "getProperty" -> SessionExit.STOP_WAIT_PROPERTY.equals(args[0]) ? "1" : null;
+                        case "addBundleListener" -> listeners.add((SynchronousBundleListener) args[0]);
+                        case "getBundle" -> framework;
+                        case "getBundles" -> throw new IllegalStateException("this bundle has stopped: its context is invalid");
+                        default -> null;
+                    });
+            CompletableFuture<Integer> exited = new CompletableFuture<>();
+            List<String> said = new ArrayList<>();
+            SessionExit exit = new SessionExit(context, exited::complete, said::add);
+            listeners.forEach(l -> l.bundleChanged(new BundleEvent(BundleEvent.STOPPING, framework)));
+            exit.deactivate(); // this bundle stops in time; the one at level 3 has yet to
+            CompletableFuture<Integer> launcher = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return exit.codeOnceStopped();
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            // Returned at once: the bnd launcher exits with its own 117 once the framework has stopped unless it has it.
+            assertEquals(SessionExit.EXIT_OK, launcher.get(30, TimeUnit.SECONDS));
+            if (frameworkStopsInTime) {
+                exit.watchdog.join(30_000);
+                assertFalse(exit.watchdog.isAlive());
+                assertFalse(exited.isDone(), "a framework stopped in time does not end the process");
+                assertEquals(List.of(), said);
+            } else {
+                assertEquals(1, exited.get(30, TimeUnit.SECONDS), "the framework's stop is bounded, not this bundle's");
+                assertEquals(List.of("ferrum: still stopping after 1 s: org.example.low [27] (its stop has not returned); the"
+                        + " process exits without waiting for it (-Dferrum.stopWait=SECONDS waits longer)"), said);
+            }
+        }
+    }
+
+    /**
+     * {@code -Dferrum.stopWait=0} was taken, and ended every run, however healthy, at the start of its stop: no bundle's
+     * {@code stop} ran, one line said the framework was "still stopping after 0 s", and the exit code was 1, not 0. It
+     * is named as a bound that is no whole number of seconds 1 or more, and the default applies.
+     */
+    @Test
+    void aStopWaitOfZeroIsRefusedAndTheDefaultApplies() {
+        for (String bound : List.of("0", " 0", "-1")) {
+            BundleContext context = (BundleContext) Proxy.newProxyInstance(BundleContext.class.getClassLoader(),
+                    new Class<?>[] {BundleContext.class}, (proxy, method, args) -> method.getName().equals("getProperty")
+                            && SessionExit.STOP_WAIT_PROPERTY.equals(args[0]) ? bound : null);
+            assertEquals(ConsoleStart.DEFAULT_WAIT_SECONDS, new SessionExit(context, code -> { }, line -> { }).stopWaitSeconds,
+                    "ferrum.stopWait=" + bound);
+        }
     }
 
     private static Bundle system() {
