@@ -4,6 +4,7 @@ import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.MalformedURLException;
+import java.net.URI;
 import java.net.URISyntaxException;
 import java.net.URL;
 import java.nio.file.Files;
@@ -35,6 +36,8 @@ import org.osgi.framework.Version;
  * "Illegal character in path", and {@code p%20q.jar} read {@code p q.jar}.
  */
 final class BundleJar implements AutoCloseable {
+    /** Why a pipe, a socket or a device is refused. */
+    private static final String NOT_REGULAR = "it is not a regular file (a pipe, a socket or a device)";
     /** A URL's scheme, of two characters or more (a Windows drive letter is a path's). */
     private static final Pattern SCHEME = Pattern.compile("[A-Za-z][A-Za-z0-9+.-]+:.*", Pattern.DOTALL);
 
@@ -109,6 +112,7 @@ final class BundleJar implements AutoCloseable {
                 return fromFile(context, text, file);
             }
         }
+        refuseSpecialFileInside(url, quoted(text));
         Path copy = newCopy(context);
         try (InputStream in = url.openStream()) {
             Files.copy(in, copy, StandardCopyOption.REPLACE_EXISTING);
@@ -126,7 +130,7 @@ final class BundleJar implements AutoCloseable {
         }
         if (Files.exists(file) && !Files.isRegularFile(file)) {
             // An open of a named pipe waits for a writer: the console would hang on it.
-            throw new Refused(shown, "it is not a regular file (a pipe, a socket or a device)");
+            throw new Refused(shown, NOT_REGULAR);
         }
         if (!Files.exists(file, LinkOption.NOFOLLOW_LINKS)) {
             throw new Refused(shown, "there is no such file");
@@ -183,15 +187,41 @@ final class BundleJar implements AutoCloseable {
     }
 
     /**
+     * Refuses a URL that Java reads, through {@code jar:} URLs, from a local file that is no regular one: the open of a
+     * named pipe waits for a writer, and the console with it.
+     */
+    private static void refuseSpecialFileInside(URL url, String shown) throws Refused {
+        URL at = url;
+        while ("jar".equalsIgnoreCase(at.getProtocol())) {
+            String file = at.getFile();
+            int entry = file.indexOf("!/");
+            try {
+                at = new URL(entry < 0 ? file : file.substring(0, entry));
+            } catch (MalformedURLException e) {
+                return; // the read says why
+            }
+        }
+        if ("file".equalsIgnoreCase(at.getProtocol())) {
+            Path file = filePath(at);
+            if (file != null && Files.exists(file) && !Files.isRegularFile(file) && !Files.isDirectory(file)) {
+                throw new Refused(shown, NOT_REGULAR);
+            }
+        }
+    }
+
+    /**
      * @return the file a {@code file:} URL names, decoded as Java's own reader of such a URL decodes it ({@code %20} a
-     *         space, and a raw space taken as it is); null for one with a host, which is read as any URL
+     *         space, and a raw space taken as it is); null for one with another host than {@code localhost} or {@code
+     *         ~}, which Java reads as an {@code ftp:} URL. Java reads those two hosts, as no host, as a local file: taken
+     *         as any URL, a pipe so named hung the console on its open, and {@code /dev/zero} filled the disk.
      */
     private static Path filePath(URL url) {
-        if (url.getHost() != null && !url.getHost().isEmpty()) {
+        String host = url.getHost();
+        if (host != null && !host.isEmpty() && !host.equals("~") && !host.equalsIgnoreCase("localhost")) {
             return null;
         }
         try {
-            return Path.of(url.toURI());
+            return Path.of(new URI("file:" + url.getPath()));
         } catch (URISyntaxException | RuntimeException notAUri) {
             try {
                 return Path.of(url.getPath());
