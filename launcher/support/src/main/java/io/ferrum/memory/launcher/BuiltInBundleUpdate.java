@@ -64,11 +64,15 @@ public final class BuiltInBundleUpdate {
                 return restarted(bundle, location);
             }
             if (location.strip().startsWith("reference:")) {
-                bundle.update(); // a folder the framework reads in place: nothing to check here
+                BundleJar.checkReference(location); // else a folder or jar the framework reads in place: its to check
+                bundle.update();
                 return null;
             }
         } catch (BundleException e) {
             throw new IllegalArgumentException("Cannot update " + name(bundle) + ": " + message(e));
+        } catch (BundleJar.Refused r) {
+            throw new IllegalArgumentException("Cannot update " + name(bundle) + " from its location " + r.shown + ": "
+                    + r.why + LEFT);
         }
         try (BundleJar jar = BundleJar.read(context, null, location)) {
             return updated(bundle, jar, "its location ");

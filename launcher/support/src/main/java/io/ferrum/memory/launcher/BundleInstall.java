@@ -22,7 +22,8 @@ import org.osgi.service.component.annotations.Component;
  * relative URL (a file name with a space "Illegal character in path"), and of {@code install a.jar b.jar} installed the
  * one that was a bundle and dropped the other's failure without a word. Here every location is read and checked first
  * ({@link BundleJar}), and either all are installed, or none is and one error line names the first refused and why.
- * A {@code reference:} location (a folder the framework reads in place) is the framework's to check.
+ * A {@code reference:} location (a folder the framework reads in place) is the framework's to check, but for a pipe,
+ * a socket or a device, which the framework would wait on for good.
  */
 @Component(service = Object.class, property = {"osgi.command.scope=felix", "osgi.command.function=install",
         Constants.SERVICE_RANKING + ":Integer=1"})
@@ -49,6 +50,8 @@ public final class BundleInstall {
             for (String location : locations) {
                 if (!location.strip().startsWith("reference:")) {
                     jars.add(unique(BundleJar.read(context, session, location), jars));
+                } else {
+                    BundleJar.checkReference(location);
                 }
             }
             return installed(locations, jars);

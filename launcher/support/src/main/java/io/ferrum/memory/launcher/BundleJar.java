@@ -187,6 +187,21 @@ final class BundleJar implements AutoCloseable {
     }
 
     /**
+     * Checks a {@code reference:} location, which the framework reads in place, and this class does not copy: a pipe
+     * so named is opened by the framework, which waits on it for good, and the console with it.
+     *
+     * @throws Refused when {@code location} names a pipe, a socket or a device
+     */
+    static void checkReference(String location) throws Refused {
+        String text = location.strip();
+        try {
+            refuseSpecialFileInside(new URL(text.substring(text.indexOf(':') + 1)), quoted(text));
+        } catch (MalformedURLException e) {
+            // the framework's to refuse, in its words
+        }
+    }
+
+    /**
      * Refuses a URL that Java reads, through {@code jar:} URLs, from a local file that is no regular one: the open of a
      * named pipe waits for a writer, and the console with it.
      */

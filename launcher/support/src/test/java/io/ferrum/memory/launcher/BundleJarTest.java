@@ -2,12 +2,16 @@ package io.ferrum.memory.launcher;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.io.OutputStream;
+import java.lang.reflect.Proxy;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Hashtable;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -15,6 +19,8 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.osgi.framework.Bundle;
+import org.osgi.framework.BundleContext;
 
 /** What {@link BundleJar} reads, and what it refuses before it opens anything. */
 class BundleJarTest {
@@ -48,7 +54,7 @@ class BundleJarTest {
                 }
             });
             try {
-                ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+                ExecutionException e = assertThrows(ExecutionException.class,
                         () -> read.get(30, TimeUnit.SECONDS), c.location());
                 BundleJar.Refused refused = assertInstanceOf(BundleJar.Refused.class, e.getCause().getCause(), c.location());
                 assertEquals(c.why(), refused.why, c.location());
@@ -62,6 +68,44 @@ class BundleJarTest {
                 }
             }
         }
+    }
+
+    /**
+     * A {@code reference:} location (a jar or folder the framework reads in place) went to the framework unchecked, by
+     * {@code install} and by a bare {@code update}: Felix opens a pipe so named and waits on it for good, so {@code
+     * install reference:file:/tmp/x/pipe.jar} hung the console. It is refused, and the framework not asked.
+     */
+    @Test
+    void aReferenceToAPipeIsRefusedBeforeTheFrameworkOpensIt(@TempDir Path dir) throws Exception {
+        Path pipe = dir.resolve("pipe.jar");
+        mkfifo(pipe);
+        String location = "reference:" + pipe.toUri();
+        List<String> asked = new ArrayList<>();
+        Bundle bundle = (Bundle) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {Bundle.class},
+                (p, m, a) -> switch (m.getName()) {
+                    case "getLocation" -> location;
+                    case "getHeaders" -> new Hashtable<String, String>();
+                    case "getBundleId" -> 27L;
+                    case "getSymbolicName" -> "org.example.plugin";
+                    case "getState" -> Bundle.ACTIVE;
+                    case "update", "stop", "start" -> asked.add(m.getName());
+                    default -> null;
+                });
+        BundleContext context = (BundleContext) Proxy.newProxyInstance(getClass().getClassLoader(),
+                new Class<?>[] {BundleContext.class}, (p, m, a) -> switch (m.getName()) {
+                    case "getBundles" -> new Bundle[] {bundle};
+                    case "installBundle" -> asked.add("installBundle");
+                    default -> null;
+                });
+        String why = "'" + location + "': it is not a regular file (a pipe, a socket or a device)";
+        IllegalArgumentException install = assertThrows(IllegalArgumentException.class,
+                () -> new BundleInstall(context).install(null, new String[] {location}));
+        assertEquals("Cannot install " + why + BundleInstall.NOTHING, install.getMessage());
+        IllegalArgumentException update = assertThrows(IllegalArgumentException.class,
+                () -> new BuiltInBundleUpdate(context).update(bundle));
+        assertEquals("Cannot update org.example.plugin [27] from its location " + why + BuiltInBundleUpdate.LEFT,
+                update.getMessage());
+        assertEquals(List.of(), asked, "neither the framework nor the bundle was asked");
     }
 
     /** Makes a named pipe at {@code p}, or skips the test where {@code mkfifo} is missing. */
