@@ -70,14 +70,7 @@ class SessionExitTest {
      */
     @Test
     void aStopPastItsBoundEndsTheProcessAndOneInTimeDoesNot() throws Exception {
-        Bundle stuck = (Bundle) Proxy.newProxyInstance(Bundle.class.getClassLoader(), new Class<?>[] {Bundle.class},
-                (proxy, method, args) -> switch (method.getName()) {
-                    case "getBundleId" -> 27L;
-                    case "getSymbolicName" -> "org.example.stuck";
-                    case "getState" -> Bundle.STOPPING;
-                    case "getHeaders" -> new java.util.Hashtable<String, String>();
-                    default -> null;
-                });
+        Bundle stuck = stopping("org.example.stuck");
         for (String bound : List.of("1", "3600")) {
             List<SynchronousBundleListener> listeners = new ArrayList<>();
             BundleContext context = (BundleContext) Proxy.newProxyInstance(BundleContext.class.getClassLoader(),
@@ -120,14 +113,7 @@ class SessionExitTest {
      */
     @Test
     void aStopHeldBelowThisBundlesStartLevelIsBoundedTooAndNamed() throws Exception {
-        Bundle stuck = (Bundle) Proxy.newProxyInstance(Bundle.class.getClassLoader(), new Class<?>[] {Bundle.class},
-                (proxy, method, args) -> switch (method.getName()) {
-                    case "getBundleId" -> 27L;
-                    case "getSymbolicName" -> "org.example.low";
-                    case "getState" -> Bundle.STOPPING;
-                    case "getHeaders" -> new java.util.Hashtable<String, String>();
-                    default -> null;
-                });
+        Bundle stuck = stopping("org.example.low");
         BundleContext systemContext = (BundleContext) Proxy.newProxyInstance(BundleContext.class.getClassLoader(),
                 new Class<?>[] {BundleContext.class}, (proxy, method, args) -> method.getName().equals("getBundles")
                         ? new Bundle[] {stuck} : null);
@@ -192,6 +178,18 @@ class SessionExitTest {
             assertEquals(ConsoleStart.DEFAULT_WAIT_SECONDS, new SessionExit(context, code -> { }, line -> { }).stopWaitSeconds,
                     "ferrum.stopWait=" + bound);
         }
+    }
+
+    /** @return bundle 27, {@code name}, whose stop has not returned */
+    private static Bundle stopping(String name) {
+        return (Bundle) Proxy.newProxyInstance(Bundle.class.getClassLoader(), new Class<?>[] {Bundle.class},
+                (proxy, method, args) -> switch (method.getName()) {
+                    case "getBundleId" -> 27L;
+                    case "getSymbolicName" -> name;
+                    case "getState" -> Bundle.STOPPING;
+                    case "getHeaders" -> new java.util.Hashtable<String, String>();
+                    default -> null;
+                });
     }
 
     private static Bundle system() {
