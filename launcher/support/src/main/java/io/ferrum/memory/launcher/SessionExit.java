@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import java.util.function.IntConsumer;
 
@@ -73,15 +74,18 @@ public final class SessionExit implements Callable<Integer> {
      * through once this bundle's context is no longer valid; null where there is none such (a test's context).
      */
     private final Framework framework;
-    /** Set by {@link #deactivate} when this bundle stops as part of the framework's stop. */
-    private volatile boolean frameworkStops;
-    /** Ends the process when the framework has not stopped by the end of the bound, after this bundle stopped in it. */
+    /** Ends the process when the framework has not stopped by the end of the bound (the bundles below this one's level). */
     volatile Thread watchdog;
     private final CountDownLatch done = new CountDownLatch(1);
     /** Counted down when the framework begins to stop (before any bundle stops), or when {@link #done} is. */
     private final CountDownLatch stoppingOrDone = new CountDownLatch(1);
+    /** Set when the framework begins to stop (its system bundle STOPPING), before {@link #stoppingOrDone} counts down. */
+    private volatile boolean stopBegan;
+    /** Set by the first {@link #stuck}: the main thread and the {@link #watchdog} may both find the bound passed. */
+    private final AtomicBoolean ended = new AtomicBoolean();
     private final SynchronousBundleListener frameworkStopping = e -> {
         if (e.getType() == BundleEvent.STOPPING && e.getBundle().getBundleId() == Constants.SYSTEM_BUNDLE_ID) {
+            stopBegan = true;
             stoppingOrDone.countDown();
         }
     };
@@ -147,30 +151,31 @@ public final class SessionExit implements Callable<Integer> {
     }
 
     /**
-     * @return the exit code once this bundle stopped, or once the framework's stop ran past its bound; when this bundle
-     *         stopped as part of the framework's stop, the rest of the bound is kept by {@link #watchdog}
+     * @return the exit code once this bundle stopped, or once the framework's stop ran past its bound; the framework's
+     *         own stop, which goes on after this bundle's (the bundles below its start level), is bounded by {@link
+     *         #watchdog}, started as the stop begins
      */
     int codeOnceStopped() throws InterruptedException {
         stoppingOrDone.await();
         long bound = TimeUnit.SECONDS.toNanos(stopWaitSeconds);
-        long began = System.nanoTime();
-        if (!done.await(bound, TimeUnit.NANOSECONDS)) {
-            return stuck();
-        }
-        if (frameworkStops && framework != null) {
-            // Returned only once the framework has stopped, the code would come too late: the bnd launcher's own
-            // watch of the framework exits with 117 at its stop unless this callable returned before.
-            long rest = bound - (System.nanoTime() - began);
-            watchdog = new Thread(() -> exitUnlessStoppedWithin(rest), "ferrum stop bound");
+        if (stopBegan && framework != null) {
+            // Started now, not once this bundle stopped: the code must be returned at once then. The bnd launcher's own
+            // watch of the framework exits with 117 at its stop unless this callable returned before, and the bundles
+            // below this one's start level take only moments to stop (a thread started in that window lost the race in
+            // ConsoleIT under load: `quit` exited 117).
+            watchdog = new Thread(() -> exitUnlessStoppedWithin(bound), "ferrum stop bound");
             watchdog.setDaemon(true);
             watchdog.start();
+        }
+        if (!done.await(bound, TimeUnit.NANOSECONDS)) {
+            return stuck();
         }
         return code;
     }
 
     /**
-     * Waits the rest of the bound for the framework's own stop: the bundles below this one's start level stop after it,
-     * and one of them may hold the stop as well.
+     * Waits the bound for the framework's own stop, from its beginning: the bundles below this one's start level stop
+     * after it, and one of them may hold the stop as well.
      */
     private void exitUnlessStoppedWithin(long nanos) {
         long millis = Math.max(1, TimeUnit.NANOSECONDS.toMillis(nanos)); // 0 would wait without a bound
@@ -186,6 +191,9 @@ public final class SessionExit implements Callable<Integer> {
     /** Names what still holds the framework's stop and ends the process: @return the code it ends with */
     private int stuck() {
         int stuck = outcome != EXIT_OK ? outcome : 1;
+        if (!ended.compareAndSet(false, true)) {
+            return stuck; // said and ended by the other of the main thread and the watchdog
+        }
         BundleContext view = framework != null && framework.getBundleContext() != null ? framework.getBundleContext() : context;
         say.accept(stillStopping(view, stopWaitSeconds));
         exit.accept(stuck);
@@ -222,7 +230,6 @@ public final class SessionExit implements Callable<Integer> {
         Bundle system = context.getBundle(0);
         boolean frameworkStopping = system == null || system.getState() == Bundle.STOPPING;
         if (frameworkStopping) {
-            frameworkStops = true;
             code = outcome;
         } else if (scripted) {
             Console.sayScriptCutShort();

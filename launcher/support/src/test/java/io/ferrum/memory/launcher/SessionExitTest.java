@@ -2,6 +2,7 @@ package io.ferrum.memory.launcher;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.reflect.Proxy;
@@ -141,7 +142,6 @@ class SessionExitTest {
             List<String> said = new ArrayList<>();
             SessionExit exit = new SessionExit(context, exited::complete, said::add);
             listeners.forEach(l -> l.bundleChanged(new BundleEvent(BundleEvent.STOPPING, framework)));
-            exit.deactivate(); // this bundle stops in time; the one at level 3 has yet to
             CompletableFuture<Integer> launcher = CompletableFuture.supplyAsync(() -> {
                 try {
                     return exit.codeOnceStopped();
@@ -149,7 +149,16 @@ class SessionExitTest {
                     throw new IllegalStateException(e);
                 }
             });
-            // Returned at once: the bnd launcher exits with its own 117 once the framework has stopped unless it has it.
+            // The watch of the framework's stop starts as the stop begins, before this bundle stops: once it has, the
+            // code must be returned at once, as the bnd launcher exits with its own 117 once the framework has stopped
+            // unless it has it (a thread started after this bundle's stop lost that race: `quit` exited 117 in CI).
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (exit.watchdog == null && System.nanoTime() < until) {
+                Thread.onSpinWait();
+            }
+            assertNotNull(exit.watchdog, "the stop's watch started as the framework's stop began");
+            assertFalse(launcher.isDone(), "the code waits for this bundle's stop");
+            exit.deactivate(); // this bundle stops in time; the one at level 3 has yet to
             assertEquals(SessionExit.EXIT_OK, launcher.get(30, TimeUnit.SECONDS));
             if (frameworkStopsInTime) {
                 exit.watchdog.join(30_000);
