@@ -507,13 +507,17 @@ public final class Console {
 
     /**
      * Stops the framework, but not before the launcher holds the exit code's callable ({@link
-     * SessionExit#awaitTaken}): else it would exit with its own code, not the session's.
+     * SessionExit#awaitTaken}): else it would exit with its own code, not the session's. Under the bnd launcher
+     * the launcher stops it ({@link SessionExit#endSession}), so that the session's code cannot be lost to its own.
      */
     static void stopFramework(Bundle system, long waitSeconds) {
         try {
             SessionExit.awaitTaken(waitSeconds, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt(); // this bundle stops: stop the framework all the same
+        }
+        if (SessionExit.endSession()) {
+            return;
         }
         try {
             system.stop();

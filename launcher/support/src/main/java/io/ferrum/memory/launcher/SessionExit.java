@@ -79,6 +79,14 @@ public final class SessionExit implements Callable<Integer> {
     private final CountDownLatch done = new CountDownLatch(1);
     /** Counted down when the framework begins to stop (before any bundle stops), or when {@link #done} is. */
     private final CountDownLatch stoppingOrDone = new CountDownLatch(1);
+    /** The callable the launcher's main thread is in, if any: {@link #endSession} ends its wait. */
+    private static volatile SessionExit held;
+    /** Counted down as {@link #call} returns. */
+    private final CountDownLatch returned = new CountDownLatch(1);
+    /** How long this bundle's stop in the framework's waits, at most, for {@link #call} to return the code. */
+    private static final long RETURN_WAIT_SECONDS = 5;
+    /** Set by {@link #endSession} before it counts {@link #stoppingOrDone} down. */
+    private volatile boolean endRequested;
     /** Set when the framework begins to stop (its system bundle STOPPING), before {@link #stoppingOrDone} counts down. */
     private volatile boolean stopBegan;
     /** Set by the first {@link #stuck}: the main thread and the {@link #watchdog} may both find the bound passed. */
@@ -146,8 +154,34 @@ public final class SessionExit implements Callable<Integer> {
      */
     @Override
     public Integer call() throws InterruptedException {
+        held = this;
         TAKEN.countDown();
-        return codeOnceStopped();
+        try {
+            return codeOnceStopped();
+        } finally {
+            held = null;
+            returned.countDown();
+        }
+    }
+
+    /**
+     * Ends the session by the launcher's own stop: the callable it holds returns the outcome at once, and the launcher
+     * then stops the framework, having first marked it no longer active, so that its watch of the framework exits
+     * quietly instead of with its own 117. A console that stopped the framework itself raced that watch: the
+     * callable, woken by this bundle's stop, had to return before the bundles below it had stopped (ConsoleIT under
+     * load: {@code quit} and a failed script exited 117, not 0 and 1).
+     *
+     * @return true if the launcher holds a callable and will stop the framework; false if the caller must stop it
+     *         (no bnd launcher here, or its callable returned meanwhile)
+     */
+    static boolean endSession() {
+        SessionExit s = held;
+        if (s == null) {
+            return false;
+        }
+        s.endRequested = true;
+        s.stoppingOrDone.countDown();
+        return true;
     }
 
     /**
@@ -158,19 +192,32 @@ public final class SessionExit implements Callable<Integer> {
     int codeOnceStopped() throws InterruptedException {
         stoppingOrDone.await();
         long bound = TimeUnit.SECONDS.toNanos(stopWaitSeconds);
-        if (stopBegan && framework != null) {
+        if (endRequested && !stopBegan) {
+            // The session ended (endSession): the launcher stops the framework once this returns, bounded from now.
+            startWatchdog(bound);
+            return outcome;
+        }
+        if (stopBegan) {
             // Started now, not once this bundle stopped: the code must be returned at once then. The bnd launcher's own
             // watch of the framework exits with 117 at its stop unless this callable returned before, and the bundles
             // below this one's start level take only moments to stop (a thread started in that window lost the race in
             // ConsoleIT under load: `quit` exited 117).
-            watchdog = new Thread(() -> exitUnlessStoppedWithin(bound), "ferrum stop bound");
-            watchdog.setDaemon(true);
-            watchdog.start();
+            startWatchdog(bound);
         }
         if (!done.await(bound, TimeUnit.NANOSECONDS)) {
             return stuck();
         }
         return code;
+    }
+
+    /** Starts {@link #watchdog}, which ends the process if the framework has not stopped within {@code bound} ns. */
+    private void startWatchdog(long bound) {
+        if (framework == null) {
+            return; // not under a framework of its own (a test's context): nothing to wait on
+        }
+        watchdog = new Thread(() -> exitUnlessStoppedWithin(bound), "ferrum stop bound");
+        watchdog.setDaemon(true);
+        watchdog.start();
     }
 
     /**
@@ -240,5 +287,14 @@ public final class SessionExit implements Callable<Integer> {
         }
         done.countDown();
         stoppingOrDone.countDown();
+        if (frameworkStopping && held == this) {
+            // Stopped by other means than endSession (`stop 0`): the launcher exits with its own 117 once the framework
+            // has stopped unless the code is back, so the stop goes on once it is (bounded: never hold the stop).
+            try {
+                returned.await(RETURN_WAIT_SECONDS, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 }
