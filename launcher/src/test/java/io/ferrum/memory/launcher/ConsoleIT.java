@@ -388,13 +388,18 @@ class ConsoleIT {
     }
 
     /** Writes a bundle {@code symbolicName} 1.0.0 of the one class {@code activator}, its activator. */
-    private static Path writeActivatorBundle(Path jarFile, String symbolicName, Class<?> activator) throws IOException {
+    static Path writeActivatorBundle(Path jarFile, String symbolicName, Class<?> activator) throws IOException {
+        return writeActivatorBundle(jarFile, symbolicName, "1.0.0", activator);
+    }
+
+    /** Writes a bundle {@code symbolicName} {@code version} of the one class {@code activator}, its activator. */
+    static Path writeActivatorBundle(Path jarFile, String symbolicName, String version, Class<?> activator) throws IOException {
         Manifest m = new Manifest();
         Attributes a = m.getMainAttributes();
         a.put(Attributes.Name.MANIFEST_VERSION, "1.0");
         a.put(new Attributes.Name("Bundle-ManifestVersion"), "2");
         a.put(new Attributes.Name("Bundle-SymbolicName"), symbolicName);
-        a.put(new Attributes.Name("Bundle-Version"), "1.0.0");
+        a.put(new Attributes.Name("Bundle-Version"), version);
         a.put(new Attributes.Name("Bundle-Activator"), activator.getName());
         a.put(new Attributes.Name("Import-Package"), "org.osgi.framework");
         try (JarOutputStream jar = new JarOutputStream(Files.newOutputStream(jarFile), m)) {
@@ -593,6 +598,34 @@ class ConsoleIT {
             t.type("update io.ferrum.memory.launcher\r");
             t.await("Ferrum Memory: 'help' lists the commands");
             t.await("g! ");
+            t.type("exit 0\r");
+            assertEquals(0, t.exitCode(), "the console left with its exit code");
+        }
+    }
+
+    /**
+     * An update keeps a bundle's start level through the listener of the distribution's own bundle (DistributionIT
+     * has each kind of update); after a restart of that bundle, which a script does not survive, the listener is
+     * there again: a plugin updated stays at FileInstall's 20, not the bnd launcher's 11, and the distribution's
+     * bundle is at its 5.
+     */
+    @Test
+    void atATerminalAnUpdateKeepsTheStartLevelAfterTheConsolesBundleRestarted() throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/script")), "util-linux 'script' is not installed: no pseudo-terminal to test with");
+        Path dir = DistributionIT.freshDir("terminal-update-level");
+        writeActivatorBundle(Files.createDirectories(dir.resolve("plugins")).resolve("counting.jar"),
+                "io.ferrum.memory.test.counting", StartCountingActivator.class);
+        try (Terminal t = new Terminal(dir, dir.resolve("history"))) {
+            t.await("g! ");
+            typeUntil(t, "bundlelevel io.ferrum.memory.test.counting", "is level 20");
+            t.type("update io.ferrum.memory.launcher\r");
+            t.await("Ferrum Memory: 'help' lists the commands");
+            t.await("g! ");
+            t.type("update io.ferrum.memory.test.counting; bundlelevel io.ferrum.memory.test.counting\r");
+            String shown = t.await("g! ");
+            assertTrue(shown.matches("(?s).*io\\.ferrum\\.memory\\.test\\.counting \\[\\d+\\] is level 20.*"), shown);
+            t.type("bundlelevel io.ferrum.memory.launcher\r");
+            assertTrue(t.await("g! ").matches("(?s).*io\\.ferrum\\.memory\\.launcher \\[\\d+\\] is level 5.*"), t.since());
             t.type("exit 0\r");
             assertEquals(0, t.exitCode(), "the console left with its exit code");
         }

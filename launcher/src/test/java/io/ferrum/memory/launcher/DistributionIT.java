@@ -10,6 +10,7 @@ import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -22,6 +23,7 @@ import java.util.jar.JarEntry;
 import java.util.jar.JarFile;
 import java.util.jar.JarOutputStream;
 import java.util.jar.Manifest;
+import java.util.regex.MatchResult;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -30,6 +32,7 @@ import org.junit.jupiter.api.Test;
 
 import io.ferrum.memory.launcher.plugin.NoMetatypeActivator;
 import io.ferrum.memory.launcher.plugin.NoMetatypeComponent;
+import io.ferrum.memory.launcher.plugin.StartCountingActivator;
 
 /**
  * The exported jar as a user runs it: {@code java -jar ferrum-memory.jar} in an empty folder, shell
@@ -266,6 +269,58 @@ class DistributionIT {
             assertFalse(lines.stream().anyMatch(l -> l.startsWith("\tat ")), s.output());
             assertEquals(0, s.finish(), s.output());
         }
+    }
+
+    /**
+     * The bnd launcher sets a bundle's start level at each update as it does at each install: to the level its
+     * -runbundles give that name and version, else to 11. So a plugin that FileInstall had put at 20, or one a user
+     * had moved with {@code bundlelevel -s}, was at 11 after any update: {@code update ID}, a bare {@code update},
+     * {@code Bundle.update()} itself, FileInstall's update of a changed jar. Each keeps the level now (after a restart
+     * of the distribution's bundle too: {@link ConsoleIT}, at a terminal, where the console survives it).
+     */
+    @Test
+    void anUpdateKeepsTheBundlesStartLevel() throws Exception {
+        Path dir = freshDir("update-keeps-level");
+        Path plugin = ConsoleIT.writeActivatorBundle(Files.createDirectories(dir.resolve("plugins")).resolve("counting.jar"),
+                "io.ferrum.memory.test.counting", StartCountingActivator.class);
+        String name = "io.ferrum.memory.test.counting";
+        try (Session s = new Session(dir)) {
+            s.saw("started " + name + " 1.0.0"); // FileInstall set its level before it started it
+            assertEquals(20, levelAfter(s, "lb -s " + name), "FileInstall's level");
+            Matcher id = Pattern.compile("(\\d+)\\|Active").matcher(s.output());
+            assertTrue(id.find(), s.output());
+            assertEquals(20, levelAfter(s, "update " + name), "a bare update");
+            assertEquals(20, levelAfter(s, "update " + name + " " + plugin), "an update from a jar");
+            assertEquals(20, levelAfter(s, "b = ($.context bundle " + id.group(1) + "); $b update"), "Bundle.update()");
+            assertEquals(30, levelAfter(s, "bundlelevel -s 30 " + name), "a level a user set");
+
+            // FileInstall's update of a changed jar: the new version's start says it is done.
+            Path changed = ConsoleIT.writeActivatorBundle(dir.resolve("changed.jar"), name, "1.0.1", StartCountingActivator.class);
+            Files.move(changed, plugin, StandardCopyOption.REPLACE_EXISTING);
+            s.saw("started " + name + " 1.0.1");
+            assertEquals(30, levelAfter(s, "lb -s " + name), "FileInstall's update of a changed jar");
+
+            assertFalse(s.output().contains("\tat "), s.output());
+        }
+    }
+
+    /**
+     * Sends {@code command}, then one {@code bundlelevel} of the counting plugin; the next level said is that
+     * statement's, as the console runs them in order.
+     */
+    private static int levelAfter(Session s, String command) throws Exception {
+        String bundle = "io.ferrum.memory.test.counting";
+        Pattern said = Pattern.compile(Pattern.quote(bundle) + " \\[\\d+\\] is level (\\d+)");
+        long before = said.matcher(s.output()).results().count();
+        s.send(command);
+        s.send("bundlelevel " + bundle);
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WAIT_MS);
+        List<MatchResult> levels;
+        while ((levels = said.matcher(s.output()).results().toList()).size() <= before) {
+            assertTrue(System.nanoTime() < deadline, "no level followed '" + command + "': " + s.output());
+            Thread.sleep(20);
+        }
+        return Integer.parseInt(levels.get((int) before).group(1));
     }
 
     /**

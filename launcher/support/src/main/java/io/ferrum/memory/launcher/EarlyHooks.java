@@ -9,7 +9,8 @@ import org.osgi.framework.hooks.bundle.FindHook;
 /**
  * Registers the hooks that must be in place before FileInstall's first scan of {@code plugins/} and
  * {@code config/}: this bundle starts at start level 5, FileInstall at 10, and SCR (after FileInstall
- * at that level) too late for a DS component to be there first.
+ * at that level) too late for a DS component to be there first. The listener that keeps a bundle's start level
+ * across an update ({@link KeptStartLevels}) is there before FileInstall's first update too.
  */
 public final class EarlyHooks implements BundleActivator {
     private ServiceRegistration<FindHook> guard;
@@ -17,9 +18,11 @@ public final class EarlyHooks implements BundleActivator {
     private ServiceRegistration<ArtifactInstaller> configFileGateRegistration;
     private SpecialFilesInPlugins specialFiles;
     private ServiceRegistration<ArtifactInstaller> specialFilesRegistration;
+    private KeptStartLevels keptStartLevels;
 
     @Override
     public void start(BundleContext context) {
+        keptStartLevels = KeptStartLevels.register(context);
         guard = context.registerService(FindHook.class, new BuiltInBundlesGuard(context), null);
         configFileGate = new ConfigFileGate(context);
         configFileGateRegistration = configFileGate.register();
@@ -34,5 +37,6 @@ public final class EarlyHooks implements BundleActivator {
         configFileGateRegistration.unregister();
         configFileGate.close();
         guard.unregister();
+        keptStartLevels.close();
     }
 }
