@@ -491,6 +491,45 @@ class ConsoleIT {
         assertFalse(r.out().contains("ERROR"), r.toString());
     }
 
+    /**
+     * {@code start} of what is not installed: Felix's command installed it as a location, unchecked, so {@code start
+     * file:.../pipe.jar} hung the console on the pipe's open and {@code start file:/dev/zero} filled the disk; a name
+     * or a path was a {@code java.net.MalformedURLException: no protocol: ...} result, exit code 0, like any failure.
+     * Each is one error line now, naming the value, and nothing is installed; a jar's path installs and starts it,
+     * and ids, names and {@code -t} start as before.
+     */
+    @Test
+    void aStartOfWhatIsNoBundleIsOneErrorLineAndAJarsPathInstallsAndStartsIt() throws Exception {
+        Path dir = DistributionIT.freshDir("start-no-bundle").toRealPath();
+        writeActivatorBundle(dir.resolve("counting.jar"), "io.ferrum.memory.test.counting", StartCountingActivator.class);
+        writePlainJar(dir.resolve("plain.jar"));
+        Path pipe = dir.resolve("pipe.jar");
+        Process mkfifo = new ProcessBuilder("mkfifo", pipe.toString()).inheritIO().start();
+        assertTrue(mkfifo.waitFor(DistributionIT.WAIT_MS, TimeUnit.MILLISECONDS) && mkfifo.exitValue() == 0, "mkfifo " + pipe);
+        Run r = run(dir, "", "-c", "start io.ferrum.memory.nope; start 99; start plain.jar; start " + pipe.toUri()
+                + "; start file:/dev/zero; start; start counting.jar; stop io.ferrum.memory.test.counting;"
+                + " start -t io.ferrum.memory.test.counting; lb -s io.ferrum.memory.test");
+        String nothing = "; nothing was installed or started";
+        String special = ": it is not a regular file (a pipe, a socket or a device)" + nothing;
+        assertEquals(List.of(
+                "error: Cannot start 'io.ferrum.memory.nope': no bundle is so named (lb -s lists the installed bundles'"
+                        + " names), and there is no file " + dir.resolve("io.ferrum.memory.nope") + nothing,
+                "error: No bundle has the id 99 (lb lists the installed bundles)" + nothing,
+                "error: Cannot start " + dir.resolve("plain.jar") + ": it is no OSGi bundle: its manifest has no"
+                        + " Bundle-SymbolicName" + nothing,
+                "error: Cannot start " + pipe + special,
+                "error: Cannot start /dev/zero" + special,
+                "error: start needs a bundle: its id or symbolic name, or a jar's path or URL to install and start, e.g."
+                        + " start 27" + nothing),
+                r.errLines(), r.toString());
+        assertEquals(1, r.code(), r.toString());
+        assertEquals(2, r.out().lines().filter(l -> l.equals("started io.ferrum.memory.test.counting 1.0.0")).count(),
+                "installed and started from its path, then started by its name: " + r);
+        assertTrue(r.out().lines().anyMatch(l -> l.matches(" *\\d+\\|Active +\\| +\\d+\\|io\\.ferrum\\.memory\\.test\\.counting \\(1\\.0\\.0\\).*")),
+                r.toString());
+        assertFalse(r.out().contains("Exception"), r.toString());
+    }
+
     /** Writes a jar whose manifest has no Bundle-SymbolicName: a jar, but no OSGi bundle. */
     private static Path writePlainJar(Path jarFile) throws IOException {
         Manifest m = new Manifest();

@@ -45,18 +45,31 @@ public final class BundleInstall {
             throw new IllegalArgumentException("install needs the jar of a bundle: a file's path or a URL, e.g. install"
                     + " extra/x.jar" + NOTHING);
         }
+        List<Bundle> bundles = installAll(context, session, List.of(locations), "install", NOTHING);
+        return (bundles.size() > 1 ? "Bundle IDs: " : "Bundle ID: ")
+                + bundles.stream().map(b -> String.valueOf(b.getBundleId())).collect(Collectors.joining(", "));
+    }
+
+    /**
+     * Checks every location, then installs each in order, or none: the refusal, or the framework's failure, is an
+     * {@link IllegalArgumentException} whose message is {@code Cannot VERB LOCATION: why} and {@code nothing}.
+     *
+     * @return the bundle of each location, in order (one installed already, by its location, is that one)
+     */
+    static List<Bundle> installAll(BundleContext context, CommandSession session, List<String> locations, String verb,
+            String nothing) {
         List<BundleJar> jars = new ArrayList<>();
         try {
             for (String location : locations) {
                 if (!location.strip().startsWith("reference:")) {
-                    jars.add(unique(BundleJar.read(context, session, location), jars));
+                    jars.add(unique(context, BundleJar.read(context, session, location), jars));
                 } else {
                     BundleJar.checkReference(location);
                 }
             }
-            return installed(locations, jars);
+            return installed(context, locations, jars, verb, nothing);
         } catch (BundleJar.Refused r) {
-            throw new IllegalArgumentException("Cannot install " + r.shown + ": " + r.why + NOTHING);
+            throw new IllegalArgumentException("Cannot " + verb + " " + r.shown + ": " + r.why + nothing);
         } finally {
             jars.forEach(BundleJar::close);
         }
@@ -66,7 +79,7 @@ public final class BundleInstall {
      * @return {@code jar}, unless another bundle (installed from another location, or given before it) has its symbolic
      *         name and version: the framework refuses that, with the exception's name as Felix's answer
      */
-    private BundleJar unique(BundleJar jar, List<BundleJar> before) throws BundleJar.Refused {
+    private static BundleJar unique(BundleContext context, BundleJar jar, List<BundleJar> before) throws BundleJar.Refused {
         for (Bundle b : context.getBundles()) {
             if (!b.getLocation().equals(jar.location) && jar.symbolicName.equals(b.getSymbolicName())
                     && jar.version.equals(b.getVersion())) {
@@ -86,9 +99,10 @@ public final class BundleInstall {
     }
 
     /** Installs each location in order; when one fails, uninstalls those this call installed and says why. */
-    private String installed(String[] locations, List<BundleJar> jars) {
+    private static List<Bundle> installed(BundleContext context, List<String> locations, List<BundleJar> jars, String verb,
+            String nothing) {
         List<Bundle> installedNow = new ArrayList<>();
-        List<Long> ids = new ArrayList<>();
+        List<Bundle> bundles = new ArrayList<>();
         int next = 0;
         for (String given : locations) {
             String location = given.strip();
@@ -106,7 +120,7 @@ public final class BundleInstall {
                     }
                     installedNow.add(b);
                 }
-                ids.add(b.getBundleId());
+                bundles.add(b);
             } catch (Exception e) {
                 for (Bundle b : installedNow) {
                     try {
@@ -116,10 +130,10 @@ public final class BundleInstall {
                     }
                 }
                 Throwable cause = e instanceof BundleException be && be.getNestedException() != null ? be.getNestedException() : e;
-                throw new IllegalArgumentException("Cannot install " + shown + ": " + ControlCharacters.escaped(
-                        cause.getMessage() != null ? cause.getMessage() : cause.toString()) + NOTHING);
+                throw new IllegalArgumentException("Cannot " + verb + " " + shown + ": " + ControlCharacters.escaped(
+                        cause.getMessage() != null ? cause.getMessage() : cause.toString()) + nothing);
             }
         }
-        return (ids.size() > 1 ? "Bundle IDs: " : "Bundle ID: ") + ids.stream().map(String::valueOf).collect(Collectors.joining(", "));
+        return bundles;
     }
 }

@@ -246,6 +246,15 @@ final class BundleJar implements AutoCloseable {
         }
     }
 
+    /** @return the file {@code path}, a location without a URL scheme, names from the session's folder; null if none */
+    static Path file(CommandSession session, String path) {
+        try {
+            return folder(session).resolve(path.strip()).toAbsolutePath().normalize();
+        } catch (InvalidPathException e) {
+            return null;
+        }
+    }
+
     private static Path folder(CommandSession session) {
         Object cwd = session == null ? null : session.get("_cwd");
         return cwd instanceof File f ? f.toPath() : Path.of("").toAbsolutePath();
