@@ -113,12 +113,13 @@ final class BundleJar implements AutoCloseable {
             }
         }
         refuseSpecialFileInside(url, quoted(text));
+        BoundedDownload download = BoundedDownload.of(context, quoted(text));
         Path copy = newCopy(context);
-        try (InputStream in = url.openStream()) {
-            Files.copy(in, copy, StandardCopyOption.REPLACE_EXISTING);
-        } catch (IOException | RuntimeException e) {
+        try {
+            download.copy(url, quoted(text), copy);
+        } catch (Refused r) {
             delete(copy);
-            throw new Refused(quoted(text), "it cannot be read (" + described(e) + ")");
+            throw r;
         }
         return checked(text, quoted(text), copy);
     }
@@ -281,7 +282,7 @@ final class BundleJar implements AutoCloseable {
         return "'" + ControlCharacters.escaped(text) + "'";
     }
 
-    private static String described(Exception e) {
+    static String described(Exception e) {
         return ControlCharacters.escaped(e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage()));
     }
 }
