@@ -530,6 +530,28 @@ class ConsoleIT {
         assertFalse(r.out().contains("Exception"), r.toString());
     }
 
+    /**
+     * A relative {@code file:} URL ({@code install file:counting.jar}) was read from the JVM's working folder, not the
+     * session's, which {@code cd} moves (the bare path {@code counting.jar} was the session's already): after {@code cd
+     * sub} it was "no such file". And {@code install a.jar a.jar} answered {@code Bundle IDs: 27, 27}: one bundle, its
+     * id said twice. The URL is the session's file now, recorded by its absolute URL, and an id is said once.
+     */
+    @Test
+    void aRelativeFileUrlIsTheSessionsFileAndABundleGivenTwiceIsSaidOnce() throws Exception {
+        Path dir = DistributionIT.freshDir("install-relative-url").toRealPath();
+        Path jar = writeActivatorBundle(Files.createDirectories(dir.resolve("sub")).resolve("counting.jar"),
+                "io.ferrum.memory.test.counting", StartCountingActivator.class);
+        Run r = run(dir, "", "-c", "cd sub; install file:counting.jar; install counting.jar counting.jar;"
+                + " lb -l io.ferrum.memory.test.counting");
+        assertEquals(List.of(), r.errLines(), r.toString());
+        assertEquals(0, r.code(), r.toString());
+        List<String> said = r.out().lines().filter(l -> l.startsWith("Bundle ID")).toList();
+        assertEquals(2, said.size(), r.toString());
+        assertTrue(said.get(0).matches("Bundle ID: \\d+"), r.toString());
+        assertEquals(said.get(0), said.get(1), "the same bundle, said once: " + r);
+        assertTrue(r.out().contains("|" + jar.toFile().toURI() + "|"), "recorded by its absolute URL: " + r);
+    }
+
     /** Writes a jar whose manifest has no Bundle-SymbolicName: a jar, but no OSGi bundle. */
     private static Path writePlainJar(Path jarFile) throws IOException {
         Manifest m = new Manifest();

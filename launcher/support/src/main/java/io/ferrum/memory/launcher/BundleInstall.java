@@ -38,16 +38,17 @@ public final class BundleInstall {
         this.context = context;
     }
 
-    /** @return {@code Bundle ID: 27}, or {@code Bundle IDs: 27, 28}, as Felix's command answers */
+    /** @return {@code Bundle ID: 27}, or {@code Bundle IDs: 27, 28}, as Felix's command answers, each id once */
     @Descriptor("install bundles from jar files or URLs: all of them, or none when one is no bundle jar")
     public String install(CommandSession session, @Descriptor("the jars: files' paths, or URLs") String[] locations) {
         if (locations == null || locations.length == 0) {
             throw new IllegalArgumentException("install needs the jar of a bundle: a file's path or a URL, e.g. install"
                     + " extra/x.jar" + NOTHING);
         }
-        List<Bundle> bundles = installAll(context, session, List.of(locations), "install", NOTHING);
-        return (bundles.size() > 1 ? "Bundle IDs: " : "Bundle ID: ")
-                + bundles.stream().map(b -> String.valueOf(b.getBundleId())).collect(Collectors.joining(", "));
+        // A location given twice is one bundle: its id is said once (Felix's command said "Bundle IDs: 27, 27").
+        List<Long> ids = installAll(context, session, List.of(locations), "install", NOTHING).stream()
+                .map(Bundle::getBundleId).distinct().toList();
+        return (ids.size() > 1 ? "Bundle IDs: " : "Bundle ID: ") + ids.stream().map(String::valueOf).collect(Collectors.joining(", "));
     }
 
     /**

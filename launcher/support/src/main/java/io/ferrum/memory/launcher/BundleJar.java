@@ -108,6 +108,16 @@ final class BundleJar implements AutoCloseable {
         }
         if ("file".equalsIgnoreCase(url.getProtocol())) {
             Path file = filePath(url);
+            if (file != null && !file.isAbsolute()) {
+                // file:c1.jar: Java reads it from the JVM's working folder, which a session's cd does not move; it is
+                // the session's file, as the bare path c1.jar is, and recorded by its absolute URL, which reads the
+                // same file in a later session too.
+                Path fromSession = file(session, file.toString());
+                if (fromSession == null) {
+                    throw new Refused(quoted(text), "it is no path of a file");
+                }
+                return fromFile(context, fromSession.toFile().toURI().toString(), fromSession);
+            }
             if (file != null) {
                 return fromFile(context, text, file);
             }
