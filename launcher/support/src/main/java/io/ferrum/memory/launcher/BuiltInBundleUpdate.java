@@ -1,8 +1,6 @@
 package io.ferrum.memory.launcher;
 
 import java.io.InputStream;
-import java.util.ArrayList;
-import java.util.List;
 
 import org.apache.felix.service.command.CommandSession;
 import org.apache.felix.service.command.Descriptor;
@@ -124,25 +122,11 @@ public final class BuiltInBundleUpdate {
             return b;
         }
         String text = String.valueOf(given).strip();
-        Bundle found = BundleConverter.find(context, text);
+        Bundle found = BundleConverter.findOrRefuse(context, text, "update", "; nothing was updated");
         if (found != null) {
             return found;
         }
         String shown = ControlCharacters.escaped(text);
-        if (text.matches("\\d{1,18}")) {
-            throw new IllegalArgumentException("No bundle has the id " + shown + " (lb lists the installed bundles);"
-                    + " nothing was updated");
-        }
-        List<Long> named = new ArrayList<>();
-        for (Bundle b : context.getBundles()) {
-            if (text.equals(b.getSymbolicName())) {
-                named.add(b.getBundleId());
-            }
-        }
-        if (named.size() > 1) {
-            throw new IllegalArgumentException(named.size() + " bundles are named " + shown + " (ids " + named.toString()
-                    .replaceAll("[\\[\\]]", "") + "): give the id of the one to update; nothing was updated");
-        }
         throw new IllegalArgumentException("No bundle is named '" + shown + "' (lb -s lists the installed bundles' names);"
                 + " nothing was updated");
     }

@@ -1,5 +1,8 @@
 package io.ferrum.memory.launcher;
 
+import java.util.ArrayList;
+import java.util.List;
+
 import org.apache.felix.service.command.Converter;
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
@@ -49,6 +52,35 @@ public final class BundleConverter implements Converter {
             }
         }
         return byName != null ? byName : context.getBundle(text);
+    }
+
+    /**
+     * @param verb    what the command does with the bundle, as the refusal says it ({@code "update"})
+     * @param nothing how the refusal ends ({@code "; nothing was updated"})
+     * @return the bundle {@code given} names, as {@link #find} finds it; null when it names none and is no id
+     * @throws IllegalArgumentException for an id no bundle has, or a name two bundles have (only the id says which)
+     */
+    static Bundle findOrRefuse(BundleContext context, String given, String verb, String nothing) {
+        String text = given.strip();
+        Bundle found = find(context, text);
+        if (found != null) {
+            return found;
+        }
+        String shown = ControlCharacters.escaped(text);
+        if (text.matches("\\d{1,18}")) {
+            throw new IllegalArgumentException("No bundle has the id " + shown + " (lb lists the installed bundles)" + nothing);
+        }
+        List<Long> named = new ArrayList<>();
+        for (Bundle b : context.getBundles()) {
+            if (text.equals(b.getSymbolicName())) {
+                named.add(b.getBundleId());
+            }
+        }
+        if (named.size() > 1) {
+            throw new IllegalArgumentException(named.size() + " bundles are named " + shown + " (ids " + named.toString()
+                    .replaceAll("[\\[\\]]", "") + "): give the id of the one to " + verb + nothing);
+        }
+        return null;
     }
 
     @Override

@@ -55,7 +55,8 @@ public final class BundleStart {
         List<Integer> toInstall = new ArrayList<>();
         List<String> locations = new ArrayList<>();
         for (String target : targets) {
-            Bundle named = installed(target);
+            // an installed bundle by its id, its symbolic name (when one bundle has it) or its location; else a location
+            Bundle named = BundleConverter.findOrRefuse(context, target, "start", NOTHING);
             if (named == null && !BundleJar.isUrl(target.strip())) {
                 Path file = BundleJar.file(session, target);
                 if (file != null && !Files.exists(file, LinkOption.NOFOLLOW_LINKS)) {
@@ -86,34 +87,6 @@ public final class BundleStart {
                 throw new IllegalArgumentException("Cannot start " + b.getSymbolicName() + " [" + b.getBundleId() + "]: "
                         + ControlCharacters.escaped(shown.getMessage() != null ? shown.getMessage() : shown.toString()));
             }
-        }
-        return null;
-    }
-
-    /**
-     * @return the installed bundle {@code target} names (its id, its symbolic name when one bundle has it, its
-     *         location), or null when it names none and is a location to install
-     * @throws IllegalArgumentException for an id no bundle has, or a name two bundles have
-     */
-    private Bundle installed(String target) {
-        String text = target.strip();
-        Bundle found = BundleConverter.find(context, text);
-        if (found != null) {
-            return found;
-        }
-        String shown = ControlCharacters.escaped(text);
-        if (text.matches("\\d{1,18}")) {
-            throw new IllegalArgumentException("No bundle has the id " + shown + " (lb lists the installed bundles)" + NOTHING);
-        }
-        List<Long> named = new ArrayList<>();
-        for (Bundle b : context.getBundles()) {
-            if (text.equals(b.getSymbolicName())) {
-                named.add(b.getBundleId());
-            }
-        }
-        if (named.size() > 1) {
-            throw new IllegalArgumentException(named.size() + " bundles are named " + shown + " (ids " + named.toString()
-                    .replaceAll("[\\[\\]]", "") + "): give the id of the one to start" + NOTHING);
         }
         return null;
     }
