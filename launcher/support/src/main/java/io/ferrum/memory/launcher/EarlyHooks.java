@@ -22,21 +22,22 @@ public final class EarlyHooks implements BundleActivator {
 
     @Override
     public void start(BundleContext context) {
-        keptStartLevels = KeptStartLevels.register(context);
         guard = context.registerService(FindHook.class, new BuiltInBundlesGuard(context), null);
         configFileGate = new ConfigFileGate(context);
         configFileGateRegistration = configFileGate.register();
         specialFiles = new SpecialFilesInPlugins(context);
         specialFilesRegistration = specialFiles.register();
+        // Last: it is added to the system bundle's context, which a failed start would not clean up.
+        keptStartLevels = KeptStartLevels.register(context);
     }
 
     @Override
     public void stop(BundleContext context) {
+        keptStartLevels.close();
         specialFilesRegistration.unregister();
         specialFiles.close();
         configFileGateRegistration.unregister();
         configFileGate.close();
         guard.unregister();
-        keptStartLevels.close();
     }
 }
