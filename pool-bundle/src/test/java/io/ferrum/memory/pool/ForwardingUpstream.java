@@ -10,10 +10,10 @@ import io.ferrum.memory.api.Device;
  * wait. It forwards the calls every upstream implements, {@code hostSegment} and {@code close}; the
  * rest (a typed reserve, hints) keep the SPI's defaults.
  */
-abstract class ForwardingUpstream implements DeviceUpstream {
-    final DeviceUpstream real;
+public abstract class ForwardingUpstream implements DeviceUpstream {
+    protected final DeviceUpstream real;
 
-    ForwardingUpstream(DeviceUpstream real) {
+    protected ForwardingUpstream(DeviceUpstream real) {
         this.real = real;
     }
 

@@ -28,7 +28,7 @@ import io.ferrum.memory.api.MemoryPoolConfig;
 import io.ferrum.memory.api.MemoryType;
 import io.ferrum.memory.pool.ArenaUpstream;
 import io.ferrum.memory.pool.DeviceChunk;
-import io.ferrum.memory.pool.DeviceUpstream;
+import io.ferrum.memory.pool.ForwardingUpstream;
 import io.ferrum.memory.pool.PoolSettings;
 
 /** What a manager holds over its life: handle slots, manager numbers, and nothing after close (issue 13: 9, 11, 19). */
@@ -121,12 +121,18 @@ class EngineLifetimeTest {
      * An upstream over {@link ArenaUpstream} whose call number {@code failAt} (counting the calls a
      * construction makes: the device facts, the host segment of a chunk and reserve) throws.
      */
-    private static final class FailingUpstream implements DeviceUpstream {
-        final ArenaUpstream real = new ArenaUpstream(64 * MiB);
+    private static final class FailingUpstream extends ForwardingUpstream {
+        final ArenaUpstream arena;
         private final int failAt;
         private int calls;
 
         FailingUpstream(int failAt) {
+            this(new ArenaUpstream(64 * MiB), failAt);
+        }
+
+        private FailingUpstream(ArenaUpstream arena, int failAt) {
+            super(arena);
+            this.arena = arena;
             this.failAt = failAt;
         }
 
@@ -171,31 +177,6 @@ class EngineLifetimeTest {
             call("hostSegment");
             return real.hostSegment(chunk);
         }
-
-        @Override
-        public void release(DeviceChunk chunk) {
-            real.release(chunk);
-        }
-
-        @Override
-        public void copy(DeviceChunk src, long srcOffset, DeviceChunk dst, long dstOffset, long bytes) {
-            real.copy(src, srcOffset, dst, dstOffset, bytes);
-        }
-
-        @Override
-        public void copyToHost(DeviceChunk src, long srcOffset, MemorySegment dst, long bytes) {
-            real.copyToHost(src, srcOffset, dst, bytes);
-        }
-
-        @Override
-        public void copyFromHost(MemorySegment src, DeviceChunk dst, long dstOffset, long bytes) {
-            real.copyFromHost(src, dst, dstOffset, bytes);
-        }
-
-        @Override
-        public void fill(DeviceChunk chunk, long offset, long bytes, byte value) {
-            real.fill(chunk, offset, bytes, value);
-        }
     }
 
     /** @return how many stream managers of the JVM are open (their ids' devices, kept JVM-wide by StreamIds) */
@@ -227,11 +208,11 @@ class EngineLifetimeTest {
                 m = new PoolEngine(up, preAllocating, PoolSettings.defaults(), null);
             } catch (RuntimeException refused) {
                 if (CoarseClock.users() != clockUsers || openStreamManagers() != streamManagers
-                        || up.real.liveBytes() != 0) {
+                        || up.arena.liveBytes() != 0) {
                     left.add("upstream call " + failAt + " (" + refused.getMessage() + "): clock users "
                             + CoarseClock.users() + " (before: " + clockUsers + "), open stream managers "
                             + openStreamManagers() + " (before: " + streamManagers + "), reserved "
-                            + up.real.liveBytes() + " bytes");
+                            + up.arena.liveBytes() + " bytes");
                     clockUsers = CoarseClock.users();
                     streamManagers = openStreamManagers();
                 }
