@@ -41,6 +41,8 @@ public final class StagedActionOverflowProbe {
     private static MemoryHandle h;
     private static MemoryAccess access;
     private static ReentrantLock lock;
+    /** The runs of the current access whose block's free was refused (a scope left inside). */
+    private static int scopesLeft;
     /** DataPath's list of the calling thread's open staging copies. */
     private static ThreadLocal<?> staged;
     /** Its entries' block (null once their action ended) and the entry within which each was made. */
@@ -122,8 +124,10 @@ public final class StagedActionOverflowProbe {
         int staleFresh = 0;
         int holdLeft = 0;
         int freeRefused = 0;
+        scopesLeft = 0;
         int lockLeft = 0;
         int stagingLeft = 0;
+        int actionRefused = 0;
         List<String> said = new ArrayList<>();
         for (int i = 0; i < runs; i++) {
             MemoryHandle run = m.allocate(SIZE, StagingRacesTest.GPU);
@@ -136,6 +140,11 @@ public final class StagedActionOverflowProbe {
                 pad(i);
             } catch (StackOverflowError expected) {
                 // the end of the run
+            } catch (RuntimeException refusedAction) {
+                // Refused by what an earlier run left on the block object (its free went through):
+                // counted there already; this run proves nothing more.
+                actionRefused++;
+                said.add("action refused: " + refusedAction);
             }
             if (liveStagingLeft()) {
                 stagingLeft++; // no action of this thread is open: none may hold a staging copy for it
@@ -172,6 +181,7 @@ public final class StagedActionOverflowProbe {
             });
             if (free != null) {
                 freeRefused++;
+                scopesLeft++;
                 said.add("free: " + free);
                 continue;
             }
@@ -193,19 +203,22 @@ public final class StagedActionOverflowProbe {
         }
         StringBuilder line = new StringBuilder(a + ": staging copy left " + stagingLeft + "/" + runs + "; stale read " + staleRead + "/" + runs + "; write failed "
                 + writeFailed + "/" + runs + "; stale fresh block " + staleFresh + "/" + runs + "; hold left "
-                + holdLeft + "/" + runs + "; free refused " + freeRefused + "/" + runs + "; lock left held " + lockLeft + "/" + runs);
+                + holdLeft + "/" + runs + "; free refused " + freeRefused + "/" + runs + "; lock left held " + lockLeft + "/" + runs
+                + (actionRefused == 0 ? "" : "; action refused " + actionRefused + "/" + runs));
         said.stream().distinct().limit(4).forEach(s -> line.append("\n    ").append(s));
         return line.toString();
     }
 
+    /**
+     * @param args the runs per access; then, optionally, the accesses to run (comma-separated names
+     *             of {@link MemoryAccess}; all by default), each on a manager of its own, so that
+     *             what one access's runs left cannot refuse the next access's actions
+     */
     public static void main(String[] args) throws Exception {
         int runs = Integer.parseInt(args[0]);
-        // Memory the CPU cannot address, and nothing recorded per copy (a JIT run makes thousands per run).
-        DeviceUpstream up = new ForwardingUpstream(new ArenaUpstream(StagingRacesTest.GPU, 64 * RaceHarness.MiB, false)) {
-        };
-        m = PooledMemoryManager.create(up, RaceHarness.config(RaceHarness.pool(RaceHarness.MiB, RaceHarness.MiB, 256)),
-                PoolSettings.defaults().withThreadCache(0), null);
-        lock = RaceHarness.poolLock(m, MemoryType.GENERAL);
+        List<MemoryAccess> accesses = args.length > 1
+                ? Arrays.stream(args[1].split(",")).map(MemoryAccess::valueOf).toList()
+                : List.of(MemoryAccess.values());
         Field field = Class.forName("io.ferrum.memory.pool.internal.DataPath").getDeclaredField("STAGED");
         field.setAccessible(true);
         staged = (ThreadLocal<?>) field.get(null);
@@ -214,9 +227,17 @@ public final class StagedActionOverflowProbe {
         block.setAccessible(true);
         outer = staging.getDeclaredField("outer");
         outer.setAccessible(true);
-        for (MemoryAccess a : MemoryAccess.values()) {
+        for (MemoryAccess a : accesses) {
+            // Memory the CPU cannot address, and nothing recorded per copy (a JIT run makes thousands per run).
+            DeviceUpstream up = new ForwardingUpstream(new ArenaUpstream(StagingRacesTest.GPU, 64 * RaceHarness.MiB, false)) {
+            };
+            m = PooledMemoryManager.create(up, RaceHarness.config(RaceHarness.pool(RaceHarness.MiB, RaceHarness.MiB, 256)),
+                    PoolSettings.defaults().withThreadCache(0), null);
+            lock = RaceHarness.poolLock(m, MemoryType.GENERAL);
             System.out.println(run(a, runs));
+            if (scopesLeft == 0) {
+                m.close(); // else left open: a close waits 30 s for each scope left, counted already
+            }
         }
-        m.close();
     }
 }

@@ -56,18 +56,24 @@ public final class ScopeOverflowProbe {
         }
     }
 
+    /**
+     * @param args the runs per call; then, optionally, {@code staged}: the blocks are on memory the
+     *             CPU cannot address (a device whose bytes go through host copies), else host memory
+     */
     public static void main(String[] args) throws Exception {
         int runs = Integer.parseInt(args[0]);
+        boolean staged = args.length > 1 && args[1].equals("staged");
+        Device device = staged ? Device.cuda(0) : Device.cpu();
         for (mode = 0; mode < NAMES.length; mode++) {
-            ArenaUpstream up = new ArenaUpstream(64L << 20);
+            ArenaUpstream up = staged ? new ArenaUpstream(device, 64L << 20, false) : new ArenaUpstream(64L << 20);
             m = PooledMemoryManager.create(up, MemoryManagerConfig.defaults(),
                     PoolSettings.defaults().withThreadCache(0), null);
-            h2 = m.allocate(4096, Device.cpu());
+            h2 = m.allocate(4096, device);
             int refused = 0;
             int neverReleased = 0;
             String message = null;
             for (int i = 0; i < runs; i++) {
-                h = m.allocate(4096, Device.cpu());
+                h = m.allocate(4096, device);
                 try {
                     pad(i);
                 } catch (StackOverflowError expected) {
