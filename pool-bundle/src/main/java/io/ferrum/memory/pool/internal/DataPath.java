@@ -59,6 +59,12 @@ final class DataPath {
      */
     private static final ThreadLocal<Staging> STAGED = new ThreadLocal<>();
 
+    static {
+        // Links the headroom's calls now, high on the stack: a first run resolves them through
+        // calls far deeper than the headroom itself (as Block's static initializer links its own).
+        StackHeadroom.require();
+    }
+
     /** A staging copy of {@code block} made by an action of this thread, within those of {@code outer}. */
     private static final class Staging {
         /**
@@ -119,9 +125,23 @@ final class DataPath {
         this.accessClock = accessClock;
     }
 
+    /**
+     * On memory the CPU cannot address, before the call takes anything (its scope first): returns
+     * only if the stack has room for the exits of whatever it takes ({@link StackHeadroom}). The
+     * chunk is read before the scope, so it may be one the block is being moved from; where an
+     * upstream answers {@code hostSegment} differently per chunk, such a call is checked needlessly
+     * or goes unchecked, nothing worse. On host memory: one read of the chunk's field and a branch.
+     */
+    private static void stagedHeadroom(Block b) {
+        if (b.chunk.host == null) {
+            StackHeadroom.require();
+        }
+    }
+
     /** Writes {@code src} into live block {@code b} named {@code h} at {@code offset}. */
     void write(Block b, MemoryHandle h, long offset, MemorySegment src) {
         long n = checks.segment(src, "source", false);
+        stagedHeadroom(b);
         Scopes.enter(b, h.id());
         try {
             Scopes.checkNamed(b, h.id());
@@ -145,6 +165,7 @@ final class DataPath {
     /** Reads live block {@code b} named {@code h} from {@code offset} into {@code dst}. */
     void read(Block b, MemoryHandle h, long offset, MemorySegment dst) {
         long n = checks.segment(dst, "destination", false);
+        stagedHeadroom(b);
         Scopes.enter(b, h.id());
         try {
             Scopes.checkNamed(b, h.id());
@@ -212,6 +233,7 @@ final class DataPath {
 
     /** Runs {@code action} on a view of live block {@code b} named {@code h}, alive for the action only. */
     <R> R withMapped(Block b, MemoryHandle h, MemoryAccess access, Function<? super MemorySegment, ? extends R> action) {
+        stagedHeadroom(b);
         Scopes.enter(b, h.id());
         try (Arena arena = Arena.ofConfined()) {
             Scopes.checkNamed(b, h.id());

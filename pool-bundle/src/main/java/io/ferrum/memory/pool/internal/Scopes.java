@@ -43,8 +43,11 @@ import io.ferrum.memory.pool.DeviceChunk;
  * Before, the exit's atomic add took a deeper chain of calls than the enter's compare-and-set, and
  * the name was checked by a call between the count going up and the {@code try}; a probe that
  * overflows at every point of the calls ({@code ScopeOverflowTest}) left a scope inside every
- * block. What is left is docs/RELIABILITY.md's: compiled code whose exception path does not inline
- * the exit, and an overflow on {@link #lastExit} (a flagged block's last exit).
+ * block. Compiled code needs more: an exception path the JIT never saw taken deoptimizes into
+ * larger interpreter frames, and the exit overflows in turn. On memory the CPU cannot address every
+ * call first makes sure of {@link StackHeadroom} for its exits, before the scope enters. What is left
+ * is docs/RELIABILITY.md's: that case on host memory (a few runs in hundreds), and an overflow on
+ * {@link #lastExit} (a flagged block's last exit) beyond the headroom.
  *
  * <p><b>Frees are refused while a scope runs</b> ({@link #awaitNone}): a free of a block with a scope
  * inside waits a few microseconds for the count to reach zero (a scope that entered a reused block

@@ -68,6 +68,9 @@ final class Transfers {
         if (size == 0) {
             return;
         }
+        if (s.chunk.host == null || d.chunk.host == null) {
+            StackHeadroom.require(); // room for the scopes' exits, before the first scope (DataPath#stagedHeadroom)
+        }
         Scopes.enter(s, srcId);
         try {
             Scopes.checkNamed(s, srcId);
