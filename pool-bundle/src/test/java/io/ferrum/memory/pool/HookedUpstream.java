@@ -127,6 +127,16 @@ public final class HookedUpstream implements DeviceUpstream {
         }
     }
 
+    /** @return true once the engine closed this upstream (for tests of other packages) */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /** @return the calls the engine must never make that it made, described; empty when all was well */
+    public String violations() {
+        return violations.toString();
+    }
+
     public long liveBytes() {
         return live.keySet().stream().mapToLong(Chunk::size).sum();
     }

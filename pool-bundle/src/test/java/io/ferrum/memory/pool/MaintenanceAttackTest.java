@@ -232,7 +232,8 @@ class MaintenanceAttackTest extends RaceHarness {
             return null;
         });
         try {
-            awaitParkedIn(threads.get(threads.size() - 1), "Pool", "acquire");
+            // A timed wait, within the close's limit (30 s): the copy is let go well before it.
+            awaitParkedIn(threads.get(threads.size() - 1), "Lifecycle", "tryLock");
             assertFalse(close.isDone(), "the close went on under the paused copy");
         } finally {
             copy.release();

@@ -72,6 +72,22 @@ final class Figures {
     }
 
     MemoryInfo memoryInfo() {
+        while (true) {
+            MemoryInfo info = tryMemoryInfo();
+            if (info != null) {
+                return info;
+            }
+        }
+    }
+
+    /**
+     * The full figures, with every pool's lock but those a defragmentation holds across device copies:
+     * those pools' figures are the ones their move found, which stand until it ends.
+     *
+     * @return the figures; null when a move whose figures were read ended before the caches were
+     *         (the figures read would then be of no one instant): the caller reads again
+     */
+    private MemoryInfo tryMemoryInfo() {
         long reserved = 0;
         long used = 0;
         long live = 0;
@@ -80,10 +96,22 @@ final class Figures {
         long[] cached;
         // Blocks move between a pool and a cache only under its lock or by a cache's owner, so used
         // and live are those of one instant.
+        Pool.BeforeMove[] moves = new Pool.BeforeMove[pools.length];
         int locked = 0;
         try {
             for (Pool pool : pools) {
-                pool.acquire();
+                // A pool a defragmentation holds (for good, under a device copy that never returns) is
+                // read from the figures its move found: a move changes none of them.
+                Pool.BeforeMove m = pool.acquireUnlessMoving();
+                if (m != null) {
+                    moves[locked++] = m;
+                    reserved += m.reserved();
+                    used += m.used();
+                    live += m.live();
+                    freeInReserved += m.freeInReserved();
+                    scattered += m.scattered();
+                    continue;
+                }
                 locked++;
                 reserved += pool.reserved;
                 used += pool.used;
@@ -94,9 +122,17 @@ final class Figures {
                 scattered += fs[1];
             }
             cached = caches.cachedAtOneMoment();
+            // The caches were read while each move read went on: the pools' figures stood meanwhile.
+            for (int i = 0; i < locked; i++) {
+                if (moves[i] != null && pools[i].moving != moves[i]) {
+                    return null;
+                }
+            }
         } finally {
             for (int i = locked - 1; i >= 0; i--) {
-                pools[i].lock.unlock();
+                if (moves[i] == null) {
+                    pools[i].lock.unlock();
+                }
             }
         }
         // Free bytes split by chunk boundaries are not fragmentation: no compaction joins them.
@@ -108,11 +144,20 @@ final class Figures {
         return new MemoryInfo(capacity, used, Math.max(0, capacity - used), reserved, live, fragmentation, bandwidth());
     }
 
-    /** @return each pool's reserved bytes, for the pools that hold any; each read under its pool's lock */
+    /**
+     * @return each pool's reserved bytes, for the pools that hold any; each read under its pool's
+     *         lock, or from the figures the move found where a defragmentation holds that lock
+     */
     Map<MemoryType, Long> reservedByType() {
         Map<MemoryType, Long> out = new EnumMap<>(MemoryType.class);
         for (Pool pool : pools) {
-            pool.acquire();
+            Pool.BeforeMove m = pool.acquireUnlessMoving();
+            if (m != null) {
+                if (m.reserved() > 0) {
+                    out.put(pool.type, m.reserved());
+                }
+                continue;
+            }
             try {
                 if (pool.reserved > 0) {
                     out.put(pool.type, pool.reserved);

@@ -43,13 +43,15 @@ import io.ferrum.memory.pool.PoolLog;
  */
 final class Lifecycle {
     static final long CLOSE_WAIT_SECONDS = 30;
-    private static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(CLOSE_WAIT_SECONDS);
+    static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(CLOSE_WAIT_SECONDS);
 
     private final Device device;
     private final DeviceUpstream upstream;
     private final DeviceAccount account;
     private final PoolLog log;
     private final Pool[] pools;
+    /** How long a close waits for each pool's work ({@link #CLOSE_WAIT_NANOS}; tests set less). */
+    private final long closeWaitNanos;
     /** Read on every call of the front: set once, by the first close. */
     volatile boolean closed;
     /**
@@ -73,11 +75,17 @@ final class Lifecycle {
     private volatile List<Block> keptAliases = List.of();
 
     Lifecycle(DeviceUpstream upstream, DeviceAccount account, PoolLog log, Pool[] pools) {
+        this(upstream, account, log, pools, CLOSE_WAIT_NANOS);
+    }
+
+    /** @param closeWaitNanos how long a close waits for each pool's work */
+    Lifecycle(DeviceUpstream upstream, DeviceAccount account, PoolLog log, Pool[] pools, long closeWaitNanos) {
         this.device = upstream.device();
         this.upstream = upstream;
         this.account = account;
         this.log = log;
         this.pools = pools;
+        this.closeWaitNanos = closeWaitNanos;
     }
 
     /**
@@ -256,10 +264,38 @@ final class Lifecycle {
     }
 
     /**
+     * What a close gathers from its pools under their locks and acts on outside them: the blocks
+     * still named, the chunks to release, the aliases to end, the work and views it leaves behind.
+     */
+    static final class Closing {
+        final LeakReport leaks;
+        final List<DeviceChunk> chunks = new ArrayList<>();
+        /** Blocks named by aliases in peers' tables: those aliases die after the pools' locks go. */
+        final List<Block> aliased = new ArrayList<>();
+        /** Aliases that stay while a view in native use keeps their pool ({@link #keptAliases}). */
+        final List<Block> kept = new ArrayList<>();
+        int deferred;
+        int stuck;
+        /** Asked once, only when a scope is inside a block: a close called from a withMapped action. */
+        Boolean insideAction;
+        /**
+         * Asked once, only when work is in flight: a close called where an async operation's work
+         * ends (a pressure callback told by the unpin that gave a freed block back).
+         */
+        Boolean endingAsync;
+
+        Closing(Device device) {
+            this.leaks = new LeakReport(device);
+        }
+    }
+
+    /**
      * The close proper, after the caches and aliases are gone: marks every pool closed, waits for
      * its in-flight work, closes every view, reports what was still allocated, and releases the
      * chunks of each pool that no work holds (the others are released by their last work, or by a
-     * later close when a view held them).
+     * later close when a view held them). A pool whose lock a defragmentation holds for longer than
+     * the close's limit (a device copy that does not return) is left to that defragmentation, which
+     * closes it as it ends ({@link #closeLeftPool}).
      *
      * @param decidedUnused a conditional close found no named block under every pool's lock: a block
      *                      named now was named outside the locks after that look, and its owner is
@@ -268,109 +304,231 @@ final class Lifecycle {
      *         this close is done
      */
     void closePools(HandleTable handles, boolean decidedUnused) {
-        LeakReport leaks = new LeakReport(device);
-        int deferred = 0;
-        int stuck = 0;
-        List<DeviceChunk> chunks = new ArrayList<>();
-        // Blocks named by aliases in peers' tables: those aliases die after the pools' locks go.
-        List<Block> aliased = new ArrayList<>();
-        List<Block> kept = new ArrayList<>();
-        // Asked once, only when a scope is inside a block: a close called from a withMapped action.
-        Boolean insideAction = null;
-        // Asked once, only when work is in flight: a close called where an async operation's work ends
-        // (a pressure callback told by the unpin that gave a freed block back).
-        Boolean endingAsync = null;
+        Closing c = new Closing(device);
         for (Pool pool : pools) {
-            pool.acquire();
+            if (!acquireForClose(pool, handles, decidedUnused)) {
+                continue; // left to the defragmentation that holds it, or closed by it meanwhile
+            }
             try {
-                pool.closed = true;
-                pool.grown.signalAll();
-                pool.settled.signalAll();
-                // Scopes (withMapped, read, write) pin without the lock: each block with one inside
-                // is one piece of work, ended by its last scope to leave.
-                int scoped = Scopes.closeAll(pool);
-                pool.inflight += scoped;
-                if (scoped > 0 && insideAction == null) {
-                    insideAction = DataPath.callerInsideAction();
-                }
-                if (pool.inflight > 0 && endingAsync == null) {
-                    endingAsync = Transfers.callerEndsAsyncWork();
-                }
-                // The caller's own action, or the async work it is ending (which may still pin a block,
-                // and behind which its stream holds the work queued there), is work only its return
-                // can end: waiting for it would wait out the whole limit. Its end (or the last other
-                // work's) releases the chunks then.
-                if (insideAction != Boolean.TRUE && endingAsync != Boolean.TRUE) {
-                    awaitIdle(pool);
-                }
-                int aliasedBefore = aliased.size();
-                for (Block b : pool.allocatedBlocks()) {
-                    // Every view goes, of blocks still named and of blocks a racing free has claimed alike.
-                    MappingState m = b.mapping;
-                    if (m != null && !Reclaimer.closeArena(b, m) && !pool.stuckViews.contains(b)) {
-                        pool.stuckViews.add(b);
-                    }
-                    if (!b.isNamed()) {
-                        continue;
-                    }
-                    if (!decidedUnused) {
-                        leaks.add(b);
-                    }
-                    handles.unregister(b, b.handleId);
-                    if (b.issuer != null) {
-                        aliased.add(b);
-                    }
-                }
-                if (!pool.stuckViews.isEmpty()) {
-                    // A view a native operation holds keeps the pool's chunks: the aliases stay, so
-                    // that the last of their frees may release them (releaseIfDone), as it would
-                    // for the view of an aliased block, until the pool is released otherwise.
-                    List<Block> stay = aliased.subList(aliasedBefore, aliased.size());
-                    kept.addAll(stay);
-                    stay.clear();
-                }
-                if (pool.inflight == 0 && pool.stuckViews.isEmpty()) {
-                    chunks.addAll(pool.takeAllChunks());
-                } else {
-                    // Copies still run on this memory: whoever ends the last of them releases it. A
-                    // view a native operation still uses keeps it until close is called again.
-                    pool.releaseWhenIdle = true;
-                    closeHolds.incrementAndGet();
-                    deferred += pool.inflight;
-                    stuck += pool.stuckViews.size();
-                }
+                closePool(pool, c, handles, decidedUnused, true);
             } finally {
                 pool.lock.unlock();
             }
         }
-        if (!kept.isEmpty()) {
-            keptAliases = kept;
+        finish(c);
+    }
+
+    /**
+     * Takes {@code pool}'s lock for the close, waiting up to the close's limit (an interrupt ends the
+     * wait) for a defragmentation that holds it across device copies; past it, leaves the pool to that
+     * defragmentation ({@link Pool#closeLeft}), which closes it as it ends, with one warning. The
+     * other holders of the lock hold it for bookkeeping only, and are waited for.
+     *
+     * @return true with the lock held and the pool still to close; false if the pool is left to a
+     *         defragmentation, or one closed it meanwhile
+     */
+    private boolean acquireForClose(Pool pool, HandleTable handles, boolean decidedUnused) {
+        if (pool.lock.tryLock()) {
+            return true;
+        }
+        long deadline = System.nanoTime() + closeWaitNanos;
+        boolean interrupted = false;
+        try {
+            while (true) {
+                long left = deadline - System.nanoTime();
+                if (pool.moving != null && (left <= 0 || interrupted)) {
+                    break;
+                }
+                if (tryLock(pool, left > 0 ? Math.min(left, Pool.LOOK_NANOS) : Pool.LOOK_NANOS)) {
+                    return true;
+                }
+                interrupted |= Thread.interrupted();
+            }
+            // What the defragmentation's end needs to close the pool, published by closeLeft's write;
+            // and the upstream's hold its end gives back.
+            leftHandles = handles;
+            leftDecidedUnused = decidedUnused;
+            closeHolds.incrementAndGet();
+            pool.closeLeft = true;
+            // A defragmentation still moving reads closeLeft after it clears moving (both volatile):
+            // one of the two sees the other's write. Seen moving: its end closes the pool.
+            while (!tryLock(pool, Pool.LOOK_NANOS)) {
+                interrupted |= Thread.interrupted();
+                if (pool.moving != null) {
+                    log.warn(device + ": close gave up after " + waited() + " waiting for the " + pool.type + " pool, whose defragmentation holds it for a device copy"
+                            + " that has not returned; that pool's memory and the upstream stay until the copy returns,"
+                            + " then are released", null);
+                    return false;
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        // The defragmentation ended before it saw closeLeft, or closed the pool itself.
+        boolean ours = pool.closeLeft;
+        if (ours) {
+            // Taken back: the hold for the defragmentation's end goes (the close's own remains: never the last).
+            pool.closeLeft = false;
+            closeHolds.decrementAndGet();
+        } else {
+            pool.lock.unlock(); // its end gives back the hold once it has let go of the lock
+        }
+        return ours;
+    }
+
+    /** @return the close's limit, as a log line says it */
+    private String waited() {
+        return closeWaitNanos >= TimeUnit.SECONDS.toNanos(1) ? TimeUnit.NANOSECONDS.toSeconds(closeWaitNanos) + " s"
+                : TimeUnit.NANOSECONDS.toMillis(closeWaitNanos) + " ms";
+    }
+
+    /**
+     * @return true if {@code pool}'s lock was taken within {@code nanos}; false if not, or if the
+     *         thread was interrupted (its flag then stays set for the caller to take)
+     */
+    private static boolean tryLock(Pool pool, long nanos) {
+        try {
+            return pool.lock.tryLock(nanos, TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** Set by a close that leaves a pool to its defragmentation, before {@link Pool#closeLeft}: for its end. */
+    private HandleTable leftHandles;
+    private boolean leftDecidedUnused;
+
+    /**
+     * Under {@code pool}'s lock, by a defragmentation that a close left the pool to ({@link
+     * Pool#closeLeft}) as it ends: closes the pool as the close would have, without waiting for its
+     * work (the last work's end releases the chunks then). The caller hands the result to {@link
+     * #finishLeftPool} once it has let go of the lock.
+     */
+    Closing closeLeftPool(Pool pool) {
+        pool.closeLeft = false;
+        Closing c = new Closing(device);
+        closePool(pool, c, leftHandles, leftDecidedUnused, false);
+        return c;
+    }
+
+    /**
+     * Outside the locks, after {@link #closeLeftPool}: releases what it gathered and gives back the
+     * upstream's hold the close took for that pool.
+     */
+    void finishLeftPool(Closing closing) {
+        try {
+            finish(closing);
+        } finally {
+            finishClose();
+        }
+    }
+
+    /**
+     * Under {@code pool}'s lock: marks it closed, waits for its work when {@code wait} (and the caller
+     * is not that work itself), closes every view, notes what was still allocated, and takes its
+     * chunks into {@code c} if no work or view holds them (else their last work releases them).
+     */
+    private void closePool(Pool pool, Closing c, HandleTable handles, boolean decidedUnused, boolean wait) {
+        pool.closed = true;
+        pool.grown.signalAll();
+        pool.settled.signalAll();
+        // Scopes (withMapped, read, write) pin without the lock: each block with one inside
+        // is one piece of work, ended by its last scope to leave.
+        int scoped = Scopes.closeAll(pool);
+        pool.inflight += scoped;
+        if (wait) {
+            if (scoped > 0 && c.insideAction == null) {
+                c.insideAction = DataPath.callerInsideAction();
+            }
+            if (pool.inflight > 0 && c.endingAsync == null) {
+                c.endingAsync = Transfers.callerEndsAsyncWork();
+            }
+            // The caller's own action, or the async work it is ending (which may still pin a block,
+            // and behind which its stream holds the work queued there), is work only its return
+            // can end: waiting for it would wait out the whole limit. Its end (or the last other
+            // work's) releases the chunks then.
+            if (c.insideAction != Boolean.TRUE && c.endingAsync != Boolean.TRUE) {
+                awaitIdle(pool);
+            }
+        }
+        int aliasedBefore = c.aliased.size();
+        for (Block b : pool.allocatedBlocks()) {
+            // Every view goes, of blocks still named and of blocks a racing free has claimed alike.
+            MappingState m = b.mapping;
+            if (m != null && !Reclaimer.closeArena(b, m) && !pool.stuckViews.contains(b)) {
+                pool.stuckViews.add(b);
+            }
+            if (!b.isNamed()) {
+                continue;
+            }
+            if (!decidedUnused) {
+                c.leaks.add(b);
+            }
+            handles.unregister(b, b.handleId);
+            if (b.issuer != null) {
+                c.aliased.add(b);
+            }
+        }
+        if (!pool.stuckViews.isEmpty()) {
+            // A view a native operation holds keeps the pool's chunks: the aliases stay, so
+            // that the last of their frees may release them (releaseIfDone), as it would
+            // for the view of an aliased block, until the pool is released otherwise.
+            List<Block> stay = c.aliased.subList(aliasedBefore, c.aliased.size());
+            c.kept.addAll(stay);
+            stay.clear();
+        }
+        if (pool.inflight == 0 && pool.stuckViews.isEmpty()) {
+            c.chunks.addAll(pool.takeAllChunks());
+        } else {
+            // Copies still run on this memory: whoever ends the last of them releases it. A
+            // view a native operation still uses keeps it until close is called again.
+            pool.releaseWhenIdle = true;
+            closeHolds.incrementAndGet();
+            c.deferred += pool.inflight;
+            c.stuck += pool.stuckViews.size();
+        }
+    }
+
+    /** Outside the locks: acts on what {@link #closePool} gathered. @throws Error as {@link #closePools} */
+    private void finish(Closing c) {
+        if (!c.kept.isEmpty()) {
+            keepAliases(c.kept);
         }
         Error failed = null;
         try {
-            releaseChunks(chunks);
+            releaseChunks(c.chunks);
         } catch (Error e) {
             failed = e; // every chunk went: the close goes on, and its caller hears of it at the end
         }
-        endAliases(aliased);
-        if (stuck > 0) {
-            log.warn(device + ": closed while native operations still used " + stuck + " mapped views;"
+        endAliases(c.aliased);
+        if (c.stuck > 0) {
+            log.warn(device + ": closed while native operations still used " + c.stuck + " mapped views;"
                     + " their pools' memory stays reserved until those views can close (the last handle of their blocks"
                     + " freed, or close() called again after those operations end)", null);
         }
-        if (deferred > 0) {
-            log.warn(device + ": closed while " + deferred + " copies, upstream calls or withMapped actions still ran on its memory;"
+        if (c.deferred > 0) {
+            log.warn(device + ": closed while " + c.deferred + " copies, upstream calls or withMapped actions still ran on its memory;"
                     + " that memory is released when the last of them ends", null);
         }
-        leaks.tell(log);
+        c.leaks.tell(log);
         if (failed != null) {
             throw failed;
         }
     }
 
+    /** Adds to the aliases kept until the last of this manager's memory is released. */
+    private synchronized void keepAliases(List<Block> kept) {
+        List<Block> all = new ArrayList<>(keptAliases);
+        all.addAll(kept);
+        keptAliases = all;
+    }
+
     /** Under the pool's lock: waits up to the close's limit for the pool's in-flight work to end. */
-    private static void awaitIdle(Pool pool) {
-        long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+    private void awaitIdle(Pool pool) {
+        long deadline = System.nanoTime() + closeWaitNanos;
         while (pool.inflight > 0) {
             long left = deadline - System.nanoTime();
             if (left <= 0) {

@@ -129,15 +129,32 @@ final class Maintenance implements OutOfMemoryHook {
         }
     }
 
+    /**
+     * Compacts {@code pool} under its lock, marked {@link Pool#moving} meanwhile; a close that
+     * gave up waiting for it ({@link Pool#closeLeft}) is finished here, as it ends.
+     */
     private long compact(Pool pool) {
+        Lifecycle.Closing leftByClose = null;
         pool.acquire();
         try {
             if (pool.closed) {
                 throw checks.closed();
             }
-            return compactor.compact(pool);
+            pool.moving = Pool.BeforeMove.of(pool, caches.enabled());
+            try {
+                return compactor.compact(pool);
+            } finally {
+                pool.moving = null;
+                // After moving's clearing: a close that still saw it set leaves the pool to us.
+                if (pool.closeLeft) {
+                    leftByClose = lifecycle.closeLeftPool(pool);
+                }
+            }
         } finally {
             pool.lock.unlock();
+            if (leftByClose != null) {
+                lifecycle.finishLeftPool(leftByClose);
+            }
         }
     }
 

@@ -3,6 +3,7 @@ package io.ferrum.memory.pool.internal;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -95,6 +96,34 @@ public final class Pool {
      */
     long lastCacheThread = NO_THREAD;
     boolean closed;
+    /**
+     * Set under the lock while a defragmentation moves this pool's blocks, null otherwise: the one
+     * holder of the lock across device calls, for as long as the device takes (for good, on a wedged
+     * GPU). The pool's figures as the move found them, which stand for the whole move (a move changes
+     * none of them): the full figures read these instead of waiting ({@link #acquireUnlessMoving}),
+     * and a close that has waited its limit leaves the pool to the move ({@link #closeLeft}). Cleared
+     * before the defragmentation reads {@link #closeLeft}, under the lock.
+     */
+    volatile BeforeMove moving;
+
+    /**
+     * A pool's own figures at the start of a defragmentation's move, as {@link Figures#memoryInfo}
+     * reads them under the lock.
+     */
+    record BeforeMove(long reserved, long used, long live, long freeInReserved, long scattered) {
+        /** Under {@code pool}'s lock: its figures now. */
+        static BeforeMove of(Pool pool, boolean idleIsFree) {
+            long[] fs = pool.freeAndScattered(idleIsFree);
+            return new BeforeMove(pool.reserved, pool.used, pool.live, fs[0], fs[1]);
+        }
+    }
+
+    /**
+     * Set by a close that waited its limit for a defragmentation of this pool: the defragmentation
+     * closes the pool as it ends ({@link Lifecycle#closeLeftPool}). Set before the close reads
+     * {@link #moving}; cleared, under the lock, by whichever of the two closes the pool.
+     */
+    volatile boolean closeLeft;
 
     /** The free blocks of this pool's chunks. */
     final FreeBlockIndex free = new FreeBlockIndex();
@@ -154,6 +183,42 @@ public final class Pool {
             }
         }
         l.lock();
+    }
+
+    /** How long a wait for the lock that must notice a defragmentation taking it waits at a time. */
+    static final long LOOK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+
+    /**
+     * Takes the lock unless a defragmentation holds it ({@link #moving}): the other holders hold it
+     * for bookkeeping only. An interrupt does not end the wait; the flag stays set.
+     *
+     * @return null with the lock held; else, without it, the figures of the move that holds it
+     */
+    BeforeMove acquireUnlessMoving() {
+        ReentrantLock l = lock;
+        if (l.tryLock()) {
+            return null;
+        }
+        boolean interrupted = false;
+        try {
+            while (true) {
+                BeforeMove m = moving;
+                if (m != null) {
+                    return m;
+                }
+                try {
+                    if (l.tryLock(LOOK_NANOS, TimeUnit.NANOSECONDS)) {
+                        return null;
+                    }
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 
     /**

@@ -97,6 +97,16 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
     /** @param handles the handle table (tests: a small one), or null for a full-size one */
     PoolEngine(DeviceUpstream upstream, MemoryManagerConfig config, PoolSettings settings,
                StreamExecutor streams, HandleTable handles) {
+        this(upstream, config, settings, streams, handles, Lifecycle.CLOSE_WAIT_NANOS);
+    }
+
+    /**
+     * @param handles        the handle table (tests: a small one), or null for a full-size one
+     * @param closeWaitNanos how long {@link #close} waits for each pool's work and lock (tests: less
+     *                       than {@value Lifecycle#CLOSE_WAIT_SECONDS} s)
+     */
+    PoolEngine(DeviceUpstream upstream, MemoryManagerConfig config, PoolSettings settings,
+               StreamExecutor streams, HandleTable handles, long closeWaitNanos) {
         if (upstream == null || config == null || settings == null) {
             throw Checks.missingParts();
         }
@@ -122,7 +132,7 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
         for (MemoryType type : types) {
             pools[type.ordinal()] = new Pool(type, startConfig(config, type), account, gcThreshold);
         }
-        this.lifecycle = new Lifecycle(upstream, account, settings.log(), pools);
+        this.lifecycle = new Lifecycle(upstream, account, settings.log(), pools, closeWaitNanos);
         this.caches = new ThreadCaches(pools, this.handles, lifecycle, SharedPoolRule.INSTANCE,
                 settings.threadCacheBytes(), settings.threadCacheBytes() > 0 && zeroing == ZeroingPolicy.NONE
                 && !config.enableDebug());

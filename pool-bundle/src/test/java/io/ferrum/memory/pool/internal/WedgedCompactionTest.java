@@ -1,0 +1,143 @@
+package io.ferrum.memory.pool.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import org.junit.jupiter.api.Test;
+
+import io.ferrum.memory.api.DefragmentationStats;
+import io.ferrum.memory.api.Device;
+import io.ferrum.memory.api.DeviceUnavailableException;
+import io.ferrum.memory.api.MemoryHandle;
+import io.ferrum.memory.api.MemoryInfo;
+import io.ferrum.memory.api.MemoryManagerConfig;
+import io.ferrum.memory.api.MemoryPoolConfig;
+import io.ferrum.memory.api.MemoryType;
+import io.ferrum.memory.pool.HookedUpstream;
+import io.ferrum.memory.pool.HookedUpstream.Call;
+import io.ferrum.memory.pool.HookedUpstream.Pause;
+import io.ferrum.memory.pool.PoolLog;
+import io.ferrum.memory.pool.PoolSettings;
+
+/**
+ * A defragmentation holds its pool's lock while the device copies a block: a copy that never
+ * returns (a wedged GPU) held {@code memoryInfo()} and {@code close()} for as long, for good. The
+ * copy is paused by the test upstream; the close's bound is the engine's, set short here. The
+ * futures' 10 s timeouts are only the failure signal.
+ */
+class WedgedCompactionTest {
+    static final long KiB = 1024;
+    static final long MiB = 1024 * KiB;
+    static final Device CPU = Device.cpu();
+    /** The close's bound for these tests: long enough that a healthy close never meets it. */
+    static final long CLOSE_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(300);
+
+    static MemoryManagerConfig config() {
+        MemoryPoolConfig oneMiB = MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(MiB).alignment(256).build();
+        return MemoryManagerConfig.defaults().withAutoGc(false, 0.85).withPoolConfig(MemoryType.GENERAL, oneMiB)
+                .withPoolConfig(MemoryType.TENSOR, oneMiB);
+    }
+
+    /** A log that keeps its warnings. */
+    static final class Warnings implements PoolLog {
+        final List<String> lines = new CopyOnWriteArrayList<>();
+
+        @Override
+        public void warn(String message, Throwable cause) {
+            lines.add(message);
+        }
+
+        @Override
+        public void info(String message) {
+        }
+    }
+
+    static <T> CompletableFuture<T> start(String name, Callable<T> call) {
+        CompletableFuture<T> f = new CompletableFuture<>();
+        Thread t = new Thread(() -> {
+            try {
+                f.complete(call.call());
+            } catch (Throwable e) {
+                f.completeExceptionally(e);
+            }
+        }, name);
+        t.setDaemon(true);
+        t.start();
+        return f;
+    }
+
+    @Test
+    void aCompactionCopyThatNeverReturnsHoldsNeitherTheFiguresNorTheCloseBeyondItsBound() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        Warnings log = new Warnings();
+        PoolEngine m = new PoolEngine(up, config(), PoolSettings.defaults().withThreadCache(0).withLog(log), null,
+                null, CLOSE_WAIT_NANOS);
+        MemoryHandle hole = m.allocate(64 * KiB, CPU);
+        m.allocate(64 * KiB, CPU); // the block the compaction slides into the hole
+        m.allocate(64 * KiB, MemoryType.TENSOR, CPU);
+        m.deallocate(hole);
+        MemoryInfo before = m.memoryInfo();
+        Pause copy = up.pauseNext(Call.COPY);
+        CompletableFuture<CompletableFuture<DefragmentationStats>> defrag = start("defragment",
+                () -> m.defragment(CPU).toCompletableFuture());
+        try {
+            copy.awaitArrival();
+            MemoryInfo during;
+            try {
+                during = start("memoryInfo", m::memoryInfo).get(10, TimeUnit.SECONDS);
+            } catch (TimeoutException e) {
+                throw new AssertionError("memoryInfo waited for the compaction's copy", e);
+            }
+            assertEquals(before.usedBytes(), during.usedBytes(), "the figures during the move");
+            assertEquals(before.activeAllocations(), during.activeAllocations());
+            assertEquals(before.reservedBytes(), during.reservedBytes());
+            assertEquals(before.fragmentationRatio(), during.fragmentationRatio(), "the moving pool's, as the move found it");
+            try {
+                assertEquals(Map.of(MemoryType.GENERAL, MiB, MemoryType.TENSOR, MiB),
+                        start("reservedByType", m::reservedByType).get(10, TimeUnit.SECONDS));
+            } catch (TimeoutException e) {
+                throw new AssertionError("reservedByType waited for the compaction's copy", e);
+            }
+            try {
+                start("close", () -> {
+                    m.close();
+                    return null;
+                }).get(10, TimeUnit.SECONDS);
+            } catch (TimeoutException e) {
+                throw new AssertionError("close waited for the compaction's copy beyond its bound", e);
+            }
+            assertTrue(m.isClosed());
+            assertThrows(DeviceUnavailableException.class, () -> m.allocate(KiB, CPU));
+            assertEquals(MiB, up.liveBytes(), "the other pools' chunks went back; the moving pool's stays");
+            assertFalse(up.isClosed(), "the upstream closes after the last chunk went back");
+            assertEquals(1, log.lines.stream().filter(l -> l.contains("GENERAL pool")).count(), log.lines.toString());
+            String line = log.lines.stream().filter(l -> l.contains("GENERAL pool")).findFirst().orElseThrow();
+            assertTrue(line.startsWith(CPU + ": "), line);
+            assertTrue(line.contains("defragmentation") && line.contains("device copy"), line);
+        } finally {
+            copy.release();
+        }
+        // The GENERAL pool's compaction ends, then the defragmentation finds the next pool closed.
+        ExecutionException refused = assertThrows(ExecutionException.class,
+                () -> defrag.get(10, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS));
+        assertInstanceOf(DeviceUnavailableException.class, refused.getCause());
+        assertEquals(0, up.liveBytes(), "the compaction's end released its pool");
+        assertTrue(up.isClosed(), "and closed the upstream");
+        assertEquals("", up.violations());
+        assertEquals(2, log.lines.stream().filter(l -> l.contains("1 live allocation")).count(),
+                "each pool's block left allocated is reported, TENSOR's by the close, GENERAL's at the move's end: "
+                        + log.lines);
+    }
+}
