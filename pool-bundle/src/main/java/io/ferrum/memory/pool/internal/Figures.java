@@ -72,8 +72,21 @@ final class Figures {
     }
 
     MemoryInfo memoryInfo() {
+        return atOneMoment(true);
+    }
+
+    /**
+     * The used bytes {@link #memoryInfo} reports, of one instant as there, without walking the blocks
+     * for the fragmentation: for the pressure level a teller tells.
+     */
+    long usedAtOneMoment() {
+        return atOneMoment(false).usedBytes();
+    }
+
+    /** @param walk walk the blocks for the fragmentation; else report the last one's */
+    private MemoryInfo atOneMoment(boolean walk) {
         while (true) {
-            MemoryInfo info = tryMemoryInfo();
+            MemoryInfo info = tryMemoryInfo(walk);
             if (info != null) {
                 return info;
             }
@@ -84,10 +97,11 @@ final class Figures {
      * The full figures, with every pool's lock but those a defragmentation holds across device copies:
      * those pools' figures are the ones their move found, which stand until it ends.
      *
+     * @param walk walk the blocks for the fragmentation; else report the last full report's
      * @return the figures; null when a move whose figures were read ended before the caches were
      *         (the figures read would then be of no one instant): the caller reads again
      */
-    private MemoryInfo tryMemoryInfo() {
+    private MemoryInfo tryMemoryInfo(boolean walk) {
         long reserved = 0;
         long used = 0;
         long live = 0;
@@ -116,10 +130,12 @@ final class Figures {
                 reserved += pool.reserved;
                 used += pool.used;
                 live += pool.live;
-                // Blocks in thread caches are free in these figures: a hole they sit in is no hole.
-                long[] fs = pool.freeAndScattered(caches.enabled());
-                freeInReserved += fs[0];
-                scattered += fs[1];
+                if (walk) {
+                    // Blocks in thread caches are free in these figures: a hole they sit in is no hole.
+                    long[] fs = pool.freeAndScattered(caches.enabled());
+                    freeInReserved += fs[0];
+                    scattered += fs[1];
+                }
             }
             cached = caches.cachedAtOneMoment();
             // The caches were read while each move read went on: the pools' figures stood meanwhile.
@@ -136,9 +152,12 @@ final class Figures {
             }
         }
         // Free bytes split by chunk boundaries are not fragmentation: no compaction joins them.
-        double fragmentation = freeInReserved == 0 ? 0.0 : (double) scattered / (double) freeInReserved;
-        fragmentation = Math.max(0.0, Math.min(1.0, fragmentation));
-        lastFragmentation = fragmentation;
+        double fragmentation = lastFragmentation;
+        if (walk) {
+            fragmentation = freeInReserved == 0 ? 0.0 : (double) scattered / (double) freeInReserved;
+            fragmentation = Math.max(0.0, Math.min(1.0, fragmentation));
+            lastFragmentation = fragmentation;
+        }
         used = Math.max(0, used - cached[0]);
         live = Math.max(0, live - cached[1]);
         return new MemoryInfo(capacity, used, Math.max(0, capacity - used), reserved, live, fragmentation, bandwidth());

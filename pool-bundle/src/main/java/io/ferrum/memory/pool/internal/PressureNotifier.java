@@ -2,6 +2,7 @@ package io.ferrum.memory.pool.internal;
 
 import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
@@ -19,6 +20,10 @@ import io.ferrum.memory.pool.PoolLog;
  * count. The account's used bytes (cached ones included) bound it from above, so below
  * {@link #lowBelow} (capacity x MEDIUM's threshold, less a byte) the level is LOW without reading
  * the caches: the check after a cached allocate or free costs two reads while the level was LOW.
+ * That look ({@link #current}) reads the account and the caches apart, so it may mix two moments (a
+ * cache drained between the reads counts its blocks as used): it only decides whether to look
+ * closer. The level told is read at one moment, as the figures are ({@link Figures#usedAtOneMoment},
+ * under every pool's lock): only on a change of level, never on an allocate or free that changes none.
  *
  * <p><b>Invariants.</b> One thread at a time tells a change ({@link #pressureLock}, never an
  * allocation lock, never waited for): a thread that finds another telling goes on at once, and the
@@ -42,6 +47,13 @@ final class PressureNotifier {
     private final ReentrantLock pressureLock = new ReentrantLock();
     private volatile MemoryPressure lastPressure = MemoryPressure.LOW;
     private volatile Consumer<MemoryPressure> callback;
+    /**
+     * Bumped by a check that found another thread telling: a teller whose closer look found no change
+     * looks again only if it moved meanwhile.
+     */
+    private final AtomicInteger asked = new AtomicInteger();
+    /** Tests: run by a teller before it reads the level to tell (a change forced there). */
+    static volatile Runnable tellingForTests;
 
     PressureNotifier(Device device, DeviceAccount account, ThreadCaches caches, Figures figures, Lifecycle lifecycle,
                      PoolLog log) {
@@ -81,8 +93,7 @@ final class PressureNotifier {
         if (used < lowBelow) {
             return MemoryPressure.LOW;
         }
-        used = Math.max(0, used - caches.cachedBytes());
-        return MemoryPressure.forUtilization((double) used / (double) capacity * 100.0);
+        return level(Math.max(0, used - caches.cachedBytes()));
     }
 
     /** After an allocation or free served by a thread cache: blocks entering or leaving a cache change the level too. */
@@ -100,22 +111,40 @@ final class PressureNotifier {
             // now, inside the tell of the one before, would reach observers ahead of that one.
             if (pressureLock.isHeldByCurrentThread() || !pressureLock.tryLock()) {
                 // The teller looks again once it lets go: this change is not lost.
+                asked.incrementAndGet();
                 return;
             }
+            int askedBefore = asked.get();
+            MemoryPressure now;
+            MemoryPressure before;
             try {
-                MemoryPressure now = current();
-                MemoryPressure before = lastPressure;
+                Runnable hook = tellingForTests;
+                if (hook != null) {
+                    hook.run();
+                }
+                // The figures of this change, read before anyone hears of it (a callback that frees
+                // on HIGH, say, must not have the observers hear this change with the next one's), and
+                // the level told from them: one moment's, whatever the look above mixed.
+                MemoryInfo info = observers.isEmpty() || lifecycle.closed ? null : figures.memoryInfo();
+                now = level(info != null ? info.usedBytes() : figures.usedAtOneMoment());
+                before = lastPressure;
                 if (now != before) {
                     lastPressure = now;
-                    // The figures of this change, read before anyone hears of it: a callback that frees
-                    // (on HIGH, say) must not have the observers hear this change with the next one's.
-                    MemoryInfo info = observers.isEmpty() || lifecycle.closed ? null : figures.memoryInfo();
                     tell(before, now, info);
                 }
             } finally {
                 pressureLock.unlock();
             }
+            if (now == before && asked.get() == askedBefore) {
+                // The look mixed two moments; no one else changed the level meanwhile: nothing to tell.
+                return;
+            }
         }
+    }
+
+    /** @return the level of {@code used} bytes reported as used */
+    private MemoryPressure level(long used) {
+        return MemoryPressure.forUtilization((double) used / (double) capacity * 100.0);
     }
 
     /** @param info the figures of the change, for the observers; null when there were none (or it closed) */
