@@ -187,6 +187,8 @@ final class Allocator {
         boolean hookTried = false;
         boolean ownDrained = false;
         boolean zero = zeroOnAllocate;
+        // The chunk this allocation's growth added, kept from trims until it carves again; null until it grows.
+        PoolChunk[] grown = null;
         while (true) {
             Block b;
             long id = 0;
@@ -196,6 +198,11 @@ final class Allocator {
                 caches.sawPoolLock(tc, pool);
             }
             try {
+                if (grown != null && grown[0] != null) {
+                    // Under the lock until the carve below: it lands in the chunk unless another took room there.
+                    grown[0].keptForCarve = false;
+                    grown[0] = null;
+                }
                 if (pool.closed) {
                     throw checks.closed();
                 }
@@ -282,7 +289,10 @@ final class Allocator {
             long unit = SizeClasses.unit(pool.config);
             long needed = blockSize + (alignment > unit || alignment > account.chunkAlignment()
                     ? alignment - Pool.MIN_BLOCK : 0);
-            String failure = growth.grow(pool, needed);
+            if (grown == null) {
+                grown = new PoolChunk[1];
+            }
+            String failure = growth.grow(pool, needed, grown);
             if (failure == null) {
                 continue;
             }

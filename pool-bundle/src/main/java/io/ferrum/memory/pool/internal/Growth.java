@@ -23,7 +23,9 @@ import io.ferrum.memory.pool.DeviceUpstream;
  * chunk (even to a closed pool: the close releases it, now or when this work ends) unless an edit
  * lowered the pool's limit meanwhile below it (then it goes back, and the allocation carves and
  * grows again under the new limit), unbook the pending size, wake the waiters, leave the in-flight
- * work.
+ * work. The chunk is kept from trims until the allocation that grew it has carved again under the
+ * lock ({@link PoolChunk#keptForCarve}): a trim in between would give it back empty, and the
+ * allocation reserve another.
  *
  * <p><b>Invariants.</b> Limits hold under any concurrency: a pool's reserved plus pending bytes
  * never exceed its limit, the account's reserved bytes never exceed the device capacity. Whatever
@@ -63,10 +65,13 @@ final class Growth {
     /**
      * Reserves a new chunk for the pool so that a block of {@code needed} bytes fits.
      *
+     * @param grown where the chunk added goes, kept from trims ({@link PoolChunk#keptForCarve}) until
+     *              the caller, under the pool's lock, has carved again and cleared it; null: not kept
+     *              (a pre-allocation carves nothing)
      * @return null on success (or after waiting for another growth, or giving back a chunk a lowered
      *         limit no longer admits: carve again), else why not
      */
-    String grow(Pool pool, long needed) {
+    String grow(Pool pool, long needed, PoolChunk[] grown) {
         long planned;
         pool.acquire();
         try {
@@ -121,7 +126,11 @@ final class Growth {
                     // grows again under the new limit (a smaller chunk may fit it: no refusal here).
                     beyondLimit = chunk.chunk();
                 } else if (chunk != null) {
-                    pool.addChunk(chunk.chunk(), chunk.host());
+                    PoolChunk added = pool.addChunk(chunk.chunk(), chunk.host());
+                    if (grown != null) {
+                        added.keptForCarve = true;
+                        grown[0] = added;
+                    }
                 }
                 pool.grown.signalAll();
                 if (beyondLimit == null) {
@@ -142,8 +151,18 @@ final class Growth {
                 lifecycle.releaseDeferred(release);
             }
         }
+        Runnable hook = grownForTests;
+        if (hook != null && chunk != null) {
+            hook.run();
+        }
         return failure;
     }
+
+    /**
+     * Tests: run by a growth that added its chunk, once it let go of the pool's lock, before its
+     * allocation carves again (a trim forced there); null otherwise (read once per growth).
+     */
+    static volatile Runnable grownForTests;
 
     /**
      * Pre-allocation at start: each pool with an entry of its own in the configuration (not one
@@ -185,7 +204,7 @@ final class Growth {
             if (missing <= 0) {
                 return;
             }
-            String failure = grow(pool, Math.min(missing, Math.max(pool.config.initialSize(), chunkAlignment)));
+            String failure = grow(pool, Math.min(missing, Math.max(pool.config.initialSize(), chunkAlignment)), null);
             if (failure != null) {
                 throw checks.preAllocationFailed(bytes, pool.type, failure, caches.reportedUsed(account));
             }

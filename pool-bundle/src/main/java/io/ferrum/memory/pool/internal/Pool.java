@@ -407,8 +407,12 @@ public final class Pool {
         addChunk(device, null);
     }
 
-    /** Adds a freshly reserved chunk as one free block; {@code host} is its host view, or null. */
-    void addChunk(DeviceChunk device, MemorySegment host) {
+    /**
+     * Adds a freshly reserved chunk as one free block; {@code host} is its host view, or null.
+     *
+     * @return the pool's chunk
+     */
+    PoolChunk addChunk(DeviceChunk device, MemorySegment host) {
         PoolChunk chunk = new PoolChunk(device, host);
         Block whole = new Block(chunk, 0, chunk.size);
         whole.free = true;
@@ -417,6 +421,7 @@ public final class Pool {
         reserved += chunk.size;
         account.held(chunk.size);
         free.insert(whole);
+        return chunk;
     }
 
     /** @return the most bytes this pool may hold from the device under its configuration */
@@ -467,7 +472,7 @@ public final class Pool {
         List<DeviceChunk> out = new ArrayList<>();
         for (int i = chunks.size() - 1; i >= 0; i--) {
             PoolChunk c = chunks.get(i);
-            if (isEmpty(c) && reserved - c.size >= keepBytes) {
+            if (isEmpty(c) && !c.keptForCarve && reserved - c.size >= keepBytes) {
                 free.remove(c.first);
                 chunks.remove(i);
                 reserved -= c.size;

@@ -14,6 +14,12 @@ public final class PoolChunk {
     long usedBytes;
     /** First block in address order. */
     Block first;
+    /**
+     * Set by the growth that added this chunk until its allocation has looked for its block again,
+     * under the pool's lock: a trim (or auto-GC) does not give the chunk back meanwhile, or the
+     * allocation would reserve another.
+     */
+    boolean keptForCarve;
 
     PoolChunk(DeviceChunk device, MemorySegment host) {
         this.device = device;
