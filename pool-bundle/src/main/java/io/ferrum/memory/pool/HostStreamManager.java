@@ -58,6 +58,8 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
     /** Work accepted on a stream and not yet finished; close waits for it, and the executor stops only at 0. */
     private final AtomicLong pending = new AtomicLong();
     private volatile boolean closed;
+    /** Guarded by {@link #pending}: a close's executor shutdown threw; the next close tries again. */
+    private boolean shutdownFailed;
     /** How long {@link #close()} waits for accepted work. */
     private final long closeWaitNanos;
     /**
@@ -604,7 +606,9 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
      * finishes, and the pool's threads stop after the last of it (they are never interrupted).
      * Called from inside this manager's stream work (a callback that stops the backend), it does not
      * wait at all: that work, and whatever is ordered after it, can only run after this returns.
-     * Idempotent. An interrupt of the closing thread ends the wait, and its flag stays set.
+     * Idempotent. An interrupt of the closing thread ends the wait, and its flag stays set. What the
+     * executor's shutdown throws reaches the caller once the manager has forgotten its streams and
+     * ids; the next close then tries the shutdown again.
      */
     @Override
     public void close() {
@@ -615,29 +619,45 @@ public final class HostStreamManager implements StreamManager, StreamExecutor {
         }
         synchronized (pending) {
             if (closed) {
-                return;
-            }
-            closed = true;
-            // Called from inside stream work, it does not wait: that work ends only after this
-            // returns, and so does the work behind it, on its stream or waiting on its events.
-            while (own == 0 && pending.get() > 0) {
-                long left = deadline - System.nanoTime();
-                if (left <= 0) {
-                    break;
+                if (!shutdownFailed) {
+                    return;
                 }
-                try {
-                    TimeUnit.NANOSECONDS.timedWait(pending, left);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    break;
+                shutdownFailed = false; // this call tries again
+            } else {
+                closed = true;
+                // Called from inside stream work, it does not wait: that work ends only after this
+                // returns, and so does the work behind it, on its stream or waiting on its events.
+                while (own == 0 && pending.get() > 0) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        break;
+                    }
+                    try {
+                        TimeUnit.NANOSECONDS.timedWait(pending, left);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        break;
+                    }
                 }
             }
         }
-        if (pending.get() == 0) {
-            executor.shutdown();
-        }
+        // The manager's own state first: its ids are listed JVM-wide, and an executor whose shutdown
+        // throws must not keep them listed for good.
+        ids.close();
         streams.clear();
         events.clear();
-        ids.close();
+        if (pending.get() == 0) {
+            boolean shut = false;
+            try {
+                executor.shutdown();
+                shut = true;
+            } finally {
+                if (!shut) {
+                    synchronized (pending) {
+                        shutdownFailed = true; // the next close tries again
+                    }
+                }
+            }
+        }
     }
 }

@@ -268,6 +268,39 @@ class HostStreamManagerTest {
         assertThrows(DeviceUnavailableException.class, () -> a.submit(s, behind::incrementAndGet));
     }
 
+    /**
+     * close() marked the manager closed, then shut its executor down, then forgot its stream and event
+     * ids (a JVM-wide list of open managers' numbers): an executor whose shutdown throws left the
+     * ids listed for good (another manager then named a closed one's stream as a live manager's), and
+     * a second close returned at once. The ids go first now, and a second close shuts down again.
+     */
+    @Test
+    void aCloseWhoseExecutorShutdownThrowsStillForgetsItsIdsAndASecondCloseShutsDown() {
+        AtomicInteger refusals = new AtomicInteger(1);
+        ExecutorService refusing = new java.util.concurrent.ThreadPoolExecutor(0, 4, 1, TimeUnit.SECONDS,
+                new java.util.concurrent.SynchronousQueue<>()) {
+            @Override
+            public void shutdown() {
+                if (refusals.getAndDecrement() > 0) {
+                    throw new IllegalStateException("test: the executor refuses to shut down");
+                }
+                super.shutdown();
+            }
+        };
+        HostStreamManager a = new HostStreamManager(CPU0, refusing, StreamIds.MAX_SEQUENCE, 0);
+        HostStreamManager b = manager(CPU1);
+        StreamHandle theirs = a.createStream(CPU0);
+        IllegalStateException e = assertThrows(IllegalStateException.class, a::close);
+        assertTrue(e.getMessage().contains("refuses to shut down"), e.getMessage());
+        InvalidMemoryRequestException refused = assertThrows(InvalidMemoryRequestException.class,
+                () -> b.submit(theirs, () -> { }));
+        assertTrue(refused.getMessage().contains("was closed"),
+                "the closed manager's ids are no live manager's: " + refused.getMessage());
+        assertFalse(refusing.isShutdown());
+        a.close();
+        assertTrue(refusing.isShutdown(), "a second close shuts the executor down");
+    }
+
     @Test
     void closeLetsAcceptedWorkRunAndRefusesNewWork() throws Exception {
         // close waits 10 s at most for accepted work; a loaded machine may take longer to run it.
