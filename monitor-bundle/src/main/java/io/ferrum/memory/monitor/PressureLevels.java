@@ -23,7 +23,8 @@ import io.ferrum.memory.api.MemoryPressure;
  *
  * <p>Invariants: a device's level is in {@code levels} while it is served; at most one source feeds
  * it (a derived device's figures from another manager are ignored); each change is told to the
- * notifier once, even when two threads derive the same change at once (compare-and-set on the level);
+ * notifier once, even when two threads derive the same change at once (compare-and-set on the level),
+ * and from the level held here (a reporting manager's own previous level may be one it never told);
  * a derived level comes from the newest figures derived from: each reading is numbered before it
  * begins ({@link #reading}), and figures of a reading older than the last one derived from derive
  * nothing (a sampler's full figures that arrive after a routing refresh's newer cheap ones).
@@ -98,8 +99,14 @@ final class PressureLevels {
                     return; // a tell that was under way when the manager stopped being followed
                 }
                 heard = true;
-                levels.put(device, current);
-                notifier.pressureChanged(device, previous, current, now);
+                // From the level the monitor held, not the manager's previous one: a change the manager
+                // made before it had this follower was told to no one, and observers must hear each
+                // change from the level the one before left (nothing when they have this one already).
+                MemoryPressure held = levels.put(device, current);
+                MemoryPressure from = held != null ? held : previous;
+                if (from != current) {
+                    notifier.pressureChanged(device, from, current, now);
+                }
             }
         }
 

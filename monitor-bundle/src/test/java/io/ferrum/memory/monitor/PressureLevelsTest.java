@@ -180,6 +180,45 @@ class PressureLevelsTest {
     }
 
     /**
+     * A reporting manager tells each change from its own last level, which the monitor need not
+     * have heard: one that went to HIGH just before it had the monitor's observer (told to no one)
+     * and back to LOW just after told the monitor HIGH>LOW, and observers heard a change from a level
+     * they were never told (the device was LOW for them throughout). The monitor now tells each
+     * change from the level it holds, and nothing when it holds the level told already. Forced: the
+     * real pool manager is taken to HIGH just before the observer is added and back just after.
+     */
+    @Test
+    void aChangeIsToldFromTheLevelTheMonitorHeldNotFromOneItNeverHeard() throws Exception {
+        long mib = 1 << 20;
+        PooledMemoryManager real = PooledMemoryManager.create(new ArenaUpstream(CPU1, 8 * mib, true),
+                MemoryManagerConfig.defaults().withAutoGc(false, 0.85), PoolSettings.defaults(), null);
+        try {
+            MemoryInfo came = real.memoryInfo();
+            DeviceMemoryManager seen = (DeviceMemoryManager) Proxy.newProxyInstance(getClass().getClassLoader(),
+                    new Class<?>[] {DeviceMemoryManager.class}, (proxy, method, args) -> {
+                        if (!method.getName().equals("addPressureObserver")) {
+                            return method.invoke(real, args);
+                        }
+                        io.ferrum.memory.api.MemoryHandle[] big = new io.ferrum.memory.api.MemoryHandle[1];
+                        Thread up = new Thread(() -> big[0] = real.allocate(7 * mib, CPU1), "allocates-to-HIGH");
+                        up.start();
+                        up.join();
+                        Object result = method.invoke(real, args);
+                        Thread down = new Thread(() -> real.deallocate(big[0]), "frees-to-LOW");
+                        down.start();
+                        down.join();
+                        return result;
+                    });
+            levels.subscribe(CPU1, seen, came);
+
+            assertNothingMoreTold();
+            assertEquals(Map.of(CPU1, MemoryPressure.LOW), levels.snapshot(), "the level the device is at");
+        } finally {
+            real.close();
+        }
+    }
+
+    /**
      * A derived level follows the newest figures read, not the last ones to arrive: the sampler read a
      * device's full figures (HIGH) and, before it derived from them, a routing refresh read its cheap
      * figures (LOW, the device had freed meanwhile) and derived from those. The sampler then derived
