@@ -98,8 +98,31 @@ public final class DeviceCommands {
         });
     }
 
+    /** How often {@link #info(Device, DeviceMemoryManager)} reads a device again whose figures changed while it read them. */
+    private static final int READINGS = 8;
+
     private List<String> info(Device d, DeviceMemoryManager m) {
-        MemoryInfo i = m.memoryInfo();
+        // The device's figures and its pools' lines come from three calls (figures, handles, reserved
+        // bytes by type): read again while the device changed meanwhile, so that the pools' reserved
+        // bytes add up to the device's (a pool that grew between two calls showed under a reserved
+        // line that did not hold it). A device that never stands still shows its last reading.
+        MemoryInfo i;
+        List<String> pools;
+        int reading = 0;
+        while (true) {
+            i = m.memoryInfo();
+            List<MemoryHandleInfo> handles = m.handles();
+            Map<MemoryType, Long> reserved = m.reservedByType();
+            pools = pools(handles, reserved, i);
+            boolean byType = !reserved.isEmpty();
+            long sum = reserved.values().stream().mapToLong(Long::longValue).sum();
+            MemoryInfo after = m.memoryInfo();
+            boolean still = after.usedBytes() == i.usedBytes() && after.reservedBytes() == i.reservedBytes()
+                    && after.activeAllocations() == i.activeAllocations();
+            if ((still && (!byType || sum == i.reservedBytes())) || ++reading == READINGS) {
+                break;
+            }
+        }
         List<String> lines = new ArrayList<>(List.of(
                 d + " (" + backendOf(d, m) + ")",
                 "  total         " + Sizes.human(i.totalBytes()) + " (" + i.totalBytes() + " bytes)",
@@ -110,12 +133,15 @@ public final class DeviceCommands {
                 "  fragmentation " + percent(i.fragmentationRatio() * 100),
                 "  bandwidth     " + bandwidth(i),
                 "  pressure      " + i.pressureLevel()));
-        lines.addAll(5, pools(m, i)); // under the reserved line
+        lines.addAll(5, pools); // under the reserved line
         return lines;
     }
 
     /**
-     * @param i the device's figures
+     * @param handles  the handles the device issued, read before {@code reserved}: a block listed lies
+     *                 in a chunk its pool held then, and still holds while it is live
+     * @param reserved the pools' reserved bytes by type
+     * @param i        the device's figures
      * @return one line per memory type whose pool holds memory or live blocks, under the device's
      *         reserved line: what the pool reserved, and the bytes its live blocks were asked for
      *         (handle sizes: the device's used bytes add each block's alignment and size-class
@@ -124,10 +150,7 @@ public final class DeviceCommands {
      *         across devices names a block of the other device's pool, which shows on a type with
      *         nothing reserved here as that device's memory, not as this one's
      */
-    private static List<String> pools(DeviceMemoryManager m, MemoryInfo i) {
-        // Handles first: a block listed lies in a chunk its pool held then, and still holds while it is live.
-        List<MemoryHandleInfo> handles = m.handles();
-        Map<MemoryType, Long> reserved = m.reservedByType();
+    private static List<String> pools(List<MemoryHandleInfo> handles, Map<MemoryType, Long> reserved, MemoryInfo i) {
         // A manager that reserves memory but reports none by type (reservedByType's default) says
         // nothing of where its blocks lie; one that reports by type reserves for each of its own blocks.
         boolean byType = !reserved.isEmpty() || i.reservedBytes() == 0;

@@ -131,6 +131,42 @@ class DeviceCommandsTest {
     }
 
     /**
+     * mem:info read the device's figures (its reserved line) and each pool's reserved bytes (the lines
+     * under it) in two calls: a pool that grew in between showed under a reserved line that did not
+     * hold it (GENERAL 4 MiB and TENSOR 4 MiB under "reserved 4.0 MiB"). The lines under the device's
+     * reserved bytes add up to them. Forced: another thread grows the TENSOR pool just after the
+     * device's figures were read.
+     */
+    @Test
+    void thePoolsReservedLinesAddUpToTheDevicesReservedLine() throws Exception {
+        for (MemoryType t : List.of(MemoryType.GENERAL, MemoryType.TENSOR)) {
+            fixture.cpu0.configurePool(CPU0, t, fixture.cpu0.poolConfig(t).toBuilder().initialSize(4 * MiB)
+                    .growthIncrement(4 * MiB).build());
+        }
+        fixture.cpu0.allocate(MiB, MemoryType.GENERAL, CPU0);
+        java.util.concurrent.atomic.AtomicBoolean once = new java.util.concurrent.atomic.AtomicBoolean();
+        DeviceMemoryManager growing = (DeviceMemoryManager) Proxy.newProxyInstance(getClass().getClassLoader(),
+                new Class<?>[] {DeviceMemoryManager.class}, (proxy, m, args) -> {
+                    Object answer = m.invoke(fixture.cpu0, args);
+                    if (m.getName().equals("memoryInfo") && once.compareAndSet(false, true)) {
+                        Thread other = new Thread(() -> fixture.cpu0.allocate(64 * 1024, MemoryType.TENSOR, CPU0), "grows");
+                        other.start();
+                        other.join();
+                    }
+                    return answer;
+                });
+        DeviceCommands c = commands();
+        c.monitor = (GlobalMemoryMonitor) Proxy.newProxyInstance(getClass().getClassLoader(),
+                new Class<?>[] {GlobalMemoryMonitor.class}, (proxy, m, args) ->
+                        m.getName().equals("manager") && CPU0.equals(args[0]) ? java.util.Optional.of(growing)
+                                : m.invoke(fixture.directory, args));
+        List<String> info = lines(c.info("cpu:0"));
+        assertTrue(once.get(), "the TENSOR pool grew while mem:info ran");
+        assertTrue(info.contains("  reserved      8.0 MiB"), "GENERAL's 4 MiB and TENSOR's 4 MiB under it: " + info);
+        assertTrue(info.contains("    TENSOR      4.0 MiB reserved, 64.0 KiB in 1 block"), info.toString());
+    }
+
+    /**
      * A mapping across two devices whose source handle was freed: its block lies in cpu:0's MAPPED
      * pool, named only by the alias cpu:1 issued, and each manager lists the handles it issued. The
      * pool lines of cpu:1 said "MAPPED     not reported reserved, 4.0 KiB in 1 block", as if cpu:1
