@@ -138,9 +138,11 @@ public final class MaintenanceCommands {
     }
 
     private static String stats(Device d, DefragmentationStats s) {
-        return String.format(Locale.ROOT, "%s: moved %d %s, freed %s, fragmentation %.1f%% -> %.1f%%, %d ms",
+        // Percentages as mem:devices and mem:info show them (rounded down): the same ratio reads the same.
+        return String.format(Locale.ROOT, "%s: moved %d %s, freed %s, fragmentation %s -> %s, %d ms",
                 d, s.blocksMoved(), s.blocksMoved() == 1 ? "block" : "blocks", Sizes.human(s.memoryFreed()),
-                s.fragmentationBefore() * 100, s.fragmentationAfter() * 100, s.timeTakenMs());
+                DeviceCommands.percent(s.fragmentationBefore() * 100), DeviceCommands.percent(s.fragmentationAfter() * 100),
+                s.timeTakenMs());
     }
 
     @Descriptor("Show one pool of a device, or change it: mem:pool DEVICE [TYPE] [KEY=VALUE...] (TYPE: GENERAL by"

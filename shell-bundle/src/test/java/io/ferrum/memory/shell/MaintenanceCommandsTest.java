@@ -61,6 +61,30 @@ class MaintenanceCommandsTest {
         assertTrue(one.matches("cpu:0: moved 1 block, freed .+, fragmentation .+% -> .+%, \\d+ ms"), one);
     }
 
+    /**
+     * mem:defrag rounded the fragmentation to the nearest tenth where mem:devices and mem:info round
+     * down: the same ratio, 4.96 %, read 5.0 % in the defragmentation's line and 4.9 % in the device's
+     * row just after, and a ratio of 0.05 % read 0.1 % there and 0.0 % in the row.
+     */
+    @Test
+    void defragShowsTheFragmentationAsTheDeviceCommandsShowIt() {
+        DeviceMemoryManager reporting = (DeviceMemoryManager) java.lang.reflect.Proxy.newProxyInstance(
+                DeviceMemoryManager.class.getClassLoader(), new Class<?>[] {DeviceMemoryManager.class}, (proxy, m, args) ->
+                        m.getName().equals("defragment")
+                                ? java.util.concurrent.CompletableFuture.completedFuture(
+                                        new io.ferrum.memory.api.DefragmentationStats(0, 0, 0, 0.0496, 0.0005))
+                                : m.invoke(fixture.cpu0, args));
+        commands.monitor = (io.ferrum.memory.api.GlobalMemoryMonitor) java.lang.reflect.Proxy.newProxyInstance(
+                io.ferrum.memory.api.GlobalMemoryMonitor.class.getClassLoader(),
+                new Class<?>[] {io.ferrum.memory.api.GlobalMemoryMonitor.class}, (proxy, m, args) ->
+                        m.getName().equals("manager") && ShellFixture.CPU0.equals(args[0]) ? java.util.Optional.of(reporting)
+                                : m.invoke(fixture.directory, args));
+        String one = commands.defrag("cpu:0").toString();
+        assertTrue(one.contains("fragmentation " + DeviceCommands.percent(4.96) + " -> " + DeviceCommands.percent(0.05)),
+                one);
+        assertTrue(one.contains("fragmentation 4.9% -> 0.0%"), one);
+    }
+
     @Test
     void gcReportsEveryDeviceInOrder() {
         List<String> all = lines(commands.gc());
