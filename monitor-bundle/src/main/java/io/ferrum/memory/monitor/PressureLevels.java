@@ -29,7 +29,9 @@ import io.ferrum.memory.api.MemoryPressure;
  * begins ({@link #reading}), and figures of a reading older than the last one derived from derive
  * nothing (a sampler's full figures that arrive after a routing refresh's newer cheap ones).
  * Calls into managers, plugins, are guarded: one that fails to accept an observer is derived. A
- * manager no longer followed is not heard, even with a tell it began before (see {@link Follower}).
+ * manager no longer followed is not heard, even with a tell it began before (see {@link Follower}),
+ * and a device no longer served has no level: a tell or a derivation under way when its manager
+ * stops being followed ends before the unsubscription does, and none after it records a level.
  */
 final class PressureLevels {
     private final ConcurrentHashMap<Device, MemoryPressure> levels = new ConcurrentHashMap<>();
@@ -40,6 +42,8 @@ final class PressureLevels {
     /** The observer registered on each reporting manager, to remove it when the manager goes. */
     private final ConcurrentHashMap<DeviceMemoryManager, Follower> reporting = new ConcurrentHashMap<>();
     private final ObserverNotifier notifier;
+    /** Tests only: run by a follower's tell once it found itself on, before it records the level; null otherwise. */
+    static volatile Runnable tellingForTests;
 
     PressureLevels(ObserverNotifier notifier) {
         this.notifier = notifier;
@@ -53,6 +57,11 @@ final class PressureLevels {
         final DeviceMemoryManager manager;
         /** Guarded by this source. */
         long reading;
+        /**
+         * Guarded by this source: the device is no longer derived from it (its manager went, or the
+         * device): a derivation that read this source before derives nothing more.
+         */
+        boolean gone;
 
         Source(DeviceMemoryManager manager) {
             this.manager = manager;
@@ -97,6 +106,10 @@ final class PressureLevels {
             synchronized (this) {
                 if (!on) {
                     return; // a tell that was under way when the manager stopped being followed
+                }
+                Runnable seam = tellingForTests;
+                if (seam != null) {
+                    seam.run();
                 }
                 heard = true;
                 // From the level the monitor held, not the manager's previous one: a change the manager
@@ -171,10 +184,18 @@ final class PressureLevels {
 
     /** Stops following {@code manager}, which no longer serves {@code device}. */
     void unsubscribe(Device device, DeviceMemoryManager manager) {
-        derived.computeIfPresent(device, (d, s) -> s.manager == manager ? null : s);
+        Source source = derived.get(device);
+        if (source != null && source.manager == manager) {
+            end(source);
+            derived.remove(device, source);
+        }
         Follower listener = reporting.remove(manager);
         if (listener != null) {
-            listener.on = false;
+            // Under its lock: a tell that found it on ends first (it may record the level), and no
+            // later one records anything; the caller may forget the device next.
+            synchronized (listener) {
+                listener.on = false;
+            }
             try {
                 manager.removePressureObserver(listener);
             } catch (VirtualMachineError fatal) {
@@ -187,8 +208,18 @@ final class PressureLevels {
 
     /** Forgets a device that no manager serves any more. */
     void forget(Device device) {
+        Source source = derived.remove(device);
+        if (source != null) {
+            end(source);
+        }
         levels.remove(device);
-        derived.remove(device);
+    }
+
+    /** Waits for a derivation from {@code source} under way and ends its use: later ones derive nothing. */
+    private static void end(Source source) {
+        synchronized (source) {
+            source.gone = true;
+        }
     }
 
     /** {@link #derive(Device, DeviceMemoryManager, MemoryInfo, long)} from figures read just now. */
@@ -211,6 +242,9 @@ final class PressureLevels {
         MemoryPressure now = info.pressureLevel();
         // Not a hot path (a sample, a routing refresh every 64 calls of a thread); the tell only queues.
         synchronized (source) {
+            if (source.gone) {
+                return; // the device went, or its manager, since the source was read: no level comes back
+            }
             if (reading < source.reading) {
                 return; // figures older than those the level came from
             }
@@ -239,7 +273,9 @@ final class PressureLevels {
     /** Removes every observer this registered; on deactivation. */
     void clear() {
         reporting.forEach((m, l) -> {
-            l.on = false;
+            synchronized (l) {
+                l.on = false;
+            }
             try {
                 m.removePressureObserver(l);
             } catch (RuntimeException ignored) {

@@ -268,6 +268,96 @@ class PressureLevelsTest {
         }
     }
 
+    /**
+     * A derivation that read a device's source just before the device went derived from its figures
+     * after the monitor forgot the device: finding no level, it took the figures for the device's
+     * first and put its level back, so the global callback's levels kept a departed device (at HIGH,
+     * say) for good. Forced: the test holds the source's lock while the device is removed.
+     */
+    @Test
+    void aDerivationUnderWayWhenTheDeviceGoesLeavesNoLevelBehind() throws Exception {
+        StubManager m = new StubManager(CPU1, StubManager.poolSpace(1), false, 100, 10);
+        levels.subscribe(CPU1, m, m.memoryInfo());
+        Object source = ((Map<?, ?>) field("derived").get(levels)).get(CPU1);
+        Thread deriving;
+        synchronized (source) {
+            deriving = new Thread(() -> levels.derive(CPU1, m, used(90)), "derives");
+            deriving.start();
+            awaitBlocked(deriving);
+            levels.unsubscribe(CPU1, m);
+            levels.forget(CPU1);
+        }
+        deriving.join(TimeUnit.SECONDS.toMillis(30));
+        assertEquals(Map.of(), levels.snapshot(), "a departed device keeps no level");
+        assertNothingMoreTold();
+    }
+
+    /**
+     * A reporting manager's tell under way when the device went: it had found its follower on, the
+     * device was then removed (follower off, level forgotten), and the tell put the departed device's
+     * level back and told observers a change of a device gone. Forced: the tell is held just after it
+     * found the follower on ({@code PressureLevels.tellingForTests}).
+     */
+    @Test
+    void aReportedTellUnderWayWhenTheDeviceGoesLeavesNoLevelBehind() throws Exception {
+        StubManager m = new StubManager(CPU1, StubManager.poolSpace(1), true, 100, 10);
+        levels.subscribe(CPU1, m, m.memoryInfo());
+        MemoryObserver follower = m.observer;
+        CountDownLatch inside = new CountDownLatch(1);
+        CountDownLatch go = new CountDownLatch(1);
+        PressureLevels.tellingForTests = () -> {
+            inside.countDown();
+            try {
+                assertTrue(go.await(30, TimeUnit.SECONDS));
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+        };
+        Thread removing = new Thread(() -> {
+            levels.unsubscribe(CPU1, m);
+            levels.forget(CPU1);
+        }, "removes");
+        try {
+            Thread telling = new Thread(() -> follower.pressureChanged(CPU1, MemoryPressure.LOW, MemoryPressure.HIGH, used(90)),
+                    "tells");
+            telling.start();
+            assertTrue(inside.await(30, TimeUnit.SECONDS), "the tell found its follower on");
+            removing.start();
+            awaitBlockedOrDone(removing);
+            go.countDown();
+            telling.join(TimeUnit.SECONDS.toMillis(30));
+            removing.join(TimeUnit.SECONDS.toMillis(30));
+        } finally {
+            PressureLevels.tellingForTests = null;
+            go.countDown();
+        }
+        assertEquals(Map.of(), levels.snapshot(), "a departed device keeps no level");
+    }
+
+    private static java.lang.reflect.Field field(String name) throws NoSuchFieldException {
+        java.lang.reflect.Field f = PressureLevels.class.getDeclaredField(name);
+        f.setAccessible(true);
+        return f;
+    }
+
+    /** Waits (at most 30 s) until {@code t} is blocked on a monitor. */
+    private static void awaitBlocked(Thread t) throws InterruptedException {
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (t.getState() != Thread.State.BLOCKED) {
+            assertTrue(System.nanoTime() < end, t.getName() + " never blocked: " + t.getState());
+            Thread.sleep(1);
+        }
+    }
+
+    /** Waits (at most 30 s) until {@code t} is blocked on a monitor or has ended. */
+    private static void awaitBlockedOrDone(Thread t) throws InterruptedException {
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (t.getState() != Thread.State.BLOCKED && t.getState() != Thread.State.TERMINATED) {
+            assertTrue(System.nanoTime() < end, t.getName() + " neither blocked nor ended: " + t.getState());
+            Thread.sleep(1);
+        }
+    }
+
     @Test
     void figuresOfAnotherManagerOfTheDeviceDeriveNothing() throws Exception {
         StubManager serving = new StubManager(CPU1, StubManager.poolSpace(1), false, 100, 10);
