@@ -16,7 +16,10 @@ import java.util.concurrent.RejectedExecutionException;
  * submitted);</li>
  * <li>bound: at most {@code capacity} calls wait; an offer beyond that is dropped and counted, and
  * {@link Drops} hears once when an episode of drops starts and once, with the count, when the lane
- * next runs a call (it caught up), so that a flood makes two log lines, not one per drop;</li>
+ * next runs a call (it caught up), so that a flood makes two log lines, not one per drop; once the
+ * calls queued before and after the drops have run, and the queue is empty, {@link Drops#settle}
+ * runs in the lane's thread and may queue what the dropped calls would have told (its calls run
+ * next, before the lane goes idle);</li>
  * <li>close: after {@link #close()} nothing waiting runs and every offer is refused; a call already
  * running finishes.</li>
  * </ul>
@@ -34,6 +37,14 @@ final class ObserverLane implements Runnable {
 
         /** The lane runs again after dropping {@code count} calls. */
         void ended(ObserverLane lane, int count);
+
+        /**
+         * The lane ran every call it held after an episode of drops, in its thread, without its lock:
+         * {@link #offer} here queues calls that run next. Must not throw (the lane would stop for
+         * good). Does nothing unless overridden.
+         */
+        default void settle(ObserverLane lane) {
+        }
     }
 
     private final String name;
@@ -43,6 +54,8 @@ final class ObserverLane implements Runnable {
     private final ArrayDeque<Runnable> queue = new ArrayDeque<>();
     private boolean running;
     private int dropped;
+    /** Guarded by this: calls were dropped since the lane last settled ({@link Drops#settle}). */
+    private boolean owed;
     private boolean closed;
 
     /**
@@ -71,6 +84,15 @@ final class ObserverLane implements Runnable {
      * @return false if the call was dropped (lane full) or refused (lane closed)
      */
     boolean offer(Runnable call) {
+        return offer(call, null);
+    }
+
+    /**
+     * {@link #offer(Runnable)}; {@code ifDropped}, if not null, runs when the call is dropped, under
+     * the lane's lock (so {@link Drops#settle} of the episode sees what it recorded; it must not call
+     * the lane).
+     */
+    boolean offer(Runnable call, Runnable ifDropped) {
         boolean start;
         synchronized (this) {
             if (closed) {
@@ -80,6 +102,9 @@ final class ObserverLane implements Runnable {
                 boolean episodeStarts = dropped++ == 0;
                 if (episodeStarts) {
                     drops.started(this);
+                }
+                if (ifDropped != null) {
+                    ifDropped.run();
                 }
                 return false;
             }
@@ -111,14 +136,28 @@ final class ObserverLane implements Runnable {
         while (true) {
             Runnable next;
             int lost;
+            boolean settle = false;
             synchronized (this) {
                 next = closed ? null : queue.poll();
-                if (next == null) {
+                if (next == null && (closed || !owed)) {
                     running = false;
                     return;
                 }
-                lost = dropped;
-                dropped = 0;
+                if (next == null) {
+                    // Caught up after drops (a drop needs a full queue, so none came since the last
+                    // call): still running, so that what settle offers queues behind nothing.
+                    owed = false;
+                    settle = true;
+                    lost = 0;
+                } else {
+                    lost = dropped;
+                    dropped = 0;
+                    owed |= lost > 0;
+                }
+            }
+            if (settle) {
+                drops.settle(this);
+                continue;
             }
             if (lost > 0) {
                 drops.ended(this, lost);

@@ -8,6 +8,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 import io.ferrum.memory.api.Device;
@@ -23,7 +24,11 @@ import io.ferrum.memory.api.MemoryPressure;
  * one observer keep their order while a slow observer delays nobody else; the callers (a binding
  * thread, the sampler, an allocating thread crossing a pressure edge) only queue and return. An
  * observer registered with a {@code memory.device} property hears only about that device. A new
- * observer hears each device added once, and removed only after it heard it added.
+ * observer hears each device added once, and removed only after it heard it added. An observer hears
+ * each pressure change from the level it heard last (none is told that would not change it), and
+ * once its lane caught up after dropping changes, the level each device whose change it missed is
+ * at then: pressure changes are edge-triggered, and the last of a flood, dropped, left it at a level
+ * the device had left.
  *
  * <p>Invariants: every call into an observer, a plugin, is guarded: whatever it throws (an Error too,
  * such as the {@code NoClassDefFoundError} of an observer whose bundle was refreshed) is logged and
@@ -32,6 +37,10 @@ import io.ferrum.memory.api.MemoryPressure;
  * told anything.
  */
 final class ObserverNotifier {
+
+    /** A pressure change a lane dropped: the level it told of, and the figures of that change. */
+    private record Dropped(MemoryPressure current, MemoryInfo info) {
+    }
 
     /** One observer and its lane. */
     private static final class Entry {
@@ -45,12 +54,16 @@ final class ObserverNotifier {
          * only if it heard it added.
          */
         final Set<Device> told = ConcurrentHashMap.newKeySet();
+        /** Per device, the pressure level it was told last (written by its lane's calls only). */
+        final Map<Device, MemoryPressure> heard = new ConcurrentHashMap<>();
+        /** Per device, the last pressure change its lane dropped, for the lane's settling. */
+        final Map<Device, Dropped> missed = new ConcurrentHashMap<>();
         volatile boolean removed;
 
-        Entry(MemoryObserver observer, Device only, ObserverLane lane) {
+        Entry(MemoryObserver observer, Device only, Function<Entry, ObserverLane> lane) {
             this.observer = observer;
             this.only = only;
-            this.lane = lane;
+            this.lane = lane.apply(this);
         }
 
         boolean wants(Device d) {
@@ -99,9 +112,53 @@ final class ObserverNotifier {
      * @return a token for {@link #deviceAdded(Object, Device, MemoryInfo)}: tells this observer alone
      */
     Object add(MemoryObserver observer, Device only) {
-        Entry e = new Entry(observer, only, new ObserverLane("Memory observer " + observer, threads, laneCapacity, drops));
+        Entry e = new Entry(observer, only, entry -> new ObserverLane("Memory observer " + observer, threads, laneCapacity,
+                new ObserverLane.Drops() {
+                    @Override
+                    public void started(ObserverLane lane) {
+                        drops.started(lane);
+                    }
+
+                    @Override
+                    public void ended(ObserverLane lane, int count) {
+                        drops.ended(lane, count);
+                    }
+
+                    @Override
+                    public void settle(ObserverLane lane) {
+                        settleMissed(entry);
+                    }
+                }));
         observers.add(e);
         return e;
+    }
+
+    /**
+     * In {@code e}'s lane, caught up after drops: queues, for each device whose pressure change it
+     * dropped and that still has a level, a change from the level it heard last to the level now
+     * (nothing when they are the same), with the dropped change's figures when it told of that level.
+     */
+    private void settleMissed(Entry e) {
+        try {
+            if (e.removed || stopped || e.missed.isEmpty()) {
+                return;
+            }
+            Map<Device, MemoryPressure> now = levels.get();
+            for (Map.Entry<Device, Dropped> m : e.missed.entrySet()) {
+                Device d = m.getKey();
+                Dropped last = m.getValue();
+                e.missed.remove(d, last);
+                MemoryPressure level = now.get(d);
+                if (level != null) {
+                    // An observer that heard no level of d yet starts from LOW.
+                    tellPressure(e, d, MemoryPressure.LOW, level, last.current() == level ? last.info() : null);
+                }
+            }
+        } catch (VirtualMachineError fatal) {
+            throw fatal;
+        } catch (Throwable ex) {
+            log.warn("Settling the missed pressure changes of memory observer " + e.observer + " failed", ex);
+        }
     }
 
     void remove(MemoryObserver observer) {
@@ -140,9 +197,30 @@ final class ObserverNotifier {
     void deviceRemoved(Device device) {
         for (Entry e : observers) {
             if (e.told.remove(device)) {
-                post(e, o -> o.deviceRemoved(device));
+                post(e, o -> {
+                    e.heard.remove(device);
+                    o.deviceRemoved(device);
+                });
             }
         }
+    }
+
+    /**
+     * Queues a pressure change for {@code e}: told, when it runs, from the level {@code e} heard last
+     * ({@code previous} if none), and not at all if that is {@code current}. A dropped one is kept
+     * for the lane's settling.
+     */
+    private void tellPressure(Entry e, Device device, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
+        if (stopped) {
+            return;
+        }
+        e.lane.offer(() -> call(e, o -> {
+            MemoryPressure from = e.heard.getOrDefault(device, previous);
+            if (from != current) {
+                e.heard.put(device, current);
+                o.pressureChanged(device, from, current, info);
+            }
+        }), () -> e.missed.put(device, new Dropped(current, info)));
     }
 
     /**
@@ -150,7 +228,11 @@ final class ObserverNotifier {
      * manager's notification lock, so it only queues.
      */
     void pressureChanged(Device device, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
-        dispatch(device, o -> o.pressureChanged(device, previous, current, info));
+        for (Entry e : observers) {
+            if (e.wants(device)) {
+                tellPressure(e, device, previous, current, info);
+            }
+        }
         if (globalCallback != null && !stopped) {
             globalLane.offer(this::callGlobal);
         }
@@ -200,14 +282,6 @@ final class ObserverNotifier {
             threads.awaitTermination(5, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-        }
-    }
-
-    private void dispatch(Device device, Consumer<MemoryObserver> call) {
-        for (Entry e : observers) {
-            if (e.wants(device)) {
-                post(e, call);
-            }
         }
     }
 

@@ -18,6 +18,7 @@ import org.osgi.service.log.Logger;
 import io.ferrum.memory.api.Device;
 import io.ferrum.memory.api.MemoryInfo;
 import io.ferrum.memory.api.MemoryObserver;
+import io.ferrum.memory.api.MemoryPressure;
 
 /**
  * The notifier's lanes in use: a blocked observer delays nobody else, a full lane's drops make two
@@ -113,6 +114,59 @@ class ObserverNotifierTest {
         assertEquals(3, held.calls.get(), "the running call and the 2 that fitted, not the dropped ones");
         assertEquals(2, warnings.size(), "one line when it caught up: " + warnings);
         assertTrue(warnings.get(1).contains("caught up; 3 notifications for it were dropped"), warnings.get(1));
+    }
+
+    /**
+     * Pressure changes are edge-triggered: an observer whose lane dropped the last of a flood (the
+     * device going back to LOW) kept the last level that fitted, HIGH, for as long as the device
+     * stayed LOW, and its next change came from a level it was never told. An observer now hears
+     * each change from the level it heard last, and once its lane has caught up after drops, the
+     * level each device it missed a change of is at now. Forced: the observer is held in its first
+     * call while six changes arrive for a lane of two.
+     */
+    @Test
+    void anObserverWhoseLaneDroppedChangesHearsTheLevelTheDeviceIsAtOnceItCatchesUp() throws Exception {
+        Map<Device, MemoryPressure> now = new java.util.concurrent.ConcurrentHashMap<>(Map.of(CPU1, MemoryPressure.LOW));
+        notifier = new ObserverNotifier(2, () -> Map.copyOf(now), new MonitorLog(logger));
+        CountDownLatch entered = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        java.util.concurrent.BlockingQueue<String> heard = new java.util.concurrent.LinkedBlockingQueue<>();
+        notifier.add(new MemoryObserver() {
+            @Override
+            public void pressureChanged(Device d, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
+                heard.add(previous + ">" + current);
+                if (entered.getCount() > 0) {
+                    entered.countDown();
+                    try {
+                        release.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            }
+        }, null);
+        MemoryPressure level = MemoryPressure.LOW;
+        for (int i = 0; i < 6; i++) { // the first runs (held), 2 fit, 3 are dropped: the last is HIGH>LOW
+            MemoryPressure next = level == MemoryPressure.LOW ? MemoryPressure.HIGH : MemoryPressure.LOW;
+            notifier.pressureChanged(CPU1, level, next, null);
+            level = next;
+            if (i == 0) {
+                assertTrue(entered.await(30, TimeUnit.SECONDS), "the observer was never called");
+            }
+        }
+        assertEquals(MemoryPressure.LOW, level);
+        release.countDown();
+        String last = null;
+        MemoryPressure from = MemoryPressure.LOW;
+        for (String h; (h = heard.poll(30, TimeUnit.SECONDS)) != null; ) {
+            assertEquals(from.name(), h.split(">")[0], "each change from the level heard last: " + h);
+            from = MemoryPressure.valueOf(h.split(">")[1]);
+            last = h;
+            if (from == MemoryPressure.LOW && heard.isEmpty()) {
+                break;
+            }
+        }
+        assertEquals(MemoryPressure.LOW, from, "the level the device is at; last heard " + last);
     }
 
     @Test
