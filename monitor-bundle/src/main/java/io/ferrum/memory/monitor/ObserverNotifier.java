@@ -24,7 +24,8 @@ import io.ferrum.memory.api.MemoryPressure;
  * one observer keep their order while a slow observer delays nobody else; the callers (a binding
  * thread, the sampler, an allocating thread crossing a pressure edge) only queue and return. An
  * observer registered with a {@code memory.device} property hears only about that device. A new
- * observer hears each device added once, and removed only after it heard it added. An observer hears
+ * observer hears each device added once, and removed only after it heard it added; its samples show
+ * only the devices it heard added and not removed. An observer hears
  * each pressure change from the level it heard last (none is told that would not change it), and
  * once its lane caught up after dropping changes, the level each device whose change it missed is
  * at then: pressure changes are edge-triggered, and the last of a flood, dropped, left it at a level
@@ -54,6 +55,11 @@ final class ObserverNotifier {
          * only if it heard it added.
          */
         final Set<Device> told = ConcurrentHashMap.newKeySet();
+        /**
+         * The devices it has heard added and not removed, as its lane's calls ran (a sample read before
+         * a device left may run after it heard so): the devices its samples show.
+         */
+        final Set<Device> present = ConcurrentHashMap.newKeySet();
         /** Per device, the pressure level it was told last (written by its lane's calls only). */
         final Map<Device, MemoryPressure> heard = new ConcurrentHashMap<>();
         /** Per device, the last pressure change its lane dropped, for the lane's settling. */
@@ -179,8 +185,14 @@ final class ObserverNotifier {
     void deviceAdded(Object observer, Device device, MemoryInfo info) {
         Entry e = (Entry) observer;
         if (e.wants(device) && e.told.add(device)) {
-            post(e, o -> o.deviceAdded(device, info));
+            post(e, o -> added(e, o, device, info));
         }
+    }
+
+    /** In {@code e}'s lane: tells it a device was added. */
+    private static void added(Entry e, MemoryObserver o, Device device, MemoryInfo info) {
+        e.present.add(device);
+        o.deviceAdded(device, info);
     }
 
     /** A device arrived: every observer that wants it hears so (and the catch-up of a new one will not again). */
@@ -188,7 +200,7 @@ final class ObserverNotifier {
         for (Entry e : observers) {
             if (e.wants(device)) {
                 e.told.add(device);
-                post(e, o -> o.deviceAdded(device, info));
+                post(e, o -> added(e, o, device, info));
             }
         }
     }
@@ -198,6 +210,7 @@ final class ObserverNotifier {
         for (Entry e : observers) {
             if (e.told.remove(device)) {
                 post(e, o -> {
+                    e.present.remove(device);
                     e.heard.remove(device);
                     o.deviceRemoved(device);
                 });
@@ -243,8 +256,25 @@ final class ObserverNotifier {
         for (Entry e : observers) {
             Map<Device, MemoryInfo> mine = e.only == null ? all
                     : all.containsKey(e.only) ? Map.of(e.only, all.get(e.only)) : Map.of();
-            post(e, o -> o.sample(mine));
+            post(e, o -> o.sample(present(e, mine)));
         }
+    }
+
+    /**
+     * In {@code e}'s lane: the devices of a sample it has heard added and not removed (the sample was
+     * read before a device left, or before its arrival was told).
+     */
+    private static Map<Device, MemoryInfo> present(Entry e, Map<Device, MemoryInfo> sample) {
+        if (e.present.containsAll(sample.keySet())) {
+            return sample;
+        }
+        Map<Device, MemoryInfo> out = new java.util.TreeMap<>();
+        sample.forEach((d, i) -> {
+            if (e.present.contains(d)) {
+                out.put(d, i);
+            }
+        });
+        return java.util.Collections.unmodifiableMap(out);
     }
 
     /**

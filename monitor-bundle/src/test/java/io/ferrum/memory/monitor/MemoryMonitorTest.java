@@ -18,8 +18,10 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.AfterEach;
@@ -1065,6 +1067,67 @@ class MemoryMonitorTest {
         }, Map.of());
         await(() -> samples.size() >= 2, "two samples");
         assertEquals(8 * MiB, samples.get(0).get(CPU1).totalBytes());
+    }
+
+    /**
+     * A sample reads the devices, then each one's figures, then hands them to the observers: a device
+     * removed meanwhile reached them in a sample after they heard it removed, its figures left
+     * behind in whatever the observer shows. An observer now gets, in each sample, the devices it has
+     * heard added and not removed. Forced: the sampler is held inside the device's memoryInfo while
+     * the device is removed.
+     */
+    @Test
+    void noObserverGetsASampleOfADeviceAfterHearingItRemoved() throws Exception {
+        MemoryMonitor mon = new MemoryMonitor(null, config("", 20), null);
+        toClose.add(mon::deactivate);
+        CountDownLatch inside = new CountDownLatch(1);
+        CountDownLatch go = new CountDownLatch(1);
+        AtomicBoolean armed = new AtomicBoolean();
+        StubManager m = new StubManager(CPU1, StubManager.poolSpace(1), false, 100, 10) {
+            @Override
+            public MemoryInfo memoryInfo(Device d) {
+                MemoryInfo read = info;
+                if (Thread.currentThread().getName().startsWith("ferrum-monitor-sampler") && armed.compareAndSet(true, false)) {
+                    inside.countDown();
+                    try {
+                        assertTrue(go.await(30, TimeUnit.SECONDS));
+                    } catch (InterruptedException e) {
+                        throw new AssertionError(e);
+                    }
+                }
+                return read;
+            }
+        };
+        Map<String, Object> props = props(CPU1, 0);
+        mon.addManager(m, props);
+        List<String> heard = new CopyOnWriteArrayList<>();
+        mon.addObserver(new MemoryObserver() {
+            @Override
+            public void deviceAdded(Device device, MemoryInfo info) {
+                heard.add("+" + device);
+            }
+
+            @Override
+            public void deviceRemoved(Device device) {
+                heard.add("-" + device);
+            }
+
+            @Override
+            public void sample(Map<Device, MemoryInfo> info) {
+                heard.add("sample" + new java.util.TreeSet<>(info.keySet()));
+            }
+        }, Map.of());
+        await(() -> heard.contains("sample[cpu:1]"), "a sample of cpu:1");
+        armed.set(true);
+        try {
+            assertTrue(inside.await(30, TimeUnit.SECONDS), "the sampler read cpu:1");
+            mon.removeManager(m, props);
+        } finally {
+            go.countDown();
+        }
+        await(() -> heard.indexOf("-cpu:1") >= 0 && heard.size() > heard.indexOf("-cpu:1") + 1, "a sample after the removal");
+        List<String> after = heard.subList(heard.indexOf("-cpu:1"), heard.size());
+        assertTrue(after.stream().noneMatch(h -> h.contains("cpu:1") && h.startsWith("sample")), heard.toString());
     }
 
     @Test
