@@ -3,6 +3,7 @@ package io.ferrum.memory.pool;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -86,6 +87,35 @@ class MaintenanceAttackTest extends RaceHarness {
         assertEquals(before.activeAllocations(), during.activeAllocations(), "the cheap figures' live blocks during the move");
         assertEquals(m.memoryInfo().usedBytes(), m.quickInfo().usedBytes());
         EngineTestSupport.assertContent(m, b, (byte) 0x3C);
+    }
+
+    /**
+     * zeroing=on-free: a place a defragmentation's move left behind that the device fails to clear
+     * stays out of use, counted as used, and the used bytes rise. Nothing told the level: an
+     * allocation or a free checks it, a defragmentation did not, and the callback and observers kept
+     * LOW for a device at MEDIUM for as long as it stood idle. Forced: the device fails the clearing
+     * of the place an evacuation left, 64 KiB that take the device from just under MEDIUM to it.
+     */
+    @Test
+    void aPlaceKeptOutOfUseByADefragmentationIsToldInTheLevel() throws Exception {
+        HookedUpstream hooked = new HookedUpstream(8 * MiB); // MEDIUM from 5.6 MiB
+        ReviewRacesTest.FlakyUpstream up = new ReviewRacesTest.FlakyUpstream(hooked);
+        PooledMemoryManager m = manager(up, config(pool(MiB, MiB, 256)),
+                PoolSettings.defaults().withThreadCache(0).withZeroing(ZeroingPolicy.ON_FREE), null);
+        MemoryHandle[] full = new MemoryHandle[4];
+        for (int i = 0; i < full.length; i++) {
+            full[i] = m.allocate(256 * KiB, CPU); // the first chunk, full
+        }
+        m.allocate(64 * KiB, CPU); // a second chunk: evacuated into the first
+        m.allocate(4864 * KiB, MemoryType.TENSOR, CPU); // ballast in a pool of its own
+        m.deallocate(full[3]); // 5696 KiB used: LOW
+        List<MemoryPressure> heard = new CopyOnWriteArrayList<>();
+        m.setPressureCallback(heard::add);
+        assertEquals(MemoryPressure.LOW, m.memoryInfo().pressureLevel());
+        up.failNextFill.set(true); // the clearing of the 64 KiB the evacuation leaves behind
+        assertNotNull(ZeroingAttackTest.defragmentFailure(m), "the device failed the clearing");
+        assertEquals(MemoryPressure.MEDIUM, m.memoryInfo().pressureLevel(), "the place kept out of use counts as used");
+        assertEquals(List.of(MemoryPressure.MEDIUM), heard, "the level the figures show was told");
     }
 
     /**

@@ -598,7 +598,13 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
     public CompletionStage<DefragmentationStats> defragment(Device d) {
         checkOpen();
         checks.device(d);
-        return maintenance.defragment();
+        try {
+            return maintenance.defragment();
+        } finally {
+            // A move changes no used bytes, but a place the device failed to clear stays out of use,
+            // counted as used: the level may have changed, and nothing else would tell it.
+            pressure.check();
+        }
     }
 
     @Override
