@@ -34,7 +34,8 @@ import io.ferrum.memory.api.MemoryUsageHint;
  *
  * <p><b>Invariants.</b> {@link #memoryInfo} is one instant's: it holds every pool lock, always in
  * pool order (no other path holds two), and reads the caches at one moment under them. The cheap
- * figures may mix two instants; their fragmentation is the last full report's. Per-handle answers
+ * figures may mix two instants; their fragmentation is the last full report's (recorded under the
+ * locks, so the newest of two reports at once). Per-handle answers
  * are empty (never wrong) when the handle was freed, even if its block was reused meanwhile.
  */
 final class Figures {
@@ -51,6 +52,8 @@ final class Figures {
     private final LongAdder copyNanos = new LongAdder();
     /** The fragmentation ratio of the last full {@link #memoryInfo}, for {@link #quickInfo}. */
     private volatile double lastFragmentation;
+    /** Tests only: run by {@link #memoryInfo} once it let the pools' locks go; null otherwise. */
+    static volatile Runnable unlockedForTests;
 
     Figures(Device device, Pool[] pools, DeviceAccount account, ThreadCaches caches, HandleTable handles,
             Lifecycle lifecycle, Instant epoch, long epochNanos) {
@@ -108,6 +111,7 @@ final class Figures {
         long freeInReserved = 0;
         long scattered = 0;
         long[] cached;
+        double fragmentation;
         // Blocks move between a pool and a cache only under its lock or by a cache's owner, so used
         // and live are those of one instant.
         Pool.BeforeMove[] moves = new Pool.BeforeMove[pools.length];
@@ -144,6 +148,14 @@ final class Figures {
                     return null;
                 }
             }
+            fragmentation = lastFragmentation;
+            if (walk) {
+                // Free bytes split by chunk boundaries are not fragmentation: no compaction joins them.
+                fragmentation = freeInReserved == 0 ? 0.0 : (double) scattered / (double) freeInReserved;
+                fragmentation = Math.max(0.0, Math.min(1.0, fragmentation));
+                // Recorded under the locks: of two readings at once, the later one's ratio is the one kept.
+                lastFragmentation = fragmentation;
+            }
         } finally {
             for (int i = locked - 1; i >= 0; i--) {
                 if (moves[i] == null) {
@@ -151,12 +163,9 @@ final class Figures {
                 }
             }
         }
-        // Free bytes split by chunk boundaries are not fragmentation: no compaction joins them.
-        double fragmentation = lastFragmentation;
-        if (walk) {
-            fragmentation = freeInReserved == 0 ? 0.0 : (double) scattered / (double) freeInReserved;
-            fragmentation = Math.max(0.0, Math.min(1.0, fragmentation));
-            lastFragmentation = fragmentation;
+        Runnable seam = unlockedForTests;
+        if (seam != null) {
+            seam.run();
         }
         used = Math.max(0, used - cached[0]);
         live = Math.max(0, live - cached[1]);
