@@ -163,6 +163,7 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
         this.context = context;
         log = new MonitorLog(logger);
         notifier = new ObserverNotifier(LANE_CAPACITY, this::levels, log);
+        notifier.onDevicesMissed(this::catchUpDevices);
         levels = new PressureLevels(notifier);
         sampler = new DeviceSampler(registry, levels, notifier, log);
         router = new Router(registry, strategies, new RoutingSnapshots(levels), new CrossDeviceCopier(workers), state);
@@ -494,6 +495,27 @@ public final class MemoryMonitor implements GlobalMemoryMonitor, MemoryRouter {
                 DeviceMemoryManager m = registry.active().get(d);
                 if (m != null) {
                     notifier.deviceAdded(entry, d, DeviceSampler.safeInfo(m));
+                }
+            }
+        }
+    }
+
+    /**
+     * An observer's lane dropped an arrival or a departure (it was full): in that lane, the observer
+     * (a token of the notifier) hears, under each device's lock as a new observer's catch-up, the
+     * devices served now that it was not told of, and the departure of those it was told of that are
+     * no longer served.
+     */
+    private void catchUpDevices(Object entry) {
+        Set<Device> devices = new java.util.TreeSet<>(registry.active().keySet());
+        devices.addAll(notifier.toldOf(entry));
+        for (Device d : devices) {
+            synchronized (lockOf(d)) {
+                DeviceMemoryManager m = registry.active().get(d);
+                if (m != null) {
+                    notifier.deviceAdded(entry, d, DeviceSampler.safeInfo(m));
+                } else {
+                    notifier.deviceRemoved(entry, d);
                 }
             }
         }

@@ -27,9 +27,10 @@ import io.ferrum.memory.api.MemoryPressure;
  * observer hears each device added once, and removed only after it heard it added; its samples show
  * only the devices it heard added and not removed. An observer hears
  * each pressure change from the level it heard last (none is told that would not change it), and
- * once its lane caught up after dropping changes, the level each device whose change it missed is
+ * once its lane caught up after dropping changes, the arrivals and departures it missed (through the
+ * monitor's catch-up, under each device's lock) and the level each device whose change it missed is
  * at then: pressure changes are edge-triggered, and the last of a flood, dropped, left it at a level
- * the device had left.
+ * the device had left; a dropped departure left it a device for good.
  *
  * <p>Invariants: every call into an observer, a plugin, is guarded: whatever it throws (an Error too,
  * such as the {@code NoClassDefFoundError} of an observer whose bundle was refreshed) is logged and
@@ -39,8 +40,11 @@ import io.ferrum.memory.api.MemoryPressure;
  */
 final class ObserverNotifier {
 
-    /** A pressure change a lane dropped: the level it told of, and the figures of that change. */
-    private record Dropped(MemoryPressure current, MemoryInfo info) {
+    /**
+     * A pressure change a lane dropped: the level it told of, and the figures of that change. Made on
+     * the allocating thread whose change a full lane drops: loaded early ({@link Router#LOADED_EARLY}).
+     */
+    record Dropped(MemoryPressure current, MemoryInfo info) {
     }
 
     /** One observer and its lane. */
@@ -64,6 +68,8 @@ final class ObserverNotifier {
         final Map<Device, MemoryPressure> heard = new ConcurrentHashMap<>();
         /** Per device, the last pressure change its lane dropped, for the lane's settling. */
         final Map<Device, Dropped> missed = new ConcurrentHashMap<>();
+        /** Its lane dropped an arrival or a departure: the lane's settling has the monitor tell it again. */
+        volatile boolean devicesMissed;
         volatile boolean removed;
 
         Entry(MemoryObserver observer, Device only, Function<Entry, ObserverLane> lane) {
@@ -89,6 +95,11 @@ final class ObserverNotifier {
     /** Guarded by this: who set {@link #globalCallback} (see {@link #setGlobalCallback}). */
     private Object globalOwner;
     private volatile boolean stopped;
+    /**
+     * Tells an observer (a token of {@link #add}) what it missed of the devices: the monitor's
+     * catch-up, run under each device's lock; null: none (tests of the notifier alone).
+     */
+    private volatile Consumer<Object> deviceCatchUp;
 
     /**
      * @param laneCapacity notifications that may wait for one observer before further ones are dropped
@@ -140,14 +151,20 @@ final class ObserverNotifier {
     }
 
     /**
-     * In {@code e}'s lane, caught up after drops: queues, for each device whose pressure change it
-     * dropped and that still has a level, a change from the level it heard last to the level now
-     * (nothing when they are the same), with the dropped change's figures when it told of that level.
+     * In {@code e}'s lane, caught up after drops: has the monitor tell it the arrivals and departures
+     * its lane dropped, then queues, for each device whose pressure change it dropped and that still
+     * has a level, a change from the level it heard last to the level now (nothing when they are the
+     * same), with the dropped change's figures when it told of that level.
      */
     private void settleMissed(Entry e) {
         try {
-            if (e.removed || stopped || e.missed.isEmpty()) {
+            if (e.removed || stopped) {
                 return;
+            }
+            Consumer<Object> catchUp = deviceCatchUp;
+            if (e.devicesMissed && catchUp != null) {
+                e.devicesMissed = false;
+                catchUp.accept(e); // arrivals and departures first: the levels below are of devices it has
             }
             Map<Device, MemoryPressure> now = levels.get();
             for (Map.Entry<Device, Dropped> m : e.missed.entrySet()) {
@@ -163,7 +180,7 @@ final class ObserverNotifier {
         } catch (VirtualMachineError fatal) {
             throw fatal;
         } catch (Throwable ex) {
-            log.warn("Settling the missed pressure changes of memory observer " + e.observer + " failed", ex);
+            log.warn("Telling memory observer " + e.observer + " what its full lane dropped failed", ex);
         }
     }
 
@@ -185,8 +202,49 @@ final class ObserverNotifier {
     void deviceAdded(Object observer, Device device, MemoryInfo info) {
         Entry e = (Entry) observer;
         if (e.wants(device) && e.told.add(device)) {
-            post(e, o -> added(e, o, device, info));
+            postArrival(e, device, info);
         }
+    }
+
+    /**
+     * Tells one observer (a token of {@link #add}) that a device it was told of is gone, unless it was
+     * told so already; called under the device's lock, by the catch-up after its lane dropped calls.
+     */
+    void deviceRemoved(Object observer, Device device) {
+        Entry e = (Entry) observer;
+        if (e.told.remove(device)) {
+            postDeparture(e, device);
+        }
+    }
+
+    /** @return the devices {@code observer} (a token of {@link #add}) was told of, added and not removed */
+    Set<Device> toldOf(Object observer) {
+        return Set.copyOf(((Entry) observer).told);
+    }
+
+    /** @param catchUp the monitor's catch-up of an observer whose lane dropped an arrival or a departure */
+    void onDevicesMissed(Consumer<Object> catchUp) {
+        deviceCatchUp = catchUp;
+    }
+
+    /** Queues an arrival the caller noted in {@code e.told}; a dropped one is taken back from it, for the catch-up. */
+    private void postArrival(Entry e, Device device, MemoryInfo info) {
+        post(e, o -> added(e, o, device, info), () -> {
+            e.told.remove(device);
+            e.devicesMissed = true;
+        });
+    }
+
+    /** Queues a departure the caller took from {@code e.told}; a dropped one is put back, for the catch-up. */
+    private void postDeparture(Entry e, Device device) {
+        post(e, o -> {
+            e.present.remove(device);
+            e.heard.remove(device);
+            o.deviceRemoved(device);
+        }, () -> {
+            e.told.add(device);
+            e.devicesMissed = true;
+        });
     }
 
     /** In {@code e}'s lane: tells it a device was added. */
@@ -200,7 +258,7 @@ final class ObserverNotifier {
         for (Entry e : observers) {
             if (e.wants(device)) {
                 e.told.add(device);
-                post(e, o -> added(e, o, device, info));
+                postArrival(e, device, info);
             }
         }
     }
@@ -209,11 +267,7 @@ final class ObserverNotifier {
     void deviceRemoved(Device device) {
         for (Entry e : observers) {
             if (e.told.remove(device)) {
-                post(e, o -> {
-                    e.present.remove(device);
-                    e.heard.remove(device);
-                    o.deviceRemoved(device);
-                });
+                postDeparture(e, device);
             }
         }
     }
@@ -316,8 +370,13 @@ final class ObserverNotifier {
     }
 
     private void post(Entry e, Consumer<MemoryObserver> call) {
+        post(e, call, null);
+    }
+
+    /** @param ifDropped run under the lane's lock if the lane drops the call, or null */
+    private void post(Entry e, Consumer<MemoryObserver> call, Runnable ifDropped) {
         if (!stopped) {
-            e.lane.offer(() -> call(e, call));
+            e.lane.offer(() -> call(e, call), ifDropped);
         }
     }
 

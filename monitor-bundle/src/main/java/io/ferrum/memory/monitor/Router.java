@@ -46,8 +46,9 @@ import io.ferrum.memory.api.StreamHandle;
 final class Router implements MemoryRouter {
     /**
      * The classes a routed call needs only on a rare path (a refusal's message, a copy between two
-     * managers, the level of a manager that does not report its own), loaded when the first router is
-     * made: three of this bundle, and the API's that those paths name. A router a caller kept serves it until the refresh, also while Equinox uninstalls
+     * managers, the level of a manager that does not report its own, a change of level an observer's
+     * full lane drops), loaded when the first router is made: four of this bundle, and the API's that
+     * those paths name. A router a caller kept serves it until the refresh, also while Equinox uninstalls
      * this bundle or the api, and Equinox then refuses to load a class of the bundle being uninstalled
      * ("Module has been uninstalled"), even one of the api it defined long before, the first time this
      * bundle's loader asks for it (its lazy-start check comes first). Every other class a call needs
@@ -55,7 +56,7 @@ final class Router implements MemoryRouter {
      * {@code BundleClasses} is not at hand. MonitorIT fails on a class left out.
      */
     static final List<Class<?>> LOADED_EARLY = List.of(Bytes.class, CrossDeviceCopier.Route.class,
-            PressureLevels.Source.class, MemoryHandleInfo.class, AdvancedMemoryManager.class, MemoryAccess.class, MemoryType.class,
+            PressureLevels.Source.class, ObserverNotifier.Dropped.class, MemoryHandleInfo.class, AdvancedMemoryManager.class, MemoryAccess.class, MemoryType.class,
             StagingConflictException.class);
 
     private final DeviceRegistry registry;

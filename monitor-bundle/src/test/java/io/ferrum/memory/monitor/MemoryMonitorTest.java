@@ -1130,6 +1130,63 @@ class MemoryMonitorTest {
         assertTrue(after.stream().noneMatch(h -> h.contains("cpu:1") && h.startsWith("sample")), heard.toString());
     }
 
+    /**
+     * An observer whose lane was full when a device left lost its departure: it kept the device for
+     * good (and would never hear of it again). Once its lane has caught up after drops, an observer
+     * now hears the arrivals and departures it missed. Forced: the observer is held in its first call
+     * while the device's manager tells more changes than the lane holds, then the device goes.
+     */
+    @Test
+    void anObserverWhoseLaneDroppedADepartureHearsItOnceItCatchesUp() throws Exception {
+        MemoryMonitor mon = monitor("");
+        StubManager m = new StubManager(CPU1, StubManager.poolSpace(1), true, 100, 10);
+        Map<String, Object> props = props(CPU1, 0);
+        mon.addManager(m, props);
+        CountDownLatch inside = new CountDownLatch(1);
+        CountDownLatch go = new CountDownLatch(1);
+        List<String> heard = new CopyOnWriteArrayList<>();
+        mon.addObserver(new MemoryObserver() {
+            @Override
+            public void deviceAdded(Device device, MemoryInfo info) {
+                heard.add("+" + device);
+            }
+
+            @Override
+            public void deviceRemoved(Device device) {
+                heard.add("-" + device);
+            }
+
+            @Override
+            public void pressureChanged(Device device, MemoryPressure previous, MemoryPressure current, MemoryInfo info) {
+                if (inside.getCount() > 0) {
+                    inside.countDown();
+                    try {
+                        assertTrue(go.await(30, TimeUnit.SECONDS));
+                    } catch (InterruptedException e) {
+                        throw new AssertionError(e);
+                    }
+                }
+            }
+        }, Map.of());
+        await(() -> heard.contains("+cpu:1"), "the observer heard cpu:1 added");
+        try {
+            MemoryPressure level = MemoryPressure.LOW;
+            for (int i = 0; i <= MemoryMonitor.LANE_CAPACITY + 1; i++) {
+                MemoryPressure next = level == MemoryPressure.LOW ? MemoryPressure.HIGH : MemoryPressure.LOW;
+                m.observer.pressureChanged(CPU1, level, next, null);
+                level = next;
+                if (i == 0) {
+                    assertTrue(inside.await(30, TimeUnit.SECONDS), "the observer was held");
+                }
+            }
+            mon.removeManager(m, props); // its departure finds the lane full
+        } finally {
+            go.countDown();
+        }
+        await(() -> heard.contains("-cpu:1"), "the observer heard cpu:1 removed");
+        assertEquals(List.of("+cpu:1", "-cpu:1"), heard);
+    }
+
     @Test
     void globalGcDefragmentsEveryDeviceAndReportsAFailingOneApart() throws Exception {
         MemoryMonitor mon = monitor("");
