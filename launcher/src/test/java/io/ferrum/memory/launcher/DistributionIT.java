@@ -272,6 +272,29 @@ class DistributionIT {
     }
 
     /**
+     * The distribution's installers bring what they claimed to FileInstall's notice again (they move its file's time
+     * on) only after a restart of their bundle in a running framework, never at a launch. The bnd launcher hands the
+     * framework 1 as its beginning start level and raises the level itself, so the framework's own property said that
+     * every launch had "started" at level 1: a user's jar in {@code plugins/} that is no bundle had its time moved at
+     * each start of the distribution, and the console, asking the same, ran its first statement at level 10, before
+     * the plugins started (ConsoleIT's {@code test:print}, "Command not found").
+     */
+    @Test
+    void aLaunchTouchesNoFileOfPlugins() throws Exception {
+        Path dir = freshDir("launch-touches-nothing");
+        Path plain = Files.writeString(Files.createDirectories(dir.resolve("plugins")).resolve("plain.jar"), "no jar");
+        FileTime old = FileTime.fromMillis(TimeUnit.DAYS.toMillis(365 * 50));
+        Files.setLastModifiedTime(plain, old);
+        try (Session s = new Session(dir)) {
+            s.until("log 50 error", plain + " is not installed");
+            s.send("frameworklevel");
+            s.saw("Level is 100");
+            assertEquals(0, s.finish(), s.output());
+        }
+        assertEquals(old, Files.getLastModifiedTime(plain), "the time of a user's file in plugins/");
+    }
+
+    /**
      * The bnd launcher sets a bundle's start level at each update as it does at each install: to the level its
      * -runbundles give that name and version, else to 11. So a plugin that FileInstall had put at 20, or one a user
      * had moved with {@code bundlelevel -s}, was at 11 after any update: {@code update ID}, a bare {@code update},

@@ -86,18 +86,13 @@ abstract class ClaimingInstaller implements ArtifactInstaller {
      * @return true when this bundle starts in a framework that has started (an {@code update} or a stop and
      *         start of it), false while the framework itself starts: Felix marks the system bundle ACTIVE
      *         before it raises the start level, so the framework counts as started only once its start
-     *         level reached {@code org.osgi.framework.startlevel.beginning}
+     *         level reached the beginning one ({@link BeginningStartLevel}: under the bnd launcher not the one
+     *         the framework's property names)
      */
     static boolean restartedInARunningFramework(BundleContext context) {
         Bundle system = context.getBundle(Constants.SYSTEM_BUNDLE_ID);
-        int beginning;
-        try {
-            String level = context.getProperty(Constants.FRAMEWORK_BEGINNING_STARTLEVEL);
-            beginning = level == null ? 1 : Integer.parseInt(level.strip());
-        } catch (NumberFormatException notALevel) {
-            beginning = 1;
-        }
-        return system.getState() == Bundle.ACTIVE && system.adapt(FrameworkStartLevel.class).getStartLevel() >= beginning;
+        return system.getState() == Bundle.ACTIVE
+                && system.adapt(FrameworkStartLevel.class).getStartLevel() >= BeginningStartLevel.of(context);
     }
 
     /**

@@ -46,6 +46,32 @@ class RestartedInARunningFrameworkTest {
         assertFalse(ClaimingInstaller.restartedInARunningFramework(context(Bundle.STARTING, 1, "100")));
     }
 
+    /**
+     * The bnd launcher raises the start level itself once the framework has started: it hands the framework 1 for
+     * {@code org.osgi.framework.startlevel.beginning} and keeps the bndrun's 100 only in the JVM's system properties,
+     * which it set before. Taken from the framework, the launch had "started" at level 1: every installer claimed its
+     * entries again at each launch (a user's file in {@code plugins/} touched), and the console ran its first statement
+     * at level 10, before the plugins had started ("Command not found").
+     */
+    @Test
+    void underTheBndLauncherTheBeginningStartLevelIsTheOneItKeptInTheJvm() {
+        String key = Constants.FRAMEWORK_BEGINNING_STARTLEVEL;
+        String was = System.setProperty(key, "100");
+        try {
+            assertFalse(ClaimingInstaller.restartedInARunningFramework(context(Bundle.ACTIVE, 10, "1")),
+                    "level 10 of the bnd launcher's raise to 100");
+            assertTrue(ClaimingInstaller.restartedInARunningFramework(context(Bundle.ACTIVE, 100, "1")));
+            System.setProperty(key, "x");
+            assertTrue(ClaimingInstaller.restartedInARunningFramework(context(Bundle.ACTIVE, 1, "1")), "no level in the JVM");
+        } finally {
+            if (was == null) {
+                System.clearProperty(key);
+            } else {
+                System.setProperty(key, was);
+            }
+        }
+    }
+
     @Test
     void atItsBeginningStartLevelTheFrameworkHasStarted() {
         assertTrue(ClaimingInstaller.restartedInARunningFramework(context(Bundle.ACTIVE, 100, "100")));
