@@ -179,11 +179,35 @@ public final class Main {
         cmd.add(new File(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI()).getPath());
         cmd.add(Main.class.getName());
         cmd.addAll(Arrays.asList(args));
-        Process child = new ProcessBuilder(cmd).inheritIO().start();
+        final Process child = new ProcessBuilder(cmd).inheritIO().start();
         // Ctrl-C reaches both JVMs (one process group); the child decides what it means (the
         // console cancels the line), so this one must outlive it and pass on its exit code.
         ignoreInterrupts();
+        Runtime.getRuntime().addShutdownHook(new Thread("ferrum: stop the framework's JVM") {
+            @Override
+            public void run() {
+                passOnTheEnd(child);
+            }
+        });
         return child.waitFor();
+    }
+
+    /**
+     * Ends the framework's JVM with this one: SIGTERM ({@code kill PID}, a container's stop) or SIGHUP reaches only
+     * this JVM, the process the user started, and the child, left running, never stopped its bundles. The child gets
+     * SIGTERM too and stops the framework in order within its own bound ({@code ferrum.stopWait}); this JVM waits for
+     * that, so that the process the user waits on ends after it. Nothing to do when the child has ended.
+     */
+    private static void passOnTheEnd(Process child) {
+        if (!child.isAlive()) {
+            return;
+        }
+        child.destroy(); // SIGTERM
+        try {
+            child.waitFor();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** Gives SIGINT a handler that does nothing (not SIG_IGN, which the child would inherit). */

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -31,6 +32,7 @@ import org.junit.jupiter.api.Test;
 import io.ferrum.memory.launcher.plugin.BlockingActivator;
 import io.ferrum.memory.launcher.plugin.NeverReturningActivator;
 import io.ferrum.memory.launcher.plugin.StartCountingActivator;
+import io.ferrum.memory.launcher.plugin.StopRecordingActivator;
 import io.ferrum.memory.launcher.plugin.WritingCommands;
 
 /**
@@ -632,6 +634,83 @@ class ConsoleIT {
     /** Writes the bundle of {@link BlockingActivator}: its start returns only once the framework stops. */
     private static void writeBlockingBundle(Path jarFile) throws IOException {
         writeActivatorBundle(jarFile, "io.ferrum.memory.test.blocking", BlockingActivator.class);
+    }
+
+    /**
+     * {@code kill PID} (SIGTERM; a container's stop) stops the framework in order, as {@code stop 0} does, so that a
+     * plugin holding native memory or files releases them in its {@code stop}. The bnd launcher's shutdown hook stops no
+     * bundle, and the process a user starts ({@code java -jar}) is not the framework's: it starts a second JVM with the
+     * options Felix needs, and ended alone, leaving that one running, its plugins' {@code stop} never run.
+     */
+    @Test
+    void sigtermStopsTheFrameworkInOrderAndEndsTheDistributionsJvm() throws Exception {
+        Path dir = DistributionIT.freshDir("sigterm");
+        writeActivatorBundle(Files.createDirectories(dir.resolve("plugins")).resolve("recording.jar"),
+                "io.ferrum.memory.test.recording", StopRecordingActivator.class);
+        Run r = sigterm(dir, "io.ferrum.memory.test.recording");
+        assertEquals("stopped io.ferrum.memory.test.recording\n", Files.exists(dir.resolve("stopped.txt"))
+                ? Files.readString(dir.resolve("stopped.txt")) : "(no file)", "the plugin's stop ran: " + r);
+        assertEquals(143, r.code(), "128 + SIGTERM: " + r);
+        assertEquals(List.of(), r.errLines(), "nothing on standard error");
+    }
+
+    /** The stop that SIGTERM begins is bounded as any stop of the distribution: a plugin's stop that never returns is named. */
+    @Test
+    void aStopThatNeverReturnsHoldsSigtermOnlyUntilItsBoundAndIsNamed() throws Exception {
+        Path dir = DistributionIT.freshDir("sigterm-held");
+        writeActivatorBundle(Files.createDirectories(dir.resolve("plugins")).resolve("never.jar"),
+                "io.ferrum.memory.test.neverstops", NeverReturningActivator.class);
+        Run r = sigterm(dir, "io.ferrum.memory.test.neverstops", "-Dferrum.stopWait=2");
+        assertEquals(143, r.code(), "128 + SIGTERM: " + r);
+        assertEquals(1, r.errLines().size(), r.toString());
+        assertTrue(r.errLines().get(0).matches("ferrum: still stopping after 2 s: io\\.ferrum\\.memory\\.test\\.neverstops \\[\\d+\\]"
+                + " \\(its stop has not returned\\); the process exits without waiting for it \\(-Dferrum\\.stopWait=SECONDS waits"
+                + " longer\\)"), r.errLines().get(0));
+    }
+
+    /**
+     * Starts {@code java OPTIONS -jar ferrum-memory.jar} in {@code dir} with its input open, waits until the plugin
+     * {@code symbolicName} of {@code plugins/} is active, sends the process SIGTERM, and waits until it and the JVM it
+     * started have ended.
+     */
+    private static Run sigterm(Path dir, String symbolicName, String... options) throws Exception {
+        // Standard input a named pipe that this test holds open, read and written: a pipe that Java opens for a process
+        // it starts is closed once that process ends, and the JVM it started in turn then read the end of its input and
+        // stopped as at the end of a script.
+        Path fifo = dir.resolve("input");
+        assertEquals(0, new ProcessBuilder("mkfifo", fifo.toString()).inheritIO().start().waitFor(), "mkfifo");
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        cmd.addAll(List.of(options));
+        cmd.addAll(List.of("-jar", DistributionIT.jar().toString()));
+        try (RandomAccessFile input = new RandomAccessFile(fifo.toFile(), "rw")) {
+            // Output into files: Process.destroy() closes the streams of the process it sends SIGTERM, and what it says
+            // as it stops would be lost.
+            Path out = dir.resolve("out.txt");
+            Path err = dir.resolve("err.txt");
+            Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectInput(fifo.toFile())
+                    .redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+            List<ProcessHandle> jvms = new ArrayList<>(List.of(p.toHandle()));
+            try {
+                // The statement's answer says that the plugin has started.
+                input.write(("lb -s " + symbolicName + "\n").getBytes(StandardCharsets.UTF_8));
+                long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(DistributionIT.WAIT_MS);
+                while (!Files.readString(out).contains("|Active")) {
+                    assertTrue(System.nanoTime() < deadline && p.isAlive(), "the plugin never started: " + Files.readString(out)
+                            + Files.readString(err));
+                    Thread.sleep(20);
+                }
+                p.descendants().forEach(jvms::add); // the JVM the jar's Main started
+                p.destroy(); // SIGTERM
+                assertTrue(p.waitFor(DistributionIT.WAIT_MS, TimeUnit.MILLISECONDS), "the distribution did not end at SIGTERM");
+                for (ProcessHandle jvm : jvms) {
+                    assertTrue(jvm.onExit().thenApply(h -> true).completeOnTimeout(false, DistributionIT.WAIT_MS,
+                            TimeUnit.MILLISECONDS).get(), "the distribution's JVM " + jvm.pid() + " ran on after SIGTERM");
+                }
+                return new Run(p.exitValue(), Files.readString(out), Files.readString(err));
+            } finally {
+                jvms.forEach(ProcessHandle::destroyForcibly);
+            }
+        }
     }
 
     /**

@@ -238,8 +238,8 @@ public final class SessionExit implements Callable<Integer> {
     /** Names what still holds the framework's stop and ends the process: @return the code it ends with */
     private int stuck() {
         int stuck = outcome != EXIT_OK ? outcome : 1;
-        if (!ended.compareAndSet(false, true)) {
-            return stuck; // said and ended by the other of the main thread and the watchdog
+        if (!ended.compareAndSet(false, true) || StopOnShutdown.inCharge()) {
+            return stuck; // said and ended by the other of the main thread and the watchdog, or by the JVM's shutdown
         }
         BundleContext view = framework != null && framework.getBundleContext() != null ? framework.getBundleContext() : context;
         say.accept(stillStopping(view, stopWaitSeconds));
