@@ -771,6 +771,41 @@ class ConsoleIT {
         }
     }
 
+    /**
+     * The distribution's own bundle updated from a rebuilt jar (another version) stays at its level 5, though the
+     * listener that sets a level back after an update ({@code KeptStartLevels}) is its bundle's, stopped for the update:
+     * the bnd launcher sets a bundle's level at each update from the name and version the bundle had when it was first
+     * seen (it keeps them by bundle), and for a bundle of -runbundles those are listed, at 5 for this one. Should that
+     * change, the bundle would start at 11, after the bundles of level 10, at the next start level change.
+     */
+    @Test
+    void atATerminalAnUpdateOfTheDistributionsBundleFromARebuiltJarKeepsItsStartLevel() throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/script")), "util-linux 'script' is not installed: no pseudo-terminal to test with");
+        Path dir = DistributionIT.freshDir("terminal-update-own-level");
+        Path built = dir.resolve("launcher.jar");
+        try (JarFile distribution = new JarFile(DistributionIT.jar().toFile())) {
+            JarEntry entry = distribution.stream().filter(e -> e.getName().startsWith("jar/io.ferrum.memory.launcher-"))
+                    .findFirst().orElseThrow();
+            try (InputStream in = distribution.getInputStream(entry)) {
+                Files.copy(in, built);
+            }
+        }
+        Path rebuilt = dir.resolve("launcher-rebuilt.jar");
+        DistributionIT.rewriteManifest(built, rebuilt, java.util.Map.of("Bundle-Version", "0.1.0.rebuilt"));
+        try (Terminal t = new Terminal(dir, dir.resolve("history"))) {
+            t.await("g! ");
+            t.type("update io.ferrum.memory.launcher " + rebuilt + "\r");
+            t.await("Ferrum Memory: 'help' lists the commands");
+            t.await("g! ");
+            t.type("bundlelevel io.ferrum.memory.launcher; lb -s io.ferrum.memory.launcher\r");
+            String shown = t.await("g! ");
+            assertTrue(shown.contains("0.1.0.rebuilt"), "the update took the rebuilt jar: " + shown);
+            assertTrue(shown.matches("(?s).*io\\.ferrum\\.memory\\.launcher \\[\\d+\\] is level 5.*"), shown);
+            t.type("exit 0\r");
+            assertEquals(0, t.exitCode(), "the console left with its exit code");
+        }
+    }
+
     @Test
     void aWrongCallOfAnyCommandIsOneLineNamingIt() throws Exception {
         Run r = run(DistributionIT.freshDir("wrong-call"), "uninstall 9999\n");
