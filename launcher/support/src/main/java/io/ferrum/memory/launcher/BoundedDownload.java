@@ -1,9 +1,11 @@
 package io.ferrum.memory.launcher;
 
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.HttpURLConnection;
+import java.net.MalformedURLException;
 import java.net.SocketTimeoutException;
 import java.net.URL;
 import java.net.URLConnection;
@@ -21,7 +23,7 @@ import org.osgi.framework.BundleContext;
  * the answer, for each next byte) is at most {@value #WAIT_PROPERTY} seconds (30 unless set), and the jar at most
  * {@value #MAX_BYTES_PROPERTY} bytes (256 MiB unless set); past either, the read is refused in words that name the
  * bound and the property that moves it. A server that sends a byte within each wait but never ends is stopped by the
- * size bound.
+ * size bound. A {@code jar:} URL into a served jar is read so too ({@link #copyEntry}).
  */
 final class BoundedDownload {
     /** The framework property that bounds each wait of a download, in whole seconds (1 or more). */
@@ -70,6 +72,10 @@ final class BoundedDownload {
 
     /** Reads {@code url} into {@code to}, within the bounds; on a refusal {@code to} may hold part of it. */
     void copy(URL url, String shown, Path to) throws BundleJar.Refused {
+        if ("jar".equalsIgnoreCase(url.getProtocol())) {
+            copyEntry(url, shown, to);
+            return;
+        }
         URLConnection connection = null;
         try {
             connection = url.openConnection();
@@ -87,16 +93,8 @@ final class BoundedDownload {
             if (announced > maxBytes) {
                 throw new BundleJar.Refused(shown, tooLarge(announced + " bytes, the server says"));
             }
-            try (InputStream in = connection.getInputStream(); OutputStream out = Files.newOutputStream(to)) {
-                byte[] buffer = new byte[64 * 1024];
-                long total = 0;
-                for (int n; (n = in.read(buffer)) >= 0; ) {
-                    total += n;
-                    if (total > maxBytes) {
-                        throw new BundleJar.Refused(shown, tooLarge("more than " + maxBytes + " bytes"));
-                    }
-                    out.write(buffer, 0, n);
-                }
+            try (InputStream in = connection.getInputStream()) {
+                transfer(in, shown, to);
             }
         } catch (SocketTimeoutException e) {
             throw new BundleJar.Refused(shown, "it sent nothing for " + waitSeconds + " s, the most the distribution waits"
@@ -106,6 +104,67 @@ final class BoundedDownload {
         } finally {
             if (connection instanceof HttpURLConnection http) {
                 http.disconnect(); // a refused download's socket is closed, not kept for the next
+            }
+        }
+    }
+
+    /**
+     * Reads the entry a {@code jar:} URL names ({@code jar:http://host/x.zip!/x.jar}). Java's {@code JarURLConnection}
+     * fetches the jar it points into whole, over a connection of its own that no timeout of this class reaches, and
+     * without a size bound: a server that sent its headers and then nothing hung the console for good. So that jar is
+     * read as any location is ({@link #copy}, within the bounds), and the entry from the copy, at most {@link #maxBytes}
+     * too: a compressed entry of a few kilobytes may inflate to any size.
+     */
+    private void copyEntry(URL url, String shown, Path to) throws BundleJar.Refused {
+        String spec = url.getFile();
+        int separator = spec.indexOf("!/");
+        if (separator < 0) {
+            throw new BundleJar.Refused(shown, "a jar: URL names an entry of a jar (jar:URL!/ENTRY), and this one names none");
+        }
+        URL outer;
+        try {
+            outer = new URL(spec.substring(0, separator));
+        } catch (MalformedURLException e) {
+            throw new BundleJar.Refused(shown, "it names no jar that can be read (" + BundleJar.described(e) + ")");
+        }
+        Path jar;
+        try {
+            jar = Files.createTempFile(to.toAbsolutePath().getParent(), "outer", ".jar");
+        } catch (IOException | RuntimeException e) {
+            throw new BundleJar.Refused(shown, "the copy of the jar it points into cannot be made (" + BundleJar.described(e) + ")");
+        }
+        try {
+            copy(outer, shown, jar);
+            URLConnection entry = new URL("jar:" + jar.toUri() + spec.substring(separator)).openConnection();
+            entry.setUseCaches(false); // else the JDK keeps the copy open, deleted, for as long as the JVM runs
+            try (InputStream in = entry.getInputStream()) {
+                transfer(in, shown, to);
+            }
+        } catch (FileNotFoundException noEntry) {
+            throw new BundleJar.Refused(shown, "the jar it points into has no entry '"
+                    + ControlCharacters.escaped(spec.substring(separator + 2)) + "'");
+        } catch (IOException | RuntimeException e) {
+            throw new BundleJar.Refused(shown, "it cannot be read (" + BundleJar.described(e) + ")");
+        } finally {
+            try {
+                Files.deleteIfExists(jar);
+            } catch (IOException e) {
+                jar.toFile().deleteOnExit();
+            }
+        }
+    }
+
+    /** Writes what {@code in} gives into {@code to}; refused past {@link #maxBytes} */
+    private void transfer(InputStream in, String shown, Path to) throws IOException, BundleJar.Refused {
+        try (OutputStream out = Files.newOutputStream(to)) {
+            byte[] buffer = new byte[64 * 1024];
+            long total = 0;
+            for (int n; (n = in.read(buffer)) >= 0; ) {
+                total += n;
+                if (total > maxBytes) {
+                    throw new BundleJar.Refused(shown, tooLarge("more than " + maxBytes + " bytes"));
+                }
+                out.write(buffer, 0, n);
             }
         }
     }

@@ -18,6 +18,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.jar.Attributes;
+import java.util.jar.JarEntry;
 import java.util.jar.JarOutputStream;
 import java.util.jar.Manifest;
 
@@ -76,6 +77,23 @@ class BoundedDownloadTest {
             }
             exchange.close(); // short of what was announced: the server drops the connection
         });
+        server.createContext("/headers-then-stall.jar", exchange -> {
+            exchange.sendResponseHeaders(200, 1000); // a length announced, within the bound, and then never sent
+            exchange.getResponseBody().flush();
+            try {
+                release.await(60, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            exchange.close();
+        });
+        server.createContext("/outer.jar", exchange -> {
+            byte[] jar = outerJar();
+            exchange.sendResponseHeaders(200, jar.length);
+            try (OutputStream out = exchange.getResponseBody()) {
+                out.write(jar);
+            }
+        });
         server.createContext("/ok.jar", exchange -> {
             byte[] jar = bundleJar();
             exchange.sendResponseHeaders(200, jar.length);
@@ -109,6 +127,32 @@ class BoundedDownloadTest {
         assertEquals("the server answered 404 Not Found", refusal(context, missing), missing);
         try (BundleJar ok = read(context, url("/ok.jar")).get(30, TimeUnit.SECONDS)) {
             assertEquals("org.example.served 1.2.3", ok.identity(), "a jar within the bounds is read");
+        }
+    }
+
+    /**
+     * A {@code jar:} URL into a served jar ({@code install jar:http://host/x.zip!/x.jar}) was read by Java's own
+     * {@code JarURLConnection}, which fetches the jar whole into a temporary file over a connection of its own, with no
+     * wait bound and no size bound, whatever the bounds of this class: a server that sent its headers and then nothing
+     * hung the console for good. The served jar is now read within the bounds, and the entry from its copy, at most
+     * {@code ferrum.download.maxBytes} too (a small compressed entry may inflate to any size).
+     */
+    @Test
+    void aJarUrlIntoAServedJarIsReadWithinTheBounds() throws Exception {
+        BundleContext context = properties(Map.of("ferrum.download.wait", "1", "ferrum.download.maxBytes", "1048576"));
+        String stall = "jar:" + url("/headers-then-stall.jar") + "!/inner.jar";
+        assertEquals("it sent nothing for 1 s, the most the distribution waits (SocketTimeoutException: Read timed out;"
+                + " -Dferrum.download.wait=SECONDS waits longer)", refusal(context, stall), stall);
+        String endless = "jar:" + url("/endless.jar") + "!/inner.jar";
+        assertEquals("it is more than 1048576 bytes, larger than 1048576 bytes, the most the distribution reads"
+                + " (-Dferrum.download.maxBytes=BYTES reads more)", refusal(context, endless), endless);
+        String inflating = "jar:" + url("/outer.jar") + "!/zeros.jar";
+        assertEquals("it is more than 1048576 bytes, larger than 1048576 bytes, the most the distribution reads"
+                + " (-Dferrum.download.maxBytes=BYTES reads more)", refusal(context, inflating), inflating);
+        String missing = "jar:" + url("/outer.jar") + "!/missing.jar";
+        assertEquals("the jar it points into has no entry 'missing.jar'", refusal(context, missing), missing);
+        try (BundleJar ok = read(context, "jar:" + url("/outer.jar") + "!/inner.jar").get(30, TimeUnit.SECONDS)) {
+            assertEquals("org.example.served 1.2.3", ok.identity(), "an entry within the bounds is read");
         }
     }
 
@@ -150,6 +194,20 @@ class BoundedDownloadTest {
     private static BundleContext properties(Map<String, String> values) {
         return (BundleContext) Proxy.newProxyInstance(BundleContext.class.getClassLoader(), new Class<?>[] {BundleContext.class},
                 (proxy, method, args) -> method.getName().equals("getProperty") ? values.get((String) args[0]) : null);
+    }
+
+    /** @return a jar holding {@link #bundleJar} as {@code inner.jar}, and 2 MiB of zeros as {@code zeros.jar} */
+    private static byte[] outerJar() throws IOException {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (JarOutputStream jar = new JarOutputStream(bytes)) {
+            jar.putNextEntry(new JarEntry("inner.jar"));
+            jar.write(bundleJar());
+            jar.closeEntry();
+            jar.putNextEntry(new JarEntry("zeros.jar"));
+            jar.write(new byte[2 << 20]);
+            jar.closeEntry();
+        }
+        return bytes.toByteArray();
     }
 
     private static byte[] bundleJar() throws IOException {
