@@ -83,7 +83,9 @@ public interface PooledMemoryManager extends AdvancedMemoryManager {
      * for a peer's block. Otherwise it refuses and changes nothing. The check and the close are one
      * step: an allocation that races it either makes it refuse (its block stays live) or is refused
      * as on a closed manager; no block is handed out and then dropped by this close. A backend that
-     * restarts a device only while it holds no block closes its manager with this.
+     * restarts a device only while it holds no block closes its manager with this. A defragmentation
+     * that moves blocks is waited for, up to the limit a close waits (30 s); past it (a device copy
+     * that does not return) this refuses too, and logs why.
      *
      * @return true if the manager is closed on return (by this call or an earlier close); false if
      *         it held a live block, and then nothing changed

@@ -378,6 +378,27 @@ final class Lifecycle {
         return ours;
     }
 
+    /** @return how long a close waits for each pool's work and lock, in nanoseconds */
+    long closeWaitNanos() {
+        return closeWaitNanos;
+    }
+
+    /**
+     * A conditional close found {@code moving} held by a defragmentation across device copies: waits
+     * for the move's end, holding no lock and deciding nothing, until {@code deadline} (an interrupt
+     * ends the wait; the flag stays set).
+     *
+     * @return true if the move ended (decide again); false past the deadline, with one warning (refuse)
+     */
+    boolean awaitMoveToDecide(Pool moving, long deadline) {
+        if (moving.awaitMoveEnd(deadline - System.nanoTime())) {
+            return true;
+        }
+        log.warn(device + ": closeIfUnused refused after " + waited() + ": the defragmentation of the " + moving.type
+                + " pool holds it for a device copy that has not returned; nothing changed", null);
+        return false;
+    }
+
     /** @return the close's limit, as a log line says it */
     private String waited() {
         return closeWaitNanos >= TimeUnit.SECONDS.toNanos(1) ? TimeUnit.NANOSECONDS.toSeconds(closeWaitNanos) + " s"
@@ -545,13 +566,18 @@ final class Lifecycle {
 
     /**
      * A second close: pools that views in use by native operations kept open are released now,
-     * where those views close (and no copy runs on them any more).
+     * where those views close (and no copy runs on them any more). A pool a defragmentation holds
+     * across a device copy is passed over, not waited for (the first close left it to that move).
      */
     void retryClose() {
         Error failed = null;
         for (Pool pool : pools) {
             List<DeviceChunk> release = null;
-            pool.acquire();
+            if (pool.acquireUnlessMoving() != null) {
+                // Left to the defragmentation that holds it across a device copy (or one a close still
+                // waits for): its end closes and releases it. A closed pool is never moved.
+                continue;
+            }
             try {
                 release = releaseIfDone(pool);
             } finally {

@@ -222,6 +222,62 @@ public final class Pool {
     }
 
     /**
+     * Takes every pool's lock, in pool order as {@link Figures#memoryInfo} takes them, unless a
+     * defragmentation holds one across device copies ({@link #moving}): then lets go of those taken. A
+     * path that holds several pools' locks must never wait for a move while it holds another: the
+     * figures, the close and the allocations of that other pool would wait for the device copy too,
+     * for good on a wedged device.
+     *
+     * @return null with every lock held; else the pool a defragmentation holds, with no lock held
+     *         (wait for it with {@link #awaitMoveEnd}, holding nothing, and take them all again)
+     */
+    static Pool acquireAllUnlessMoving(Pool[] pools) {
+        int locked = 0;
+        Pool moving = null;
+        try {
+            for (Pool pool : pools) {
+                if (pool.acquireUnlessMoving() != null) {
+                    moving = pool;
+                    break;
+                }
+                locked++;
+            }
+        } finally {
+            if (locked < pools.length) {
+                for (int i = locked - 1; i >= 0; i--) {
+                    pools[i].lock.unlock();
+                }
+            }
+        }
+        return moving;
+    }
+
+    /**
+     * Waits, holding no pool's lock, until the defragmentation that holds this pool's lets go of it,
+     * for at most {@code nanos} ({@link Long#MAX_VALUE}: for as long as it takes, uninterruptibly). An
+     * interrupt ends a bounded wait; the flag stays set.
+     *
+     * @return true if the lock was free within that time (it is not kept)
+     */
+    boolean awaitMoveEnd(long nanos) {
+        ReentrantLock l = lock;
+        if (nanos == Long.MAX_VALUE) {
+            l.lock();
+            l.unlock();
+            return true;
+        }
+        try {
+            if (nanos > 0 && l.tryLock(nanos, TimeUnit.NANOSECONDS)) {
+                l.unlock();
+                return true;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return false;
+    }
+
+    /**
      * {@link #acquire} for a path whose caller must not be left holding the lock by a {@code
      * StackOverflowError} (the staged {@code withMapped} actions' hold, {@link DataPath}): the lock's
      * own critical sections run on the thread's reserved stack (JEP 270) and throw the overflow as

@@ -510,12 +510,13 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
      * @throws MemoryException closed, or a limit below the pool's live blocks; nothing changed
      */
     private int take(MemoryType[] types, MemoryPoolConfig[] cfgs, Growth.Reserved[] chunks) {
-        int locked = 0;
+        // A defragmentation's device copy is waited for holding no pool: the figures, the close and
+        // the other pools' allocations go on meanwhile.
+        for (Pool moving; (moving = Pool.acquireAllUnlessMoving(pools)) != null; ) {
+            moving.awaitMoveEnd(Long.MAX_VALUE);
+        }
+        int locked = pools.length;
         try {
-            for (Pool pool : pools) {
-                pool.acquire();
-                locked++;
-            }
             for (int i = 0; i < types.length; i++) {
                 Pool pool = pools[types[i].ordinal()];
                 // Closed while this call waited for another on configuring; the manager is closed
@@ -701,39 +702,55 @@ public final class PoolEngine implements PooledMemoryManager, AliasIssuer {
 
     /**
      * Decides under every pool's lock (see {@link Lifecycle}, "Closing only if unused"): the pool path
-     * names no block meanwhile, and a name published outside the locks waits for the decision.
+     * names no block meanwhile, and a name published outside the locks waits for the decision. A pool
+     * a defragmentation holds across device copies is waited for holding no lock and deciding nothing
+     * ({@link Pool#acquireAllUnlessMoving}), up to the close's limit; past it the call refuses.
      */
     @Override
     public boolean closeIfUnused() {
-        if (!lifecycle.beginDeciding()) {
-            return true;
-        }
-        boolean closes;
-        boolean unused = false;
-        int locked = 0;
-        try {
-            for (Pool pool : pools) {
-                pool.acquire();
-                locked++;
+        long deadline = System.nanoTime() + lifecycle.closeWaitNanos();
+        while (true) {
+            if (!lifecycle.beginDeciding()) {
+                return true;
             }
-            unused = issuedAliases.isEmpty() && !anyNamed();
-        } finally {
-            // Exactly once, a throw refusing: Lifecycle counts the calls still deciding.
-            closes = lifecycle.decided(unused);
-            if (closes) {
-                for (Pool pool : pools) {
-                    pool.closed = true; // the pool path refuses from now on, as after the close proper
+            boolean closes;
+            boolean unused = false;
+            Pool moving = null;
+            boolean locked = false;
+            try {
+                // Never waits for a defragmentation's device copy while holding a pool, nor deciding:
+                // the figures, the close and the allocations (the cached path waits for a decision)
+                // would wait for that copy too.
+                moving = Pool.acquireAllUnlessMoving(pools);
+                locked = moving == null;
+                unused = locked && issuedAliases.isEmpty() && !anyNamed();
+            } finally {
+                // Exactly once, a throw refusing: Lifecycle counts the calls still deciding.
+                closes = lifecycle.decided(unused);
+                if (closes) {
+                    for (Pool pool : pools) {
+                        pool.closed = true; // the pool path refuses from now on, as after the close proper
+                    }
+                }
+                if (locked) {
+                    for (int i = pools.length - 1; i >= 0; i--) {
+                        pools[i].lock.unlock();
+                    }
                 }
             }
-            for (int i = locked - 1; i >= 0; i--) {
-                pools[i].lock.unlock();
+            if (moving == null) {
+                if (!closes) {
+                    return lifecycle.closed;
+                }
+                closeBegun(true);
+                return true;
+            }
+            // A defragmentation moves blocks: decided again once it ends; refused if it holds the pool
+            // past the close's limit (a device copy that does not return), as a close would leave it.
+            if (!lifecycle.awaitMoveToDecide(moving, deadline)) {
+                return lifecycle.closed;
             }
         }
-        if (!closes) {
-            return lifecycle.closed;
-        }
-        closeBegun(true);
-        return true;
     }
 
     /** Under every pool's lock: @return true if any block is named by a handle (a live block) */

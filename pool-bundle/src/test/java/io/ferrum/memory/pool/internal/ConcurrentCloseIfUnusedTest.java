@@ -10,7 +10,6 @@ import java.lang.reflect.Field;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -48,46 +47,45 @@ class ConcurrentCloseIfUnusedTest {
         ReentrantLock first = pools[0].lock;
         MemoryHandle live = m.allocate(4 * KiB, Device.cpu());
 
-        // Queue on the first pool's lock: decider A, a holder that parks between them, decider B.
-        first.lock();
+        // A takes the first pool and waits for the second, which the test holds; B, deciding too, waits
+        // for the first. (Not by their places in a lock's queue: a decider polls a lock, so that it sees
+        // a defragmentation take it.)
+        ReentrantLock second = pools[1].lock;
+        second.lock();
         Started a = started(() -> m.closeIfUnused());
-        awaitQueued(first, a.thread);
-        CountDownLatch letGo = new CountDownLatch(1);
-        CompletableFuture<Boolean> holding = new CompletableFuture<>();
-        Thread between = new Thread(() -> {
-            first.lock();
-            try {
-                holding.complete(true);
-                letGo.await();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            } finally {
-                first.unlock();
-            }
-        });
-        between.start();
-        awaitQueued(first, between);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!first.isLocked()) {
+            assertTrue(System.nanoTime() < deadline, "A never took the first pool");
+            Thread.onSpinWait();
+        }
         Started b = started(() -> m.closeIfUnused());
         awaitQueued(first, b.thread);
 
         MemoryHandle handed = null;
         Throwable refused = null;
         synchronized (lifecycle) {
-            first.unlock();
-            awaitBlocked(a.thread); // A looked under every lock (a live block) and waits to decide
+            second.unlock();
+            awaitBlockedInDecided(a.thread); // A looked under every lock (a live block) and waits to decide
             m.deallocate(live); // into this thread's cache: not live
-        }
-        assertFalse(a.result.get(30, TimeUnit.SECONDS), "A saw the live block");
-        holding.get(30, TimeUnit.SECONDS);
-        synchronized (lifecycle) {
-            letGo.countDown();
-            awaitBlocked(b.thread); // B looked (no live block) and waits to decide
+            assertEquals(2, deciding(lifecycle), "B decides too");
+            while (deciding(lifecycle) == 2) {
+                lifecycle.wait(); // A refuses (its decided() notifies), then lets B take the locks
+            }
+            // B decides after A let go of the locks: now (blocked on this monitor) or already (it closed,
+            // which leaves unsettled as it was). Either way A's refusal must not have cleared it.
+            assertTrue(lifecycle.unsettled, "A's refusal settled the manager while B still decided");
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!b.result.isDone() && !blockedInDecided(b.thread)) {
+                assertTrue(System.nanoTime() < until, "B never decided");
+                Thread.onSpinWait();
+            }
             try {
                 handed = m.allocate(4 * KiB, Device.cpu()); // named from the cache, outside the locks
             } catch (RuntimeException e) {
                 refused = e;
             }
         }
+        assertFalse(a.result.get(30, TimeUnit.SECONDS), "A saw the live block");
         assertTrue(b.result.get(30, TimeUnit.SECONDS), "B closed the manager");
         assertTrue(m.isClosed());
         assertNull(handed, "a handle was handed out by a manager that closed without seeing it");
@@ -226,13 +224,18 @@ class ConcurrentCloseIfUnusedTest {
         };
     }
 
+    /** @return true if {@code t} is blocked entering {@link Lifecycle#decided}: its look is done */
+    private static boolean blockedInDecided(Thread t) {
+        StackTraceElement[] stack = t.getStackTrace();
+        return t.getState() == Thread.State.BLOCKED && stack.length > 0
+                && stack[0].getClassName().equals(Lifecycle.class.getName()) && stack[0].getMethodName().equals("decided");
+    }
+
     /** Waits (at most 30 s) until {@code t} is blocked entering {@link Lifecycle#decided}: its look is done. */
     private static void awaitBlockedInDecided(Thread t) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true) {
-            StackTraceElement[] stack = t.getStackTrace();
-            if (t.getState() == Thread.State.BLOCKED && stack.length > 0
-                    && stack[0].getClassName().equals(Lifecycle.class.getName()) && stack[0].getMethodName().equals("decided")) {
+            if (blockedInDecided(t)) {
                 return;
             }
             assertTrue(System.nanoTime() < deadline, t.getName() + " never waited to decide: " + t.getState());
@@ -263,12 +266,11 @@ class ConcurrentCloseIfUnusedTest {
         }
     }
 
-    private static void awaitBlocked(Thread t) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (t.getState() != Thread.State.BLOCKED) {
-            assertTrue(System.nanoTime() < deadline, t.getName() + " never waited for the decision: " + t.getState());
-            Thread.onSpinWait();
-        }
+    /** Under {@code lifecycle}'s monitor: how many conditional closes are deciding. */
+    private static int deciding(Lifecycle lifecycle) throws ReflectiveOperationException {
+        Field f = Lifecycle.class.getDeclaredField("deciding");
+        f.setAccessible(true);
+        return f.getInt(lifecycle);
     }
 
     @SuppressWarnings("unchecked")

@@ -65,6 +65,11 @@ class WedgedCompactionTest {
     }
 
     static <T> CompletableFuture<T> start(String name, Callable<T> call) {
+        return start(name, call, new Thread[1]);
+    }
+
+    /** @param thread where the thread that runs {@code call} goes */
+    static <T> CompletableFuture<T> start(String name, Callable<T> call, Thread[] thread) {
         CompletableFuture<T> f = new CompletableFuture<>();
         Thread t = new Thread(() -> {
             try {
@@ -74,6 +79,7 @@ class WedgedCompactionTest {
             }
         }, name);
         t.setDaemon(true);
+        thread[0] = t;
         t.start();
         return f;
     }
@@ -139,5 +145,134 @@ class WedgedCompactionTest {
         assertEquals(2, log.lines.stream().filter(l -> l.contains("1 live allocation")).count(),
                 "each pool's block left allocated is reported, TENSOR's by the close, GENERAL's at the move's end: "
                         + log.lines);
+    }
+
+    /**
+     * A manager whose GENERAL pool holds two live blocks and nothing to move, and whose TENSOR pool
+     * has a hole before a live block: a defragmentation passes GENERAL and pauses in TENSOR's first
+     * copy, while GENERAL's lock is free for whoever takes the pools' locks in order.
+     */
+    static PoolEngine tensorToMove(HookedUpstream up, Warnings log) {
+        PoolEngine m = new PoolEngine(up, config(), PoolSettings.defaults().withThreadCache(0).withLog(log), null,
+                null, CLOSE_WAIT_NANOS);
+        m.allocate(64 * KiB, CPU);
+        m.allocate(64 * KiB, CPU);
+        MemoryHandle hole = m.allocate(64 * KiB, MemoryType.TENSOR, CPU);
+        m.allocate(64 * KiB, MemoryType.TENSOR, CPU);
+        m.deallocate(hole);
+        return m;
+    }
+
+    /** Waits (at most 10 s) until {@code t} waits for a lock or a condition, or has ended. */
+    static void awaitWaiting(Thread t) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (t.isAlive() && t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING
+                && System.nanoTime() < deadline) {
+            Thread.sleep(1);
+        }
+    }
+
+    static <T> T within10s(String what, CompletableFuture<T> f) throws Exception {
+        try {
+            return f.get(10, TimeUnit.SECONDS);
+        } catch (TimeoutException e) {
+            throw new AssertionError(what + " waited for the compaction's copy", e);
+        }
+    }
+
+    @Test
+    void aSecondCloseDuringTheWedgedCopyReturns() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        Warnings log = new Warnings();
+        PoolEngine m = tensorToMove(up, log);
+        Pause copy = up.pauseNext(Call.COPY);
+        CompletableFuture<CompletableFuture<DefragmentationStats>> defrag = start("defragment",
+                () -> m.defragment(CPU).toCompletableFuture());
+        try {
+            copy.awaitArrival();
+            within10s("the first close", start("close", () -> {
+                m.close();
+                return null;
+            }));
+            within10s("a second close", start("second close", () -> {
+                m.close();
+                return null;
+            }));
+            assertEquals(MiB, up.liveBytes(), "the moving pool's chunk stays until its copy returns");
+        } finally {
+            copy.release();
+        }
+        defrag.get(10, TimeUnit.SECONDS).handle((stats, e) -> null).get(10, TimeUnit.SECONDS);
+        assertEquals(0, up.liveBytes(), "the compaction's end released its pool");
+        assertTrue(up.isClosed());
+        assertEquals("", up.violations());
+    }
+
+    @Test
+    void aConditionalCloseDuringTheWedgedCopyHoldsNeitherFiguresNorAllocationsNorClose() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        Warnings log = new Warnings();
+        PoolEngine m = tensorToMove(up, log);
+        MemoryInfo before = m.memoryInfo();
+        Pause copy = up.pauseNext(Call.COPY);
+        CompletableFuture<CompletableFuture<DefragmentationStats>> defrag = start("defragment",
+                () -> m.defragment(CPU).toCompletableFuture());
+        CompletableFuture<Boolean> conditional;
+        try {
+            copy.awaitArrival();
+            Thread[] deciding = new Thread[1];
+            conditional = start("closeIfUnused", m::closeIfUnused, deciding);
+            awaitWaiting(deciding[0]);
+            // Whatever it waits for, it must not hold another pool meanwhile.
+            MemoryInfo during = within10s("memoryInfo during a conditional close", start("memoryInfo", m::memoryInfo));
+            assertEquals(before.usedBytes(), during.usedBytes());
+            MemoryHandle h = within10s("an allocation in another pool during a conditional close",
+                    start("allocate", () -> m.allocate(KiB, CPU)));
+            m.deallocate(h);
+            assertFalse(within10s("the conditional close", conditional), "live blocks: refused");
+            assertFalse(m.isClosed());
+            within10s("a close after the conditional one", start("close", () -> {
+                m.close();
+                return null;
+            }));
+        } finally {
+            copy.release();
+        }
+        defrag.get(10, TimeUnit.SECONDS).handle((stats, e) -> null).get(10, TimeUnit.SECONDS);
+        assertEquals(0, up.liveBytes());
+        assertTrue(up.isClosed());
+        assertEquals("", up.violations());
+    }
+
+    @Test
+    void anEditDuringTheWedgedCopyHoldsNeitherFiguresNorClose() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        Warnings log = new Warnings();
+        PoolEngine m = tensorToMove(up, log);
+        MemoryPoolConfig bigger = MemoryPoolConfig.builder().initialSize(MiB).growthIncrement(2 * MiB).alignment(256)
+                .build();
+        Pause copy = up.pauseNext(Call.COPY);
+        CompletableFuture<CompletableFuture<DefragmentationStats>> defrag = start("defragment",
+                () -> m.defragment(CPU).toCompletableFuture());
+        CompletableFuture<Void> edit;
+        try {
+            copy.awaitArrival();
+            Thread[] editing = new Thread[1];
+            edit = start("configurePools", () -> {
+                m.configurePools(config().withPoolConfig(MemoryType.GENERAL, bigger));
+                return null;
+            }, editing);
+            awaitWaiting(editing[0]);
+            within10s("memoryInfo during an edit", start("memoryInfo", m::memoryInfo));
+            assertFalse(edit.isDone(), "the edit waits for the move to end, as before");
+        } finally {
+            copy.release();
+        }
+        defrag.get(10, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS);
+        edit.get(10, TimeUnit.SECONDS);
+        assertEquals(2 * MiB, m.poolConfig(MemoryType.GENERAL).growthIncrement());
+        m.close();
+        assertEquals(0, up.liveBytes());
+        assertEquals("", up.violations());
     }
 }
