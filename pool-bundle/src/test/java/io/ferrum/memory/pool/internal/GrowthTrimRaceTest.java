@@ -1,6 +1,7 @@
 package io.ferrum.memory.pool.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -65,6 +66,35 @@ class GrowthTrimRaceTest {
             assertEquals(1, reserves.get(), "the next allocation carves from the same chunk");
         }
         assertEquals(0, up.liveBytes());
+        assertEquals("", up.violations());
+    }
+
+    /**
+     * Another allocation takes the grown chunk's room before the one that grew it carves: that one then
+     * fails (the pool at its limit), and the chunk, kept for its carve, must not stay kept: emptied, a
+     * trim gives it back.
+     */
+    @Test
+    void aChunkGrownForAnAllocationThatThenFailsIsTrimmedOnceEmpty() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        MemoryManagerConfig cfg = MemoryManagerConfig.defaults().withAutoGc(false, 0.85).withPoolConfig(MemoryType.GENERAL,
+                MemoryPoolConfig.builder().initialSize(0).growthIncrement(MiB).maxSize(MiB).alignment(256).build());
+        try (PoolEngine m = new PoolEngine(up, cfg, PoolSettings.defaults().withThreadCache(0), null)) {
+            AtomicLong taken = new AtomicLong();
+            Growth.grownForTests = () -> {
+                Growth.grownForTests = null;
+                try {
+                    // Another thread takes the whole chunk while the grown chunk waits for its carve.
+                    taken.set(CompletableFuture.supplyAsync(() -> m.allocate(MiB, CPU).id()).get(30, TimeUnit.SECONDS));
+                } catch (Exception e) {
+                    throw new AssertionError(e);
+                }
+            };
+            assertThrows(io.ferrum.memory.api.OutOfDeviceMemoryException.class, () -> m.allocate(MiB, CPU));
+            m.deallocate(new io.ferrum.memory.api.MemoryHandle(taken.get()));
+            assertEquals(MiB, m.trim(), "the chunk grown for the failed allocation is trimmed once empty");
+            assertEquals(0, up.liveBytes());
+        }
         assertEquals("", up.violations());
     }
 }

@@ -91,4 +91,44 @@ class PressureLevelMomentTest {
             assertEquals(List.of(MemoryPressure.MEDIUM), heard, "levels told while the device went from LOW to MEDIUM");
         }
     }
+
+    /**
+     * The closer look (every pool's lock) runs on a change of level only: with cached blocks taking
+     * the account's used bytes past the quick bound while the level stays, or at a level held, the
+     * quick look and the closer one agree, so an allocate or free that changes no level never takes it.
+     */
+    @Test
+    void anAllocateOrFreeThatChangesNoLevelNeverTakesTheCloserLook() throws Exception {
+        try (PoolEngine m = new PoolEngine(new ArenaUpstream(64 * MiB), config(),
+                PoolSettings.defaults().withCapacity(5 * MiB), null)) {
+            m.allocate(5 * MiB / 2, MemoryType.TENSOR, CPU); // 50 %: LOW
+            List<MemoryHandle> hs = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                hs.add(m.allocate(128 * KiB, CPU));
+            }
+            hs.forEach(m::deallocate); // cached: 70 % for the account, 50 % for the level
+            assertEquals(5 * MiB / 2, m.memoryInfo().usedBytes(), "the blocks are in this thread's cache");
+            java.lang.reflect.Field p = PoolEngine.class.getDeclaredField("pressure");
+            p.setAccessible(true);
+            java.lang.reflect.Field a = PressureNotifier.class.getDeclaredField("account");
+            a.setAccessible(true);
+            assertEquals(7 * MiB / 2, ((DeviceAccount) a.get(p.get(m))).used(), "the account counts the cached blocks");
+            java.util.concurrent.atomic.AtomicInteger closerLooks = new java.util.concurrent.atomic.AtomicInteger();
+            PressureNotifier.tellingForTests = closerLooks::incrementAndGet;
+            List<MemoryPressure> heard = new CopyOnWriteArrayList<>();
+            m.setPressureCallback(heard::add);
+            for (int i = 0; i < 1000; i++) {
+                m.deallocate(m.allocate(128 * KiB, CPU)); // from and back into the cache
+            }
+            assertEquals(0, closerLooks.get(), "closer looks at LOW with the caches past the quick bound");
+            MemoryHandle medium = m.allocate(5 * MiB / 4, MemoryType.CACHE, CPU); // 75 %: MEDIUM
+            for (int i = 0; i < 1000; i++) {
+                m.deallocate(m.allocate(128 * KiB, CPU));
+            }
+            assertEquals(1, closerLooks.get(), "closer looks: one for the change to MEDIUM, none at MEDIUM");
+            m.deallocate(medium);
+            assertEquals(2, closerLooks.get(), "and one for the change back");
+            assertEquals(List.of(MemoryPressure.MEDIUM, MemoryPressure.LOW), heard);
+        }
+    }
 }

@@ -275,4 +275,49 @@ class WedgedCompactionTest {
         assertEquals(0, up.liveBytes());
         assertEquals("", up.violations());
     }
+
+    /** The compaction's copy, once let go, fails: its end still closes the pool the close left to it. */
+    @Test
+    void aWedgedCopyThatFailsWhenItReturnsStillClosesThePoolLeftToIt() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        java.util.concurrent.atomic.AtomicBoolean fail = new java.util.concurrent.atomic.AtomicBoolean();
+        io.ferrum.memory.pool.DeviceUpstream failing = new io.ferrum.memory.pool.ForwardingUpstream(up) {
+            @Override
+            public void copy(io.ferrum.memory.pool.DeviceChunk src, long srcOffset, io.ferrum.memory.pool.DeviceChunk dst,
+                             long dstOffset, long bytes) {
+                super.copy(src, srcOffset, dst, dstOffset, bytes);
+                if (fail.get()) {
+                    throw new IllegalStateException("the device failed the copy");
+                }
+            }
+        };
+        Warnings log = new Warnings();
+        PoolEngine m = new PoolEngine(failing, config(), PoolSettings.defaults().withThreadCache(0).withLog(log), null,
+                null, CLOSE_WAIT_NANOS);
+        MemoryHandle hole = m.allocate(64 * KiB, CPU);
+        m.allocate(64 * KiB, CPU);
+        m.deallocate(hole);
+        Pause copy = up.pauseNext(Call.COPY);
+        CompletableFuture<CompletableFuture<DefragmentationStats>> defrag = start("defragment",
+                () -> m.defragment(CPU).toCompletableFuture());
+        try {
+            copy.awaitArrival();
+            Thread.currentThread().interrupt(); // the close gives up at once, and the flag stays set
+            m.close();
+            assertTrue(Thread.interrupted(), "the interrupt is the caller's");
+            assertEquals(MiB, up.liveBytes());
+            fail.set(true);
+        } finally {
+            copy.release();
+        }
+        ExecutionException failed = assertThrows(ExecutionException.class,
+                () -> defrag.get(10, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS));
+        assertEquals("the device failed the copy", failed.getCause().getMessage());
+        assertEquals(0, up.liveBytes(), "the failed compaction's end released its pool");
+        assertTrue(up.isClosed());
+        assertEquals("", up.violations());
+        assertEquals(1, log.lines.stream().filter(l -> l.contains("1 live allocation")).count(), log.lines.toString());
+        m.close(); // a second close after it all changes nothing
+        assertEquals("", up.violations());
+    }
 }
