@@ -26,6 +26,9 @@ import io.ferrum.memory.pool.DeviceChunk;
  * The manager drains caches on trim, defragment, configurePool and before it reports out of memory.
  * A drain empties the cache's inbound stacks too (blocks other threads freed for it), and
  * {@link #drainAll} those of every live cache at once, which any thread may take under the pool's lock.
+ * An owner's drain and a sweep pass over a pool whose lock a defragmentation holds across device
+ * copies (its blocks stay cached; a dead thread's cache stays for a later sweep): they run on the
+ * path of allocations and frees in every pool, which must not wait for a copy that may never return.
  *
  * <p><b>Virtual threads</b> get no cache of their own (there may be millions, and a cache per
  * virtual thread would hold its blocks after it ends): they share {@link #shared}, about two per
@@ -210,7 +213,9 @@ final class ThreadCaches {
             for (ThreadCache tc : caches) {
                 if (!tc.owner.isAlive()) {
                     any |= tc.count() > 0 || tc.inbound()[1] > 0;
-                    drain(tc, true);
+                    if (!drain(tc, true)) {
+                        continue; // a pool a defragmentation holds: the rest at a later sweep
+                    }
                     handles.giveBackAll(tc);
                     caches.remove(tc);
                     swept = true;
@@ -222,7 +227,9 @@ final class ThreadCaches {
             // (upstream calls), as an owner's drain gives it back.
             for (Pool pool : pools) {
                 List<DeviceChunk> aboveLimit;
-                pool.acquire();
+                if (pool.acquireUnlessMoving() != null) {
+                    continue; // not waited for: see drain
+                }
                 try {
                     aboveLimit = takeAboveLimit(pool);
                 } finally {
@@ -242,16 +249,25 @@ final class ThreadCaches {
     /**
      * Gives every block of {@code tc}, in its bins (the owner, or anyone once the owner has died) and
      * in its inbound stacks, back to its pool; {@code end}: closes the inbound stacks too (the cache
-     * is being dropped).
+     * is being dropped). A pool whose lock a defragmentation holds across device copies is passed
+     * over, its blocks left cached: a drain runs on the path of any allocation or free after {@link
+     * #drainAll} (and a sweep under the registry's monitor, on a new thread's first call), which must
+     * not wait for a device copy that may never return.
+     *
+     * @return true if every pool was drained; false if one was passed over
      */
-    private void drain(ThreadCache tc, boolean end) {
+    private boolean drain(ThreadCache tc, boolean end) {
+        boolean all = true;
         for (Pool pool : pools) {
             int p = pool.type.ordinal();
             if (tc.count() == 0 && !tc.hasInbound(p) && !end) {
                 continue;
             }
             List<DeviceChunk> aboveLimit = List.of();
-            pool.acquire();
+            if (pool.acquireUnlessMoving() != null) {
+                all = false;
+                continue;
+            }
             try {
                 tc.drain(p, b -> giveBack(pool, b));
                 giveBackInbound(pool, tc.takeInbound(p, end));
@@ -265,6 +281,7 @@ final class ThreadCaches {
             }
             releaseAboveLimit(pool, aboveLimit);
         }
+        return all;
     }
 
     /**

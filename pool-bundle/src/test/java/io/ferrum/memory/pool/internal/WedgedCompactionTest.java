@@ -320,4 +320,61 @@ class WedgedCompactionTest {
         m.close(); // a second close after it all changes nothing
         assertEquals("", up.violations());
     }
+
+    /**
+     * With thread caches, a defragmentation asks every thread to drain its cache on its next call, and
+     * the first call of a new thread sweeps the caches of threads that died: neither may wait for the
+     * moving pool, whose blocks such a cache holds, to let an allocation in another pool go on.
+     */
+    @Test
+    void allocationsInAnotherPoolThatDrainOrSweepCachesDoNotWaitForTheWedgedCopy() throws Exception {
+        HookedUpstream up = new HookedUpstream(64 * MiB);
+        Warnings log = new Warnings();
+        PoolEngine m = new PoolEngine(up, config(), PoolSettings.defaults().withLog(log), null, null, CLOSE_WAIT_NANOS);
+        m.allocate(64 * KiB, CPU);
+        MemoryHandle hole = m.allocate(64 * KiB, MemoryType.TENSOR, CPU);
+        m.allocate(64 * KiB, MemoryType.TENSOR, CPU);
+        m.deallocate(hole);
+        m.trim(); // this thread's cache back to the pools: the hole is free for the compaction
+        java.util.concurrent.CountDownLatch cached = new java.util.concurrent.CountDownLatch(2);
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch end = new java.util.concurrent.CountDownLatch(1);
+        Callable<MemoryHandle> cachesTensorThenAllocates = () -> {
+            m.deallocate(m.allocate(4 * KiB, MemoryType.TENSOR, CPU)); // into its own cache
+            cached.countDown();
+            go.await();
+            return m.allocate(4 * KiB, CPU); // its cache drained first (the defragmentation asked)
+        };
+        Thread[] gone = new Thread[1];
+        CompletableFuture<MemoryHandle> keeper = start("keeper", cachesTensorThenAllocates);
+        CompletableFuture<Void> dies = start("gone", () -> {
+            m.deallocate(m.allocate(4 * KiB, MemoryType.TENSOR, CPU));
+            cached.countDown();
+            end.await(); // alive until the compaction's copy waits: no sweep before took its cache
+            return null;
+        }, gone);
+        assertTrue(cached.await(10, TimeUnit.SECONDS));
+        Pause copy = up.pauseNext(Call.COPY);
+        CompletableFuture<CompletableFuture<DefragmentationStats>> defrag = start("defragment",
+                () -> m.defragment(CPU).toCompletableFuture());
+        try {
+            copy.awaitArrival();
+            end.countDown();
+            dies.get(10, TimeUnit.SECONDS);
+            gone[0].join(10_000); // dead, its cache not swept
+            MemoryHandle h = within10s("a new thread's first allocation in GENERAL (it sweeps the dead cache)",
+                    start("newcomer", () -> m.allocate(4 * KiB, CPU)));
+            m.deallocate(h);
+            go.countDown();
+            m.deallocate(within10s("an allocation in GENERAL whose thread drains its cache", keeper));
+        } finally {
+            go.countDown();
+            end.countDown();
+            copy.release();
+        }
+        defrag.get(10, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS);
+        m.close();
+        assertEquals(0, up.liveBytes());
+        assertEquals("", up.violations());
+    }
 }
