@@ -35,7 +35,7 @@ import io.ferrum.memory.pool.PoolSettings;
  * A defragmentation holds its pool's lock while the device copies a block: a copy that never
  * returns (a wedged GPU) held {@code memoryInfo()} and {@code close()} for as long, for good. The
  * copy is paused by the test upstream; the close's bound is the engine's, set short here. The
- * futures' 10 s timeouts are only the failure signal.
+ * futures' 30 s timeouts are only the failure signal.
  */
 class WedgedCompactionTest {
     static final long KiB = 1024;
@@ -102,7 +102,7 @@ class WedgedCompactionTest {
             copy.awaitArrival();
             MemoryInfo during;
             try {
-                during = start("memoryInfo", m::memoryInfo).get(10, TimeUnit.SECONDS);
+                during = start("memoryInfo", m::memoryInfo).get(30, TimeUnit.SECONDS);
             } catch (TimeoutException e) {
                 throw new AssertionError("memoryInfo waited for the compaction's copy", e);
             }
@@ -112,7 +112,7 @@ class WedgedCompactionTest {
             assertEquals(before.fragmentationRatio(), during.fragmentationRatio(), "the moving pool's, as the move found it");
             try {
                 assertEquals(Map.of(MemoryType.GENERAL, MiB, MemoryType.TENSOR, MiB),
-                        start("reservedByType", m::reservedByType).get(10, TimeUnit.SECONDS));
+                        start("reservedByType", m::reservedByType).get(30, TimeUnit.SECONDS));
             } catch (TimeoutException e) {
                 throw new AssertionError("reservedByType waited for the compaction's copy", e);
             }
@@ -120,7 +120,7 @@ class WedgedCompactionTest {
                 start("close", () -> {
                     m.close();
                     return null;
-                }).get(10, TimeUnit.SECONDS);
+                }).get(30, TimeUnit.SECONDS);
             } catch (TimeoutException e) {
                 throw new AssertionError("close waited for the compaction's copy beyond its bound", e);
             }
@@ -137,7 +137,7 @@ class WedgedCompactionTest {
         }
         // The GENERAL pool's compaction ends, then the defragmentation finds the next pool closed.
         ExecutionException refused = assertThrows(ExecutionException.class,
-                () -> defrag.get(10, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS));
+                () -> defrag.get(30, TimeUnit.SECONDS).get(30, TimeUnit.SECONDS));
         assertInstanceOf(DeviceUnavailableException.class, refused.getCause());
         assertEquals(0, up.liveBytes(), "the compaction's end released its pool");
         assertTrue(up.isClosed(), "and closed the upstream");
@@ -163,18 +163,18 @@ class WedgedCompactionTest {
         return m;
     }
 
-    /** Waits (at most 10 s) until {@code t} waits for a lock or a condition, or has ended. */
+    /** Waits until {@code t} waits for a lock or a condition, or has ended; fails after 30 s (a hang, not a figure). */
     static void awaitWaiting(Thread t) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (t.isAlive() && t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING
-                && System.nanoTime() < deadline) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (t.isAlive() && t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING) {
+            assertTrue(System.nanoTime() < deadline, t.getName() + " never waited: " + t.getState());
             Thread.sleep(1);
         }
     }
 
-    static <T> T within10s(String what, CompletableFuture<T> f) throws Exception {
+    static <T> T within30s(String what, CompletableFuture<T> f) throws Exception {
         try {
-            return f.get(10, TimeUnit.SECONDS);
+            return f.get(30, TimeUnit.SECONDS);
         } catch (TimeoutException e) {
             throw new AssertionError(what + " waited for the compaction's copy", e);
         }
@@ -190,11 +190,11 @@ class WedgedCompactionTest {
                 () -> m.defragment(CPU).toCompletableFuture());
         try {
             copy.awaitArrival();
-            within10s("the first close", start("close", () -> {
+            within30s("the first close", start("close", () -> {
                 m.close();
                 return null;
             }));
-            within10s("a second close", start("second close", () -> {
+            within30s("a second close", start("second close", () -> {
                 m.close();
                 return null;
             }));
@@ -202,7 +202,7 @@ class WedgedCompactionTest {
         } finally {
             copy.release();
         }
-        defrag.get(10, TimeUnit.SECONDS).handle((stats, e) -> null).get(10, TimeUnit.SECONDS);
+        defrag.get(30, TimeUnit.SECONDS).handle((stats, e) -> null).get(30, TimeUnit.SECONDS);
         assertEquals(0, up.liveBytes(), "the compaction's end released its pool");
         assertTrue(up.isClosed());
         assertEquals("", up.violations());
@@ -224,21 +224,21 @@ class WedgedCompactionTest {
             conditional = start("closeIfUnused", m::closeIfUnused, deciding);
             awaitWaiting(deciding[0]);
             // Whatever it waits for, it must not hold another pool meanwhile.
-            MemoryInfo during = within10s("memoryInfo during a conditional close", start("memoryInfo", m::memoryInfo));
+            MemoryInfo during = within30s("memoryInfo during a conditional close", start("memoryInfo", m::memoryInfo));
             assertEquals(before.usedBytes(), during.usedBytes());
-            MemoryHandle h = within10s("an allocation in another pool during a conditional close",
+            MemoryHandle h = within30s("an allocation in another pool during a conditional close",
                     start("allocate", () -> m.allocate(KiB, CPU)));
             m.deallocate(h);
-            assertFalse(within10s("the conditional close", conditional), "live blocks: refused");
+            assertFalse(within30s("the conditional close", conditional), "live blocks: refused");
             assertFalse(m.isClosed());
-            within10s("a close after the conditional one", start("close", () -> {
+            within30s("a close after the conditional one", start("close", () -> {
                 m.close();
                 return null;
             }));
         } finally {
             copy.release();
         }
-        defrag.get(10, TimeUnit.SECONDS).handle((stats, e) -> null).get(10, TimeUnit.SECONDS);
+        defrag.get(30, TimeUnit.SECONDS).handle((stats, e) -> null).get(30, TimeUnit.SECONDS);
         assertEquals(0, up.liveBytes());
         assertTrue(up.isClosed());
         assertEquals("", up.violations());
@@ -263,13 +263,13 @@ class WedgedCompactionTest {
                 return null;
             }, editing);
             awaitWaiting(editing[0]);
-            within10s("memoryInfo during an edit", start("memoryInfo", m::memoryInfo));
+            within30s("memoryInfo during an edit", start("memoryInfo", m::memoryInfo));
             assertFalse(edit.isDone(), "the edit waits for the move to end, as before");
         } finally {
             copy.release();
         }
-        defrag.get(10, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS);
-        edit.get(10, TimeUnit.SECONDS);
+        defrag.get(30, TimeUnit.SECONDS).get(30, TimeUnit.SECONDS);
+        edit.get(30, TimeUnit.SECONDS);
         assertEquals(2 * MiB, m.poolConfig(MemoryType.GENERAL).growthIncrement());
         m.close();
         assertEquals(0, up.liveBytes());
@@ -311,7 +311,7 @@ class WedgedCompactionTest {
             copy.release();
         }
         ExecutionException failed = assertThrows(ExecutionException.class,
-                () -> defrag.get(10, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS));
+                () -> defrag.get(30, TimeUnit.SECONDS).get(30, TimeUnit.SECONDS));
         assertEquals("the device failed the copy", failed.getCause().getMessage());
         assertEquals(0, up.liveBytes(), "the failed compaction's end released its pool");
         assertTrue(up.isClosed());
@@ -353,26 +353,26 @@ class WedgedCompactionTest {
             end.await(); // alive until the compaction's copy waits: no sweep before took its cache
             return null;
         }, gone);
-        assertTrue(cached.await(10, TimeUnit.SECONDS));
+        assertTrue(cached.await(30, TimeUnit.SECONDS));
         Pause copy = up.pauseNext(Call.COPY);
         CompletableFuture<CompletableFuture<DefragmentationStats>> defrag = start("defragment",
                 () -> m.defragment(CPU).toCompletableFuture());
         try {
             copy.awaitArrival();
             end.countDown();
-            dies.get(10, TimeUnit.SECONDS);
+            dies.get(30, TimeUnit.SECONDS);
             gone[0].join(10_000); // dead, its cache not swept
-            MemoryHandle h = within10s("a new thread's first allocation in GENERAL (it sweeps the dead cache)",
+            MemoryHandle h = within30s("a new thread's first allocation in GENERAL (it sweeps the dead cache)",
                     start("newcomer", () -> m.allocate(4 * KiB, CPU)));
             m.deallocate(h);
             go.countDown();
-            m.deallocate(within10s("an allocation in GENERAL whose thread drains its cache", keeper));
+            m.deallocate(within30s("an allocation in GENERAL whose thread drains its cache", keeper));
         } finally {
             go.countDown();
             end.countDown();
             copy.release();
         }
-        defrag.get(10, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS);
+        defrag.get(30, TimeUnit.SECONDS).get(30, TimeUnit.SECONDS);
         m.close();
         assertEquals(0, up.liveBytes());
         assertEquals("", up.violations());
